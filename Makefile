@@ -1,0 +1,41 @@
+# The two commands the README opens with, and the environment they share.
+PYTHON ?= python3
+VENV ?= .venv
+STATE_DIR ?= .state
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint typecheck unit crds clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+# The embedded local stack in the foreground: Temporal dev server + UI, devcluster, worker, bridge.
+run: install
+	$(BIN)/kuberay-temporal dev --state-dir $(STATE_DIR)
+
+test: lint typecheck unit
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/pytest
+
+# Regenerate deploy/crds/ from the models (a test fails when they drift).
+crds: install
+	$(BIN)/kuberay-temporal crds --output-dir deploy/crds
+
+clean:
+	rm -rf $(VENV) $(STATE_DIR) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,134 @@
+"""Building blocks shared by the three ray.io/v1 kinds.
+
+Two kinds of data live in these models:
+
+* ray.io fields are typed, with KubeRay's JSON names as aliases. Unknown ray.io fields are
+  errors (the CRD is structural and prunes them on a real cluster, so accepting them silently
+  here would hide typos).
+* Embedded Kubernetes objects (pod templates, Services, env vars, resource requirements…)
+  are kept as plain JSON objects, so that every field a user writes survives a load and a dump
+  unchanged, including fields newer than this code. Builders work on them as dicts.
+
+Booleans, integers and strings are strict: `suspend: "true"` is a type error, as it is for the
+API server, instead of being coerced into something the user did not write.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Self
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+)
+from pydantic.alias_generators import to_camel
+
+from crds.enums import ConditionStatus
+
+JSONObject = dict[str, Any]
+"""An embedded Kubernetes object kept verbatim (pod template, Service, env var…)."""
+
+Bool = StrictBool
+Int = StrictInt
+Str = StrictStr
+Number = StrictInt | StrictFloat
+IntOrString = StrictInt | StrictStr
+"""Kubernetes int-or-string (quantities such as `desiredCPU`, ports by number or name)."""
+StringMap = dict[StrictStr, StrictStr]
+
+
+def format_time(value: datetime) -> str:
+    """Render a time the way metav1.Time does: UTC, second precision, a `Z` suffix."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+Time = Annotated[AwareDatetime, PlainSerializer(format_time, return_type=str)]
+"""metav1.Time: parsed into an aware datetime, written as RFC 3339 with seconds."""
+
+
+class RayModel(BaseModel):
+    """Base of every ray.io model: camelCase on the wire, strict about unknown fields."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+        use_enum_values=False,
+    )
+
+    def to_json_dict(self) -> JSONObject:
+        """Dump exactly the fields that were given or set, under their JSON names."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    @classmethod
+    def from_json_dict(cls, data: JSONObject) -> Self:
+        """Load from the JSON form (as read from YAML or the API server)."""
+        return cls.model_validate(data)
+
+
+class ObjectMeta(RayModel):
+    """The metav1.ObjectMeta fields the controller reads; anything else is preserved."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Str | None = None
+    generate_name: Str | None = None
+    namespace: Str | None = None
+    uid: Str | None = None
+    resource_version: Str | None = None
+    generation: Int | None = None
+    creation_timestamp: Str | None = None
+    deletion_timestamp: Str | None = None
+    labels: StringMap | None = None
+    annotations: StringMap | None = None
+    finalizers: list[Str] | None = None
+    owner_references: list[JSONObject] | None = None
+
+
+class Condition(RayModel):
+    """metav1.Condition."""
+
+    type: Str
+    status: ConditionStatus
+    reason: Str
+    message: Str = ""
+    last_transition_time: Time
+    observed_generation: Int | None = None
+
+
+class RayObject(RayModel):
+    """Fields every top-level ray.io object has."""
+
+    api_version: Str = Field(default="ray.io/v1")
+    kind: Str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @property
+    def name(self) -> str:
+        """`metadata.name`, or "" when the object has none yet."""
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        """`metadata.namespace`, defaulting to "default" as kubectl does."""
+        return self.metadata.namespace or "default"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """`metadata.labels`, never None."""
+        return dict(self.metadata.labels or {})
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        """`metadata.annotations`, never None."""
+        return dict(self.metadata.annotations or {})
