@@ -67,8 +67,12 @@ class RayModel(BaseModel):
     )
 
     def to_json_dict(self) -> JSONObject:
-        """Dump exactly the fields that were given or set, under their JSON names."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        """Dump the fields that were given or set, under their JSON names.
+
+        None means "absent" (the API server never stores a null), so it is left out; inside
+        embedded Kubernetes objects every value is kept as written.
+        """
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_none=True)
 
     @classmethod
     def from_json_dict(cls, data: JSONObject) -> Self:

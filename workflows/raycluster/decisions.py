@@ -1,0 +1,269 @@
+"""RayCluster pod reconciliation as pure functions: KubeRay's `reconcilePods`.
+
+Reference rows C3–C5, C16, C22 and C24. Given the spec, what the API shows and what the
+workflow remembers, return a `PodPlan`. The order of the checks is KubeRay's: suspend,
+Recreate upgrade, head, then each worker group (expectations, group suspend, unhealthy
+pods, `workersToDelete`, scale up or down). Differences, on purpose: pods that are already
+terminating are not counted as running workers (a replacement starts at once, as a
+ReplicaSet would), and expectations survive restarts because they are workflow state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict
+
+from activities.snapshots import PodView, is_head, is_worker
+from crds import replicas
+from crds.constants import HEAD_GROUP_VALUE
+from crds.enums import RayClusterUpgradeType
+from crds.raycluster import RayClusterSpec, WorkerGroupSpec
+from workflows.raycluster.plans import (
+    Expectation,
+    PodCreation,
+    PodDeletion,
+    PodPlan,
+    SuspendPhase,
+)
+
+# An expectation that the API still contradicts after this long is dropped: the pod was
+# created and removed by someone else in between, or the create failed after all.
+EXPECTATION_TIMEOUT = timedelta(seconds=30)
+
+NewName = Callable[[str], str]
+"""Returns a fresh pod name for a prefix (the workflow draws the suffix from its seeded RNG)."""
+
+
+class ClusterFacts(BaseModel):
+    """Everything besides the pods that the pod decisions depend on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: RayClusterSpec
+    spec_hash: str
+    head_prefix: str
+    worker_prefixes: dict[str, str]
+    suspend_phase: SuspendPhase = SuspendPhase.NONE
+    provisioned: bool = False
+    skip_head_restart: bool = False
+
+
+def next_suspend_phase(phase: SuspendPhase, suspend: bool, pod_count: int) -> SuspendPhase:
+    """Advance KubeRay's suspend sequence; Suspending finishes even if `suspend` flips back."""
+    if phase == SuspendPhase.SUSPENDING:
+        return SuspendPhase.SUSPENDED if pod_count == 0 else phase
+    if phase == SuspendPhase.SUSPENDED:
+        return phase if suspend else SuspendPhase.NONE
+    return SuspendPhase.SUSPENDING if suspend else SuspendPhase.NONE
+
+
+def unhealthy_reason(pod: PodView) -> str | None:
+    """Why KubeRay would delete this pod (row C4), or None when it is left alone."""
+    if pod.phase in ("Failed", "Succeeded"):
+        return f"pod {pod.name} is {pod.phase}, a terminal phase; it will be replaced"
+    if pod.phase == "Running" and pod.ray_container_terminated and pod.restart_policy == "Never":
+        return (
+            f"the Ray container of pod {pod.name} terminated and restartPolicy Never keeps it "
+            "from restarting; it will be replaced"
+        )
+    return None
+
+
+def expectation_met(expectation: Expectation | None, pods: list[PodView], now: datetime) -> bool:
+    """Whether the API reflects every create and delete the group was last told to do."""
+    if expectation is None or now - expectation.since > EXPECTATION_TIMEOUT:
+        return True
+    present = {p.name for p in pods if not p.terminating}
+    return set(expectation.creates) <= present and not set(expectation.deletes) & present
+
+
+def recreate_needed(facts: ClusterFacts, heads: list[PodView]) -> bool:
+    """Row C24: with `upgradeStrategy: Recreate`, a head stamped with another spec hash."""
+    strategy = facts.spec.upgrade_strategy
+    if strategy is None or strategy.type != RayClusterUpgradeType.RECREATE or not heads:
+        return False
+    stamped = heads[0].recreate_hash
+    return bool(stamped) and stamped != facts.spec_hash
+
+
+def plan_pods(
+    facts: ClusterFacts,
+    pods: list[PodView],
+    expectations: dict[str, Expectation],
+    now: datetime,
+    new_name: NewName,
+) -> PodPlan:
+    """Decide this pass's pod changes."""
+    plan = PodPlan()
+    if facts.suspend_phase == SuspendPhase.SUSPENDING:
+        if pods:
+            plan.delete_all_reason = "the RayCluster is being suspended"
+        return plan
+    if facts.suspend_phase == SuspendPhase.SUSPENDED:
+        return plan
+    heads = [p for p in pods if is_head(p)]
+    if recreate_needed(facts, heads):
+        plan.delete_all_reason = "the spec changed and upgradeStrategy is Recreate"
+        return plan
+    if not _plan_head(plan, facts, heads, expectations.get(HEAD_GROUP_VALUE), now, new_name):
+        return plan
+    for group in facts.spec.worker_group_specs or []:
+        group_pods = [p for p in pods if is_worker(p) and p.group == group.group_name]
+        exp = expectations.get(group.group_name)
+        if not expectation_met(exp, group_pods, now):
+            plan.waiting.append(f"group {group.group_name}: waiting for earlier pod changes")
+            continue
+        prefix = facts.worker_prefixes[group.group_name]
+        if not _plan_group(plan, group, group_pods, facts.spec, prefix, new_name):
+            return plan
+    return plan
+
+
+def _plan_head(
+    plan: PodPlan,
+    facts: ClusterFacts,
+    heads: list[PodView],
+    expectation: Expectation | None,
+    now: datetime,
+    new_name: NewName,
+) -> bool:
+    """Head pod rules (C2, C22). Returns False when the pass must stop here."""
+    if not expectation_met(expectation, heads, now):
+        plan.waiting.append("head: waiting for earlier pod changes")
+        return True
+    if len(heads) > 1:
+        names = ", ".join(sorted(p.name for p in heads))
+        plan.stopped = f"{len(heads)} head pods found ({names}); delete the extra ones"
+        return False
+    if len(heads) == 1:
+        reason = None if heads[0].terminating else unhealthy_reason(heads[0])
+        if reason:
+            plan.deletions.append(
+                PodDeletion(name=heads[0].name, group=HEAD_GROUP_VALUE, reason=reason)
+            )
+            plan.stopped = reason
+            return False
+        if heads[0].terminating:
+            plan.waiting.append(f"head: pod {heads[0].name} is terminating")
+        return True
+    if facts.provisioned and facts.skip_head_restart:
+        plan.waiting.append("head: not recreated (ray.io/disable-provisioned-head-restart)")
+        return True
+    plan.creations.append(
+        PodCreation(name=new_name(facts.head_prefix), group=HEAD_GROUP_VALUE, head=True)
+    )
+    return True
+
+
+def _plan_group(
+    plan: PodPlan,
+    group: WorkerGroupSpec,
+    pods: list[PodView],
+    spec: RayClusterSpec,
+    prefix: str,
+    new_name: NewName,
+) -> bool:
+    """One worker group (C3, C5, C16 per-group suspend). Returns False to stop the pass."""
+    name = group.group_name
+    live = sorted((p for p in pods if not p.terminating), key=lambda p: p.name)
+    if group.suspend:
+        for pod in live:
+            plan.deletions.append(PodDeletion(name=pod.name, group=name, reason="group suspended"))
+        return True
+    unhealthy = [(p, unhealthy_reason(p)) for p in live]
+    bad = [PodDeletion(name=p.name, group=name, reason=r) for p, r in unhealthy if r]
+    if bad:
+        plan.deletions += bad
+        plan.stopped = f"deleted {len(bad)} unhealthy worker pod(s) of group {name}"
+        return False
+    doomed = set(group.scale_strategy.workers_to_delete or []) if group.scale_strategy else set()
+    for pod in live:
+        if pod.name in doomed:
+            reason = "listed in scaleStrategy.workersToDelete"
+            plan.deletions.append(PodDeletion(name=pod.name, group=name, reason=reason))
+    running = [p for p in live if p.name not in doomed]
+    if replicas.hosts(group) > 1:
+        _scale_multi_host(plan, group, running, spec, prefix, new_name)
+    else:
+        _scale_single_host(plan, group, running, spec, prefix, new_name)
+    return True
+
+
+def _autoscaled(spec: RayClusterSpec) -> bool:
+    return bool(spec.enable_in_tree_autoscaling)
+
+
+def _scale_single_host(
+    plan: PodPlan,
+    group: WorkerGroupSpec,
+    running: list[PodView],
+    spec: RayClusterSpec,
+    prefix: str,
+    new_name: NewName,
+) -> None:
+    diff = replicas.desired_pods(group) - len(running)
+    if diff > 0:
+        used: set[int] = {p.replica_index for p in running if p.replica_index is not None}
+        for index in _free_indices(used, diff):
+            plan.creations.append(
+                PodCreation(name=new_name(prefix), group=group.group_name, replica_index=index)
+            )
+        plan.waiting.append(f"group {group.group_name}: creating {diff} worker pod(s)")
+    elif diff < 0 and not _autoscaled(spec):
+        # With the autoscaler on, only workersToDelete removes pods (the autoscaler chooses).
+        for pod in running[:-diff]:
+            reason = f"scaling group {group.group_name} down to {replicas.desired_pods(group)}"
+            plan.deletions.append(PodDeletion(name=pod.name, group=group.group_name, reason=reason))
+
+
+def _scale_multi_host(
+    plan: PodPlan,
+    group: WorkerGroupSpec,
+    running: list[PodView],
+    spec: RayClusterSpec,
+    prefix: str,
+    new_name: NewName,
+) -> None:
+    """Multi-host groups scale by whole replicas; a replica missing a host is rebuilt."""
+    hosts, name = replicas.hosts(group), group.group_name
+    by_replica: dict[int | None, list[PodView]] = {}
+    for pod in running:
+        by_replica.setdefault(pod.replica_index, []).append(pod)
+    complete = sorted(i for i, ps in by_replica.items() if i is not None and len(ps) == hosts)
+    for index, members in by_replica.items():
+        if index is None or len(members) != hosts:
+            for pod in members:
+                reason = f"replica {index} of group {name} is incomplete; it will be rebuilt"
+                plan.deletions.append(PodDeletion(name=pod.name, group=name, reason=reason))
+    diff = replicas.desired_replicas(group) - len(complete)
+    if diff > 0:
+        for index in _free_indices(set(complete), diff):
+            replica_name = new_name(f"{name}-")
+            for host in range(hosts):
+                plan.creations.append(
+                    PodCreation(
+                        name=new_name(prefix),
+                        group=name,
+                        replica_index=index,
+                        replica_name=replica_name,
+                        host_index=host,
+                    )
+                )
+    elif diff < 0 and not _autoscaled(spec):
+        for index in complete[diff:]:
+            for pod in by_replica[index]:
+                reason = f"scaling group {name} down to {replicas.desired_replicas(group)} replicas"
+                plan.deletions.append(PodDeletion(name=pod.name, group=name, reason=reason))
+
+
+def _free_indices(used: set[int], count: int) -> list[int]:
+    """The `count` smallest replica indices not in use (KubeRay's multi-host indexing)."""
+    found: list[int] = []
+    index = 0
+    while len(found) < count:
+        if index not in used:
+            found.append(index)
+        index += 1
+    return found

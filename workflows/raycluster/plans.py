@@ -1,0 +1,73 @@
+"""What one reconcile pass of a RayCluster asks the Kubernetes activities to do.
+
+Plans name things (pods, groups, reasons) instead of carrying manifests: the activity builds
+the objects from the CR it reads, so a pass adds a few hundred bytes to the workflow history,
+not the pod templates.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SuspendPhase(StrEnum):
+    """Where the cluster is in KubeRay's atomic suspend sequence."""
+
+    NONE = "None"
+    SUSPENDING = "Suspending"
+    SUSPENDED = "Suspended"
+
+
+class PodDeletion(BaseModel):
+    """Delete one pod; `reason` goes into the Kubernetes Event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    group: str
+    reason: str
+
+
+class PodCreation(BaseModel):
+    """Create one Ray pod under a name the workflow chose (so a retried create is a no-op)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    group: str
+    head: bool = False
+    replica_index: int | None = None
+    replica_name: str | None = None
+    host_index: int | None = None
+
+
+class PodPlan(BaseModel):
+    """Pod changes for one pass, applied in field order: delete-all, deletions, creations."""
+
+    delete_all_reason: str | None = None
+    deletions: list[PodDeletion] = Field(default_factory=list)
+    creations: list[PodCreation] = Field(default_factory=list)
+    stopped: str | None = None
+    """Why the pass stopped early (KubeRay returns an error at the same points)."""
+    waiting: list[str] = Field(default_factory=list)
+    """Human notes on what the cluster is waiting for, for the workflow's current details."""
+
+    @property
+    def empty(self) -> bool:
+        """Whether the plan changes nothing."""
+        return not (self.delete_all_reason or self.deletions or self.creations)
+
+
+class Expectation(BaseModel):
+    """Pods a group was told to gain or lose and that the API has not shown yet.
+
+    KubeRay keeps these in operator memory and loses them on restart; here they are workflow
+    state, so a restarted worker never double-creates or double-deletes.
+    """
+
+    creates: list[str] = Field(default_factory=list)
+    deletes: list[str] = Field(default_factory=list)
+    since: datetime
