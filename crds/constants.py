@@ -11,6 +11,7 @@ from typing import Final
 GROUP: Final = "ray.io"
 VERSION: Final = "v1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
+KINDS: Final = ("RayCluster", "RayJob", "RayService")
 
 # --- labels -----------------------------------------------------------------------------------
 LABEL_CLUSTER: Final = "ray.io/cluster"

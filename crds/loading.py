@@ -85,13 +85,19 @@ def _message(detail: ErrorDetails) -> str:
     if kind == "enum" or kind == "literal_error":
         expected = detail.get("ctx", {}).get("expected", "")
         return f"unsupported value {given!r}: expected {expected}"
-    if kind in ("bool_type", "int_type", "string_type", "float_type", "dict_type", "list_type"):
-        wanted = kind.removesuffix("_type").replace("dict", "mapping").replace("str", "string")
-        return f"must be a {_article_free(wanted)}, got {type(given).__name__} {given!r}"
+    if kind in _TYPE_NAMES:
+        wanted = _TYPE_NAMES[kind]
+        return f"must be {wanted}, got {type(given).__name__} {given!r}"
     if kind == "timezone_aware":
         return f"must be an RFC 3339 time with a zone, got {given!r}"
     return f"{detail['msg']} (got {given!r})"
 
 
-def _article_free(name: str) -> str:
-    return {"bool": "boolean", "int": "integer", "float": "number"}.get(name, name)
+_TYPE_NAMES = {
+    "bool_type": "a boolean",
+    "int_type": "an integer",
+    "string_type": "a string",
+    "float_type": "a number",
+    "dict_type": "a mapping",
+    "list_type": "a list",
+}

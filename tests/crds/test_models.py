@@ -121,7 +121,7 @@ BASE: dict[str, Any] = {
         pytest.param(
             {"workerGroupSpecs": [{"groupName": "g", "replicas": "2", "template": {}}]},
             "spec.workerGroupSpecs[0].replicas",
-            "must be a integer",
+            "must be an integer",
             id="nested-path",
         ),
     ],

@@ -1,0 +1,113 @@
+"""Parsers for the values KubeRay accepts inside strings: durations, YAML and JSON payloads.
+
+Several ray.io fields are strings that carry another format (`runtimeEnvYAML`,
+`entrypointResources`, `serveConfigV2`, the `ray.io/initializing-timeout` annotation). KubeRay
+parses them with Go's `time.ParseDuration`, `strconv.Atoi`, sigs.k8s.io/yaml and
+encoding/json; these functions accept the same inputs, so a manifest valid for one is valid for
+the other. Each returns an explanation on failure instead of raising.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+# Nanoseconds per unit, as Go's time.ParseDuration knows them.
+_DURATION_UNITS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60 * 1_000_000_000,
+    "h": 3600 * 1_000_000_000,
+}
+_DURATION_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
+_MAX_INT64 = 2**63 - 1
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_go_duration(text: str) -> int | None:
+    """Nanoseconds of a Go duration such as "1h30m" or "-5m"; None if Go would reject it."""
+    rest = text
+    negative = False
+    if rest[:1] in ("+", "-"):
+        negative = rest[0] == "-"
+        rest = rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        return None
+    total = Fraction(0)
+    while rest:
+        match = _DURATION_PART.match(rest)
+        if match is None or match.end() == 0:
+            return None
+        whole, fraction, unit = match.groups()
+        if (not whole and not fraction) or unit not in _DURATION_UNITS:
+            return None
+        value = Fraction(int(whole or "0"))
+        if fraction:
+            value += Fraction(int(fraction), 10 ** len(fraction))
+        total += value * _DURATION_UNITS[unit]
+        rest = rest[match.end() :]
+    nanos = math.floor(total)
+    if nanos > _MAX_INT64:
+        return None
+    return -nanos if negative else nanos
+
+
+def parse_go_int(text: str) -> int | None:
+    """The value of `strconv.Atoi(text)` (64-bit), or None if it fails."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value <= _MAX_INT64 else None
+
+
+def yaml_mapping_problem(text: str) -> str | None:
+    """Why `text` cannot be read as a YAML mapping (empty and null are fine), or None."""
+    try:
+        loaded: Any = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        return f"is not valid YAML: {_first_line(err)}"
+    if loaded is None or isinstance(loaded, dict):
+        return None
+    return f"must be a YAML mapping (key: value pairs), got {_yaml_kind(loaded)}"
+
+
+def json_number_map_problem(text: str) -> str | None:
+    """Why `text` is not a JSON object of numbers such as {"custom": 1.5}, or None."""
+    try:
+        loaded: Any = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as err:
+        return f"is not valid JSON: {err}"
+    if not isinstance(loaded, dict):
+        return f'must be a JSON object such as {{"my_resource": 1}}, got {_yaml_kind(loaded)}'
+    for key, value in loaded.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"resource {key!r} must be a number, got {json.dumps(value)}"
+    return None
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity; Go's encoding/json does not.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _yaml_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return f"the value {value!r}"
+
+
+def _first_line(err: yaml.YAMLError) -> str:
+    return " ".join(str(err).split())

@@ -1,0 +1,228 @@
+"""`kuberay-temporal validate`: KubeRay's samples pass, bad input gets one clear line."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kuberay_temporal.cli import main
+from tests.reference import REPO_ROOT, sample_files
+
+CONSOLE_SCRIPT = Path(sys.executable).parent / "kuberay-temporal"
+
+# Samples holding an object KubeRay itself rejects: sample path -> the exact INVALID lines.
+# Empty today; an entry here documents a KubeRay sample that is wrong, not a gap in ours.
+KUBERAY_REJECTS: dict[str, list[str]] = {}
+
+VALID_CLUSTER = """\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: ok-cluster
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:2.46.0
+"""
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
+    code = main(["validate", *args])
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err.splitlines()
+
+
+def write(tmp_path: Path, text: str, name: str = "manifest.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def expected_lines(path: Path) -> list[str]:
+    """What `validate` prints for a KubeRay sample, one line per document."""
+    lines = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        if not doc:
+            continue
+        ident = f"{doc['kind']}/{doc['metadata'].get('name') or doc['metadata']['generateName']}"
+        if not doc["apiVersion"].startswith("ray.io/"):
+            lines.append(f"SKIPPED {ident} (not a ray.io object)")
+        elif doc["kind"] == "RayCronJob":
+            lines.append(f"SKIPPED {ident} (RayCronJob is not supported by kuberay-temporal)")
+        else:
+            lines.append(f"OK {ident}")
+    return lines
+
+
+@pytest.mark.parametrize(
+    "path", sample_files(), ids=lambda p: str(p.relative_to(p.parents[1])).replace("/", ":")
+)
+def test_kuberay_sample(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, str(path))
+    key = str(path.relative_to(sample_files()[0].parents[1]))
+    rejected = KUBERAY_REJECTS.get(key, [])
+    assert err == []
+    assert [line for line in out if line.startswith("INVALID")] == rejected
+    if not rejected:
+        assert out == expected_lines(path)
+    assert code == (1 if rejected else 0)
+
+
+def test_console_script_checks_files_and_stdin(tmp_path: Path) -> None:
+    samples = [str(p) for p in sample_files() if p.name.startswith("ray-job.")][:3]
+    result = subprocess.run(
+        [str(CONSOLE_SCRIPT), "validate", *samples, "-"],
+        input=VALID_CLUSTER,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines()[-1] == "OK RayCluster/ok-cluster"
+    assert any(line.startswith("OK RayJob/") for line in result.stdout.splitlines())
+
+
+def test_console_script_malformed_yaml_is_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: [name: x\n")
+    result = subprocess.run(
+        [str(CONSOLE_SCRIPT), "validate", path], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith(f"error: {path}:4:1: invalid YAML:")
+    assert "Traceback" not in result.stderr
+
+
+def test_malformed_yaml_after_valid_documents_reports_only_the_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, VALID_CLUSTER + "---\nkind: RayJob\n  bad: indent\n")
+    code, out, err = run_cli(capsys, path)
+    assert (code, out) == (2, [])
+    [line] = err
+    assert line.startswith(f"error: {path}:14:6: invalid YAML:")
+    assert "mapping values are not allowed here" in line
+
+
+def test_wrong_api_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, VALID_CLUSTER.replace("ray.io/v1", "ray.io/v1alpha1"))
+    code, out, err = run_cli(capsys, path)
+    assert (code, out) == (2, [])
+    assert err == [
+        f"error: {path}:1: RayCluster/ok-cluster: apiVersion 'ray.io/v1alpha1' is not served, "
+        "use ray.io/v1"
+    ]
+
+
+def test_unknown_ray_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, VALID_CLUSTER.replace("kind: RayCluster", "kind: RayClustr"))
+    code, out, err = run_cli(capsys, path)
+    assert (code, out) == (2, [])
+    assert err == [
+        f"error: {path}:1: unknown ray.io kind 'RayClustr': expected one of "
+        "RayCluster, RayJob, RayService"
+    ]
+
+
+def test_missing_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "---\n" + VALID_CLUSTER.replace("name: ok-cluster", "labels: {}"))
+    code, out, err = run_cli(capsys, path)
+    assert (code, out) == (2, [])
+    assert err == [f"error: {path}:2: RayCluster: metadata.name is required"]
+
+
+def test_mixed_valid_and_invalid_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(
+        tmp_path,
+        VALID_CLUSTER
+        + """\
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+---
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: broken-job
+spec:
+  entrypoint: python train.py
+  backoffLimit: "three"
+  shutdownAfterJobFinish: true
+""",
+    )
+    code, out, err = run_cli(capsys, path)
+    assert code == 1
+    assert err == []
+    assert out[:2] == [
+        "OK RayCluster/ok-cluster",
+        "SKIPPED ConfigMap/settings (not a ray.io object)",
+    ]
+    # The wording of schema messages belongs to crds.loading; the path and value are ours.
+    assert out[2].startswith("INVALID RayJob/broken-job: spec.backoffLimit: ")
+    assert "'three'" in out[2]
+    assert out[3:] == ["INVALID RayJob/broken-job: spec.shutdownAfterJobFinish: unknown field"]
+
+
+def test_semantic_violations_are_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manifest with the right shape can still break KubeRay's rules (crds.validation)."""
+    too_long = "x" * 64
+    path = write(tmp_path, VALID_CLUSTER.replace("name: ok-cluster", f"name: {too_long}"))
+    code, out, err = run_cli(capsys, path)
+    assert (code, err) == (1, [])
+    [line] = out
+    assert line.startswith(f"INVALID RayCluster/{too_long}: metadata.name: ")
+
+
+def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "# nothing here\n---\n")
+    code, out, err = run_cli(capsys, path)
+    assert (code, out) == (2, [])
+    assert err == [f"error: {path}: no YAML documents (the file is empty)"]
+
+
+def test_missing_file_does_not_stop_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "nope.yaml")
+    code, out, err = run_cli(capsys, missing, write(tmp_path, VALID_CLUSTER))
+    assert code == 2
+    assert out == ["OK RayCluster/ok-cluster"]
+    assert err == [f"error: {missing}: cannot read: No such file or directory"]
+
+
+def test_document_that_is_not_an_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "- just\n- a list\n")
+    code, _, err = run_cli(capsys, path)
+    assert code == 2
+    assert err == [f"error: {path}:1: expected a Kubernetes object (a mapping), got a list"]
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(VALID_CLUSTER))
+    assert run_cli(capsys, "-") == (0, ["OK RayCluster/ok-cluster"], [])
+
+
+def test_timestamps_stay_strings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kubectl get -o yaml` output carries unquoted timestamps; they must load as strings."""
+    text = VALID_CLUSTER.replace(
+        "  name: ok-cluster\n", "  name: ok-cluster\n  creationTimestamp: 2025-01-02T03:04:05Z\n"
+    )
+    text += "status:\n  lastUpdateTime: 2025-01-02T03:04:05Z\n"
+    assert run_cli(capsys, write(tmp_path, text)) == (0, ["OK RayCluster/ok-cluster"], [])

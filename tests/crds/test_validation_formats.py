@@ -1,0 +1,71 @@
+"""The string formats KubeRay parses: Go durations and integers, Ray versions."""
+
+from __future__ import annotations
+
+import pytest
+
+from crds.validation import formats, versions
+
+
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [
+        pytest.param("0", 0, id="zero"),
+        pytest.param("1h30m", 5400 * 10**9, id="compound"),
+        pytest.param("1.5s", 1_500_000_000, id="fraction"),
+        pytest.param(".5m", 30 * 10**9, id="leading-dot"),
+        pytest.param("-2ms", -2_000_000, id="negative"),
+        pytest.param("300µs", 300_000, id="micro-sign"),
+        pytest.param("300", None, id="missing-unit"),
+        pytest.param("5d", None, id="unknown-unit"),
+        pytest.param("", None, id="empty"),
+        pytest.param(".s", None, id="no-digits"),
+        pytest.param("3000000h", None, id="overflow"),
+    ],
+)
+def test_parse_go_duration(text: str, nanos: int | None) -> None:
+    assert formats.parse_go_duration(text) == nanos
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        pytest.param("300", 300, id="plain"),
+        pytest.param("+7", 7, id="plus"),
+        pytest.param("1_000", None, id="underscore"),
+        pytest.param(" 1", None, id="space"),
+    ],
+)
+def test_parse_go_int(text: str, value: int | None) -> None:
+    assert formats.parse_go_int(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        pytest.param("2.52.0", (2, 52, 0), id="semver"),
+        pytest.param("v2.52", (2, 52), id="v-prefix"),
+        pytest.param("2.53.0rc1", (2, 53, 0), id="suffix-ignored"),
+        pytest.param("2", "needs at least", id="major-only"),
+        pytest.param("02.52", "leading zero", id="leading-zero"),
+        pytest.param("nightly", "not a version", id="word"),
+    ],
+)
+def test_parse_generic_version(text: str, parsed: tuple[int, ...] | str) -> None:
+    result = versions.parse_generic(text)
+    if isinstance(parsed, tuple):
+        assert result == parsed
+    else:
+        assert isinstance(result, str) and parsed in result
+
+
+@pytest.mark.parametrize(
+    ("version", "minimum", "less"),
+    [
+        pytest.param((2, 52), (2, 52, 0), False, id="missing-zero"),
+        pytest.param((2, 51, 9), (2, 52, 0), True, id="older"),
+        pytest.param((3, 0), (2, 55, 0), False, id="newer-major"),
+    ],
+)
+def test_version_less_than(version: tuple[int, ...], minimum: tuple[int, ...], less: bool) -> None:
+    assert versions.less_than(version, minimum) is less
