@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from crds import constants
-from crds.enums import RayNodeType
+from crds.enums import RayClusterConditionReason, RayNodeType
 
 JSON = dict[str, Any]
 
@@ -62,6 +62,26 @@ class ServiceView(BaseModel):
     cluster_ip: str = ""
     ports: dict[str, str] = {}
     """Port name → the value KubeRay reports in `status.endpoints` (nodePort, else targetPort)."""
+
+
+class DesiredResources(BaseModel):
+    """Totals of the pod resources the spec asks for, as Kubernetes quantities."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cpu: str = "0"
+    memory: str = "0"
+    gpu: str = "0"
+    tpu: str = "0"
+
+
+class ReplicaFailure(BaseModel):
+    """A failed pod create or delete in this pass (the `ReplicaFailure` condition)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: RayClusterConditionReason
+    message: str
 
 
 def summarize_pod(pod: JSON) -> PodView:

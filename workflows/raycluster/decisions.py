@@ -15,18 +15,13 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
+from activities.cluster_models import PodCreation, PodDeletion
 from activities.snapshots import PodView, is_head, is_worker
 from crds import replicas
 from crds.constants import HEAD_GROUP_VALUE
 from crds.enums import RayClusterUpgradeType
 from crds.raycluster import RayClusterSpec, WorkerGroupSpec
-from workflows.raycluster.plans import (
-    Expectation,
-    PodCreation,
-    PodDeletion,
-    PodPlan,
-    SuspendPhase,
-)
+from workflows.raycluster.plans import Expectation, PodPlan, SuspendPhase
 
 # An expectation that the API still contradicts after this long is dropped: the pod was
 # created and removed by someone else in between, or the create failed after all.
@@ -77,6 +72,21 @@ def expectation_met(expectation: Expectation | None, pods: list[PodView], now: d
         return True
     present = {p.name for p in pods if not p.terminating}
     return set(expectation.creates) <= present and not set(expectation.deletes) & present
+
+
+def prune_expectations(
+    expectations: dict[str, Expectation], pods: list[PodView], now: datetime
+) -> dict[str, Expectation]:
+    """Drop the expectations the API already reflects (or that timed out)."""
+    kept = {}
+    for group, expectation in expectations.items():
+        if group == HEAD_GROUP_VALUE:
+            members = [p for p in pods if is_head(p)]
+        else:
+            members = [p for p in pods if is_worker(p) and p.group == group]
+        if not expectation_met(expectation, members, now):
+            kept[group] = expectation
+    return kept
 
 
 def recreate_needed(facts: ClusterFacts, heads: list[PodView]) -> bool:

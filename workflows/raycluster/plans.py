@@ -1,4 +1,4 @@
-"""What one reconcile pass of a RayCluster asks the Kubernetes activities to do.
+"""What one reconcile pass of a RayCluster decides.
 
 Plans name things (pods, groups, reasons) instead of carrying manifests: the activity builds
 the objects from the CR it reads, so a pass adds a few hundred bytes to the workflow history,
@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from activities.cluster_models import PodCreation, PodDeletion
 
 
 class SuspendPhase(StrEnum):
@@ -19,29 +21,6 @@ class SuspendPhase(StrEnum):
     NONE = "None"
     SUSPENDING = "Suspending"
     SUSPENDED = "Suspended"
-
-
-class PodDeletion(BaseModel):
-    """Delete one pod; `reason` goes into the Kubernetes Event."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    group: str
-    reason: str
-
-
-class PodCreation(BaseModel):
-    """Create one Ray pod under a name the workflow chose (so a retried create is a no-op)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    group: str
-    head: bool = False
-    replica_index: int | None = None
-    replica_name: str | None = None
-    host_index: int | None = None
 
 
 class PodPlan(BaseModel):

@@ -11,7 +11,14 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.snapshots import PodView, ServiceView, is_head, is_worker
+from activities.snapshots import (
+    DesiredResources,
+    PodView,
+    ReplicaFailure,
+    ServiceView,
+    is_head,
+    is_worker,
+)
 from crds import replicas
 from crds.common import Condition
 from crds.enums import (
@@ -27,26 +34,6 @@ from workflows.raycluster.plans import SuspendPhase
 _T, _F = ConditionStatus.TRUE, ConditionStatus.FALSE
 Cond = RayClusterConditionType
 Reason = RayClusterConditionReason
-
-
-class DesiredResources(BaseModel):
-    """Totals of the pod resources the spec asks for, as Kubernetes quantities."""
-
-    model_config = ConfigDict(frozen=True)
-
-    cpu: str = "0"
-    memory: str = "0"
-    gpu: str = "0"
-    tpu: str = "0"
-
-
-class ReplicaFailure(BaseModel):
-    """A failed pod create or delete in this pass (the `ReplicaFailure` condition)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    reason: RayClusterConditionReason
-    message: str
 
 
 class StatusInputs(BaseModel):

@@ -10,6 +10,7 @@ from activities.snapshots import PodView
 from workflows.raycluster.decisions import (
     EXPECTATION_TIMEOUT,
     next_suspend_phase,
+    prune_expectations,
     plan_pods,
     unhealthy_reason,
 )
@@ -231,3 +232,13 @@ def test_multi_host_incomplete_replica_is_rebuilt() -> None:
     plan = plan_pods(facts(spec({"replicas": 2, "numOfHosts": 2})), pods, {}, NOW, namer())
     assert [d.name for d in plan.deletions] == ["a"]
     assert [(c.replica_index, c.host_index) for c in plan.creations] == [(0, 0), (0, 1)]
+
+
+def test_prune_expectations_keeps_only_unmet_ones() -> None:
+    exps = {
+        "headgroup": Expectation(creates=["c-head-aaaaa"], since=NOW),
+        "g": Expectation(creates=["w9"], since=NOW),
+        "old": Expectation(creates=["x"], since=NOW - EXPECTATION_TIMEOUT * 2),
+    }
+    kept = prune_expectations(exps, [head()], NOW)
+    assert set(kept) == {"g"}

@@ -7,15 +7,19 @@ from typing import Any
 
 import pytest
 
-from activities.snapshots import ContainerProblem, PodView, ServiceView
+from activities.snapshots import (
+    ContainerProblem,
+    DesiredResources,
+    PodView,
+    ReplicaFailure,
+    ServiceView,
+)
 from crds.enums import RayClusterConditionReason as Reason
 from crds.enums import RayClusterConditionType as Cond
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 from workflows.conditions import find_condition
 from workflows.raycluster.plans import SuspendPhase
 from workflows.raycluster.status import (
-    DesiredResources,
-    ReplicaFailure,
     StatusInputs,
     compute_status,
     status_changed,

@@ -1,0 +1,31 @@
+"""Operator-wide switches that change what the builders produce.
+
+KubeRay reads these from its own environment (CLUSTER_DOMAIN, ENABLE_INIT_CONTAINER_INJECTION,
+ENABLE_PROBES_INJECTION, ENABLE_LOGIN_SHELL, ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE). Builders
+read no environment: the worker turns its settings into one of these and passes it down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Switches with KubeRay's defaults."""
+
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
+    """Kubernetes cluster DNS domain used in the head Service FQDN."""
+    init_container_injection: bool = True
+    """Add the `wait-gcs-ready` init container to workers."""
+    probes_injection: bool = True
+    """Add default liveness/readiness probes to Ray containers that have none."""
+    login_shell: bool = False
+    """Run generated commands in a login shell (`bash -cl`)."""
+    head_cluster_ip_service: bool = False
+    """Give the head Service a cluster IP instead of making it headless."""
+
+
+DEFAULT_OPTIONS = BuildOptions()

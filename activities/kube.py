@@ -1,0 +1,253 @@
+"""A small JSON client for the Kubernetes REST API, on kubernetes_asyncio's connection.
+
+kubernetes_asyncio brings authentication, TLS and kubeconfig/in-cluster loading; its generated
+typed models do not help here (we keep objects as JSON so nothing a user wrote is lost, and CRDs
+have no generated models), so this client speaks paths and dicts and turns every failure into
+`activities.errors`. Resource paths come from one table, like the API server's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from activities import errors
+
+JSON = dict[str, Any]
+
+MERGE_PATCH: Final = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+JSON_PATCH: Final = "application/json-patch+json"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Where a kind lives in the REST API."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        """`apiVersion` as written in objects."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
+        """The collection or object path, with an optional subresource."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            root += f"/namespaces/{namespace}"
+        root += f"/{self.plural}"
+        if name:
+            root += f"/{name}"
+        if sub:
+            root += f"/{sub}"
+        return root
+
+
+PODS = Resource("", "v1", "pods")
+SERVICES = Resource("", "v1", "services")
+EVENTS = Resource("", "v1", "events")
+SECRETS = Resource("", "v1", "secrets")
+CONFIGMAPS = Resource("", "v1", "configmaps")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts")
+PVCS = Resource("", "v1", "persistentvolumeclaims")
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices")
+JOBS = Resource("batch", "v1", "jobs")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings")
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies")
+INGRESSES = Resource("networking.k8s.io", "v1", "ingresses")
+LEASES = Resource("coordination.k8s.io", "v1", "leases")
+RAYCLUSTERS = Resource("ray.io", "v1", "rayclusters")
+RAYJOBS = Resource("ray.io", "v1", "rayjobs")
+RAYSERVICES = Resource("ray.io", "v1", "rayservices")
+GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways")
+HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes")
+
+
+class KubeClient:
+    """JSON requests against the API server behind an `ApiClient`."""
+
+    def __init__(self, api: ApiClient) -> None:
+        self._api = api
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | int | bool] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: float = 30.0,
+    ) -> JSON:
+        """Send one request and return the decoded JSON answer."""
+        response = await self._send(method, path, query, body, content_type, request_timeout)
+        try:
+            data = await response.json(content_type=None)
+        finally:
+            response.release()
+        return data if isinstance(data, dict) else {"value": data}
+
+    async def get(self, resource: Resource, namespace: str | None, name: str) -> JSON:
+        """Read one object."""
+        return await self.request("GET", resource.path(namespace, name))
+
+    async def get_or_none(
+        self, resource: Resource, namespace: str | None, name: str
+    ) -> JSON | None:
+        """Read one object, or None when it does not exist."""
+        try:
+            return await self.get(resource, namespace, name)
+        except errors.KubeNotFound:
+            return None
+
+    async def list(
+        self, resource: Resource, namespace: str | None, label_selector: str = ""
+    ) -> list[JSON]:
+        """List objects (all pages), optionally by label selector."""
+        items: list[JSON] = []
+        query: dict[str, str | int | bool] = {"limit": 500}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        while True:
+            page = await self.request("GET", resource.path(namespace), query=query)
+            items += page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            query["continue"] = token
+
+    async def create(self, resource: Resource, namespace: str | None, obj: JSON) -> JSON:
+        """Create an object."""
+        return await self.request("POST", resource.path(namespace), body=obj)
+
+    async def create_or_get(
+        self, resource: Resource, namespace: str | None, obj: JSON
+    ) -> tuple[JSON, bool]:
+        """Create an object, or return the existing one of that name (idempotent create)."""
+        try:
+            return await self.create(resource, namespace, obj), True
+        except errors.KubeConflict as err:
+            if not err.already_exists:
+                raise
+        return await self.get(resource, namespace, obj["metadata"]["name"]), False
+
+    async def patch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        content_type: str = MERGE_PATCH,
+        sub: str = "",
+    ) -> JSON:
+        """Patch an object (merge patch unless told otherwise)."""
+        path = resource.path(namespace, name, sub)
+        return await self.request("PATCH", path, body=patch, content_type=content_type)
+
+    async def delete(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation: str = "Background",
+        grace_period_seconds: int | None = None,
+    ) -> bool:
+        """Delete an object; returns False when it was already gone."""
+        body: JSON = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        try:
+            await self.request("DELETE", resource.path(namespace, name), body=body)
+        except errors.KubeNotFound:
+            return False
+        return True
+
+    async def delete_collection(
+        self, resource: Resource, namespace: str, label_selector: str
+    ) -> None:
+        """Delete every object matching a label selector."""
+        path = resource.path(namespace)
+        await self.request("DELETE", path, query={"labelSelector": label_selector})
+
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        resource_version: str,
+        *,
+        label_selector: str = "",
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[JSON]:
+        """Yield watch events (`{"type", "object"}`) from a resourceVersion, with bookmarks.
+
+        Raises `KubeGone` when the server says the version is too old (the caller re-lists).
+        The stream ends normally after `timeout_seconds`; the caller resumes from the last
+        version it saw.
+        """
+        query: dict[str, str | int | bool] = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": timeout_seconds,
+        }
+        if label_selector:
+            query["labelSelector"] = label_selector
+        response = await self._send(
+            "GET", resource.path(namespace), query, None, "application/json", timeout_seconds + 30
+        )
+        try:
+            async for line in response.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise errors.from_status(int(status.get("code") or 500), json.dumps(status))
+                yield event
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise errors.KubeUnavailable(f"watch of {resource.plural} broke: {err}") from err
+        finally:
+            response.release()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str | int | bool] | None,
+        body: Any,
+        content_type: str,
+        request_timeout: float,
+    ) -> aiohttp.ClientResponse:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        params = [
+            (k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()
+        ]
+        try:
+            response: aiohttp.ClientResponse = await self._api.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=request_timeout,
+            )
+        except ApiException as err:
+            raise errors.from_status(err.status or 0, err.body) from err
+        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            raise errors.KubeUnavailable(f"{method} {path}: {err}") from err
+        return response
