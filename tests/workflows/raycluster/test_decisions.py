@@ -10,8 +10,8 @@ from activities.snapshots import PodView
 from workflows.raycluster.decisions import (
     EXPECTATION_TIMEOUT,
     next_suspend_phase,
-    prune_expectations,
     plan_pods,
+    prune_expectations,
     unhealthy_reason,
 )
 from workflows.raycluster.plans import Expectation, SuspendPhase

@@ -1,0 +1,231 @@
+"""`kuberay-temporal dev`: the embedded local stack, in the foreground, state in one directory.
+
+The stack is a list of components started in order and stopped in reverse order: today
+the Temporal dev server and the worker; devcluster and the bridge join the list later.
+Each component is an async context manager over a shared `DevStack`, in which it
+publishes what later components need (the Temporal client, later the kubeconfig) and a
+line for the "what is running" summary. Ctrl-C or SIGTERM stops them all; the worker
+drains before the server goes. The state directory keeps the SQLite database, so a second
+start continues where the first stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from kuberay_temporal.binaries import BinaryNotFoundError, temporal_cli
+from kuberay_temporal.temporal_server import DevServer, DevServerError, DevServerOptions
+from worker.client import connect
+from worker.command import settings_from
+from worker.running import build_worker, exit_without_finalizing, stop_on_signals
+from worker.search_attributes import ALL_KEYS, SearchAttributeError, ensure_search_attributes
+from worker.settings import WorkerSettings, describe_invalid
+
+# Errors that mean "the stack could not run"; reported in one line, exit code 1.
+_STACK_ERRORS = (BinaryNotFoundError, DevServerError, SearchAttributeError, RPCError, RuntimeError)
+
+
+@dataclass
+class DevStack:
+    """What the components share while the stack runs."""
+
+    temporal: DevServerOptions
+    """Where the dev server keeps its state and listens."""
+    settings: WorkerSettings
+    """The worker's settings, pointed at the dev server."""
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by a stop signal or by a component that failed while running."""
+    client: Client | None = None
+    """Connected to the dev server once the Temporal component is up."""
+    running: list[str] = field(default_factory=list)
+    """One line per running thing, printed once everything is up."""
+    failure: str | None = None
+    """Why the stack stopped on its own, if it did."""
+
+    def fail(self, reason: str) -> None:
+        """Stop the stack because a component died; the first reason wins."""
+        if self.failure is None:
+            self.failure = reason
+        self.stop.set()
+
+    def require_client(self) -> Client:
+        """Return the Temporal client; components after the Temporal one may use it."""
+        if self.client is None:
+            raise RuntimeError("the Temporal component must start before this one")
+        return self.client
+
+
+@dataclass(frozen=True)
+class Component:
+    """One part of the stack: a name for messages and a context manager that runs it."""
+
+    name: str
+    run: Callable[[DevStack], AbstractAsyncContextManager[None]]
+
+
+@asynccontextmanager
+async def run_temporal(stack: DevStack) -> AsyncIterator[None]:
+    """Run the dev server, register the search attributes and publish a client."""
+    options = stack.temporal
+    async with DevServer(temporal_cli(), options) as server:
+        watcher = asyncio.create_task(server.wait())
+
+        def on_exit(task: asyncio.Task[int]) -> None:
+            if not task.cancelled():
+                stack.fail(
+                    f"Temporal dev server exited unexpectedly with code {task.result()} "
+                    f"(log: {options.log_file})"
+                )
+
+        watcher.add_done_callback(on_exit)
+        try:
+            client = await connect(stack.settings)
+            # `--search-attribute` only applies to a new database; an existing one gets
+            # them here.
+            await ensure_search_attributes(client, stack.settings.temporal_namespace)
+            stack.client = client
+            stack.running.append(
+                f"temporal  {options.address} namespace {stack.settings.temporal_namespace} "
+                f"(state {options.database}, log {options.log_file})"
+            )
+            stack.running.append(f"web UI    {options.ui_url}")
+            yield
+        finally:
+            stack.client = None
+            watcher.cancel()
+
+
+@asynccontextmanager
+async def run_worker(stack: DevStack) -> AsyncIterator[None]:
+    """Run the worker in this process until the stack stops, then drain it."""
+    async with build_worker(stack.require_client(), stack.settings):
+        stack.running.append(f"worker    task queue {stack.settings.task_queue}")
+        yield
+
+
+COMPONENTS: tuple[Component, ...] = (
+    Component("Temporal dev server", run_temporal),
+    Component("worker", run_worker),
+)
+"""The stack, in start order."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `dev` subcommand.
+
+    Args:
+        subparsers: The dispatcher's subcommand collection.
+    """
+    parser = subparsers.add_parser(
+        "dev",
+        help="run the embedded local stack in the foreground",
+        description=(
+            "Start the Temporal dev server (SQLite state and UI) and the worker, print "
+            "where they are, and run until Ctrl-C. A second start on the same state "
+            "directory continues with the same workflows."
+        ),
+    )
+    parser.add_argument(
+        "--state-dir", type=Path, default=Path(".state"), help="state directory (default .state)"
+    )
+    parser.add_argument(
+        "--temporal-port", type=int, default=7233, help="Temporal gRPC port (default 7233)"
+    )
+    parser.add_argument("--ui-port", type=int, default=8233, help="Temporal UI port (default 8233)")
+    parser.add_argument(
+        "--task-queue", help="task queue (env KUBERAY_TEMPORAL_TASK_QUEUE, default kuberay)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the stack until a stop signal, then end the process.
+
+    Args:
+        args: Parsed command line.
+
+    Returns:
+        Never returns: the process exits with 0 after a clean stop, 1 if a component
+        failed, 2 for bad settings (see `worker.running.exit_without_finalizing`).
+    """
+    exit_without_finalizing(_run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    temporal = DevServerOptions(
+        state_dir=args.state_dir.resolve(),
+        port=args.temporal_port,
+        ui_port=args.ui_port,
+        search_attributes=ALL_KEYS,
+    )
+    try:
+        # The dev server is ours: its address and its only namespace are fixed.
+        settings = settings_from(args).model_copy(
+            update={"temporal_address": temporal.address, "temporal_namespace": "default"}
+        )
+    except ValidationError as err:
+        _say(f"invalid settings: {describe_invalid(err)}", error=True)
+        return 2
+    try:
+        return asyncio.run(run_stack(temporal, settings, COMPONENTS))
+    except _STACK_ERRORS as err:
+        _say(str(err), error=True)
+        return 1
+
+
+async def run_stack(
+    temporal: DevServerOptions, settings: WorkerSettings, components: Sequence[Component]
+) -> int:
+    """Start `components` in order, wait for a stop, stop them in reverse order.
+
+    Args:
+        temporal: Dev server options.
+        settings: Worker settings pointed at the dev server.
+        components: The stack, in start order.
+
+    Returns:
+        0 if stopped by a signal, 1 if a component failed while running.
+    """
+    with stop_on_signals() as stop:
+        stack = DevStack(temporal=temporal, settings=settings, stop=stop)
+        async with AsyncExitStack() as started:
+            for component in components:
+                if stop.is_set():
+                    break
+                await started.enter_async_context(_announced(component, stack))
+            else:
+                _say(f"running, state in {temporal.state_dir}; Ctrl-C stops everything")
+                for line in stack.running:
+                    _say(f"  {line}")
+            await stop.wait()
+        if stack.failure is not None:
+            _say(stack.failure, error=True)
+            return 1
+        _say("stopped")
+        return 0
+
+
+@asynccontextmanager
+async def _announced(component: Component, stack: DevStack) -> AsyncIterator[None]:
+    """Run `component`, saying when it starts and stops."""
+    _say(f"starting {component.name}")
+    async with component.run(stack):
+        yield
+        _say(f"stopping {component.name}")
+
+
+def _say(message: str, *, error: bool = False) -> None:
+    """Print one line for the person at the terminal."""
+    print(f"kuberay-temporal dev: {message}", file=sys.stderr if error else sys.stdout, flush=True)

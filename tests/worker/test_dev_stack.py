@@ -1,0 +1,122 @@
+"""The dev stack starts components in order and stops them in reverse, however it ends."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from kuberay_temporal.dev import Component, DevStack, run_stack
+from kuberay_temporal.temporal_server import DevServerOptions
+from tests.worker.ports import free_port
+from worker.settings import WorkerSettings
+
+
+def recording(
+    name: str, events: list[str], then: Callable[[DevStack], None] = lambda stack: None
+) -> Component:
+    @asynccontextmanager
+    async def run(stack: DevStack) -> AsyncIterator[None]:
+        events.append(f"start {name}")
+        stack.running.append(name)
+        then(stack)
+        try:
+            yield
+        finally:
+            events.append(f"stop {name}")
+
+    factory: Callable[[DevStack], AbstractAsyncContextManager[None]] = run
+    return Component(name, factory)
+
+
+def _send_sigint(stack: DevStack) -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+async def test_signal_stops_components_in_reverse_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events: list[str] = []
+    components = [
+        recording("server", events),
+        recording("cluster", events),
+        recording("worker", events, then=_send_sigint),
+    ]
+
+    code = await run_stack(DevServerOptions(state_dir=tmp_path), WorkerSettings(), components)
+
+    assert code == 0
+    assert events == [
+        "start server",
+        "start cluster",
+        "start worker",
+        "stop worker",
+        "stop cluster",
+        "stop server",
+    ]
+    assert "  worker" in capsys.readouterr().out
+
+
+async def test_component_failure_stops_the_stack_with_code_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events: list[str] = []
+    components = [
+        recording("server", events),
+        recording("worker", events, then=lambda stack: stack.fail("server died")),
+    ]
+
+    code = await run_stack(DevServerOptions(state_dir=tmp_path), WorkerSettings(), components)
+
+    assert code == 1
+    assert events[-2:] == ["stop worker", "stop server"]
+    assert "server died" in capsys.readouterr().err
+
+
+async def test_stop_during_start_up_skips_the_remaining_components(tmp_path: Path) -> None:
+    events: list[str] = []
+    components = [
+        recording("server", events, then=lambda stack: stack.stop.set()),
+        recording("worker", events),
+    ]
+
+    code = await run_stack(DevServerOptions(state_dir=tmp_path), WorkerSettings(), components)
+
+    assert code == 0
+    assert events == ["start server", "stop server"]
+
+
+async def test_dev_with_a_taken_port_exits_1_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kuberay_temporal",
+            "dev",
+            "--state-dir",
+            str(tmp_path),
+            "--temporal-port",
+            str(taken),
+            "--ui-port",
+            str(free_port()),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, stderr = await asyncio.wait_for(process.communicate(), 60)
+
+    assert process.returncode == 1
+    assert stderr.decode().splitlines() == [
+        f"kuberay-temporal dev: cannot start the Temporal dev server: gRPC port "
+        f"127.0.0.1:{taken} is already in use (Address already in use); stop what holds it "
+        "or choose another port"
+    ]

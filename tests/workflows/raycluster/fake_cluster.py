@@ -1,0 +1,146 @@
+"""An in-memory RayCluster and its pods, standing in for the Kubernetes API.
+
+A test double at the activity boundary, for the time-skipping workflow tests only (layer 2):
+the real activities are tested against devcluster. It implements the RayCluster activities
+under their real names and keeps what a kube-apiserver would: the CR with its generation, the
+pods the workflow creates (Pending until the test makes them ready), Events and status writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from temporalio import activity
+
+from activities import cluster_models as io
+from activities.snapshots import DesiredResources, PodView, ServiceView
+from crds.raycluster import RayClusterSpec, RayClusterStatus
+
+
+class FakeCluster:
+    """One RayCluster, its pods and its head Service."""
+
+    def __init__(self, name: str, spec: dict[str, Any], namespace: str = "default") -> None:
+        self.name, self.namespace = name, namespace
+        self.spec = spec
+        self.generation = 1
+        self.annotations: dict[str, str] = {}
+        self.exists = True
+        self.deleting = False
+        self.pods: dict[str, PodView] = {}
+        self.head_service: ServiceView | None = None
+        self.status: RayClusterStatus | None = None
+        self.status_writes = 0
+        self.events: list[io.EventSpec] = []
+        self.created: list[str] = []
+        self.fail_creates = False
+
+    # --- what tests do to the "cluster" -------------------------------------------------------
+
+    def edit(self, **fields: Any) -> None:
+        self.spec = {**self.spec, **fields}
+        self.generation += 1
+
+    def set_group(self, index: int, **fields: Any) -> None:
+        groups = [dict(g) for g in self.spec["workerGroupSpecs"]]
+        groups[index].update(fields)
+        self.edit(workerGroupSpecs=groups)
+
+    def make_ready(self) -> None:
+        for name, pod in list(self.pods.items()):
+            if not pod.terminating:
+                self.pods[name] = pod.model_copy(update={"phase": "Running", "ready": True})
+
+    def finish_terminating(self) -> None:
+        self.pods = {n: p for n, p in self.pods.items() if not p.terminating}
+
+    def live(self, node_type: str | None = None) -> list[str]:
+        return sorted(
+            n
+            for n, p in self.pods.items()
+            if not p.terminating and (node_type is None or p.node_type == node_type)
+        )
+
+    # --- the activities -----------------------------------------------------------------------
+
+    def activities(self) -> list[Any]:
+        return [self.read, self.apply, self.write_status, self.set_suspend, self.record_event]
+
+    @activity.defn(name=io.READ_CLUSTER)
+    async def read(self, params: io.ReadClusterInput) -> io.ClusterSnapshot:
+        if not self.exists:
+            return io.ClusterSnapshot(exists=False)
+        spec = RayClusterSpec.model_validate(self.spec)
+        same = params.known_generation == self.generation
+        groups = [g.group_name for g in spec.worker_group_specs or []]
+        return io.ClusterSnapshot(
+            generation=self.generation,
+            deleting=self.deleting,
+            annotations=dict(self.annotations),
+            spec=None if same else spec,
+            status=self.status if params.known_generation is None else None,
+            spec_hash=hashlib.sha1(json.dumps(self.spec, sort_keys=True).encode()).hexdigest(),
+            head_prefix=f"{self.name}-head-",
+            worker_prefixes={g: f"{self.name}-{g}-worker-" for g in groups},
+            resources=DesiredResources(cpu="1"),
+            pods=list(self.pods.values()),
+            head_service=self.head_service,
+            missing_services=[] if self.head_service else [f"{self.name}-head-svc"],
+        )
+
+    @activity.defn(name=io.APPLY_CLUSTER)
+    async def apply(self, params: io.ApplyClusterInput) -> io.ApplyClusterResult:
+        if params.generation != self.generation:
+            return io.ApplyClusterResult(stale=True)
+        result = io.ApplyClusterResult()
+        if params.ensure_services:
+            self.head_service = ServiceView(name=f"{self.name}-head-svc", cluster_ip="None")
+        if params.delete_all_reason:
+            for name in self.live():
+                self._terminate(name)
+        for deletion in params.deletions:
+            if deletion.name in self.pods:
+                self._terminate(deletion.name)
+                result.deleted.append(deletion.name)
+        for creation in params.creations:
+            if self.fail_creates:
+                from activities.snapshots import ReplicaFailure
+
+                result.failure = ReplicaFailure(
+                    reason="FailedCreateWorkerPod", message="exceeded quota"
+                )
+                break
+            node_type = "head" if creation.head else "worker"
+            self.pods[creation.name] = PodView(
+                name=creation.name,
+                node_type=node_type,
+                group=creation.group,
+                phase="Pending",
+                recreate_hash=self.read_hash() if creation.head else "",
+                replica_index=creation.replica_index,
+            )
+            self.created.append(creation.name)
+            result.created.append(creation.name)
+        return result
+
+    def read_hash(self) -> str:
+        return hashlib.sha1(json.dumps(self.spec, sort_keys=True).encode()).hexdigest()
+
+    def _terminate(self, name: str) -> None:
+        self.pods[name] = self.pods[name].model_copy(update={"terminating": True})
+
+    @activity.defn(name=io.WRITE_CLUSTER_STATUS)
+    async def write_status(self, params: io.WriteStatusInput) -> None:
+        self.status = params.status
+        self.status_writes += 1
+
+    @activity.defn(name=io.SET_CLUSTER_SUSPEND)
+    async def set_suspend(self, params: io.SetSuspendInput) -> None:
+        if bool(self.spec.get("suspend")) != params.suspend:
+            self.edit(suspend=params.suspend)
+
+    @activity.defn(name=io.RECORD_EVENT)
+    async def record_event(self, params: io.RecordEventInput) -> None:
+        self.events.append(params.event)

@@ -1,0 +1,231 @@
+"""The RayCluster workflow on the time-skipping server.
+
+Kubernetes is replaced at the activity boundary by `FakeCluster`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from crds.refs import ObjectRef
+from kuberay_temporal.binaries import temporal_test_server
+from tests.eventually import eventually
+from worker.running import build_sandbox_runner
+from workflows import messages
+from workflows.raycluster.state import RayClusterInput
+from workflows.raycluster.workflow import RayClusterWorkflow
+
+from .fake_cluster import FakeCluster
+
+SPEC: dict[str, Any] = {
+    "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{"name": "h"}]}}},
+    "workerGroupSpecs": [
+        {
+            "groupName": "g",
+            "replicas": 2,
+            "minReplicas": 0,
+            "maxReplicas": 5,
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [{"name": "w"}]}},
+        }
+    ],
+}
+
+
+@pytest_asyncio.fixture
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server per test: skipping time must not wake other tests' workflows."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    # The time-skipping server cannot list search attributes, only add them.
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace="default",
+            search_attributes={"RayState": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
+        )
+    )
+    yield env
+    await env.shutdown()
+
+
+class Harness:
+    def __init__(self, env: WorkflowEnvironment, cluster: FakeCluster, queue: str) -> None:
+        self.env, self.cluster, self.queue = env, cluster, queue
+        self.ref = ObjectRef(
+            kind="RayCluster", namespace="default", name=cluster.name, uid=str(uuid.uuid4())
+        )
+        self.handle: WorkflowHandle[Any, Any] | None = None
+
+    async def start(self, **params: Any) -> WorkflowHandle[Any, Any]:
+        self.handle = await self.env.client.start_workflow(
+            RayClusterWorkflow.run,
+            RayClusterInput(ref=self.ref, **params),
+            id=self.ref.workflow_id,
+            task_queue=self.queue,
+        )
+        return self.handle
+
+    async def signal(self, name: str, arg: Any) -> None:
+        assert self.handle is not None
+        await self.handle.signal(name, arg)
+
+    async def progress(self) -> messages.Progress:
+        assert self.handle is not None
+        return await self.handle.query(messages.PROGRESS, result_type=messages.Progress)
+
+    async def pods_settle(self) -> None:
+        """Make the created pods ready and tell the workflow, as the bridge would."""
+        self.cluster.finish_terminating()
+        self.cluster.make_ready()
+        await self.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["Pod"]))
+
+
+@pytest_asyncio.fixture
+async def harness(env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Harness]:
+    cluster = FakeCluster(f"c{uuid.uuid4().hex[:6]}", dict(SPEC))
+    async with Worker(
+        env.client,
+        task_queue=task_queue,
+        workflows=[RayClusterWorkflow],
+        activities=cluster.activities(),
+        workflow_runner=build_sandbox_runner(),
+    ):
+        harness = Harness(env, cluster, task_queue)
+        yield harness
+        # Entity workflows never end on their own; a leftover one would hold the shared
+        # time-skipping clock back for the tests after this one.
+        if harness.handle is not None:
+            with contextlib.suppress(RPCError):
+                await harness.handle.terminate("test finished")
+
+
+async def test_new_cluster_becomes_ready(harness: Harness) -> None:
+    cluster = harness.cluster
+    await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
+    assert cluster.head_service is not None
+    await harness.pods_settle()
+    await eventually(lambda: cluster.status and cluster.status.state == "ready", message="ready")
+    progress = await harness.progress()
+    assert progress.state == "ready"
+    assert any("created" in d for d in progress.last_decisions)
+
+
+async def test_scale_up_and_down_by_spec(harness: Harness) -> None:
+    cluster = harness.cluster
+    await harness.start()
+    await eventually(lambda: len(cluster.live("worker")) == 2)
+    await harness.pods_settle()
+    cluster.set_group(0, replicas=4)
+    await harness.signal(messages.SPEC_CHANGED, messages.SpecChanged(generation=cluster.generation))
+    await eventually(lambda: len(cluster.live("worker")) == 4, message="4 workers")
+    await harness.pods_settle()
+    cluster.set_group(0, replicas=1)
+    await harness.signal(messages.SPEC_CHANGED, messages.SpecChanged(generation=cluster.generation))
+    await eventually(lambda: len(cluster.live("worker")) == 1, message="1 worker")
+
+
+async def test_workers_to_delete_removes_that_pod(harness: Harness) -> None:
+    cluster = harness.cluster
+    await harness.start()
+    workers = await eventually(
+        lambda: cluster.live("worker") if len(cluster.live("worker")) == 2 else None
+    )
+    await harness.pods_settle()
+    victim = workers[0]
+    cluster.set_group(0, replicas=1, scaleStrategy={"workersToDelete": [victim]})
+    await harness.signal(messages.SPEC_CHANGED, messages.SpecChanged(generation=cluster.generation))
+    await eventually(lambda: cluster.live("worker") == [workers[1]], message="only the survivor")
+
+
+async def test_suspend_and_resume_signals_write_the_spec(harness: Harness) -> None:
+    cluster = harness.cluster
+    await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3)
+    await harness.pods_settle()
+    await harness.signal(messages.SUSPEND, messages.UserRequest(reason="test"))
+    await eventually(lambda: cluster.spec.get("suspend") is True, message="spec.suspend")
+    await eventually(lambda: cluster.live() == [], message="all pods deleted")
+    await harness.pods_settle()
+    await eventually(
+        lambda: cluster.status and cluster.status.state == "suspended", message="suspended"
+    )
+    await harness.signal(messages.RESUME, messages.UserRequest(reason="test"))
+    await eventually(lambda: len(cluster.live()) == 3, message="pods back after resume")
+
+
+async def test_invalid_spec_creates_nothing_and_says_why(harness: Harness) -> None:
+    cluster = harness.cluster
+    cluster.set_group(0, minReplicas=3, maxReplicas=1)
+    await harness.start()
+    event = await eventually(lambda: cluster.events[0] if cluster.events else None)
+    assert event.reason == "InvalidRayClusterSpec" and event.type == "Warning"
+    assert "spec.workerGroupSpecs[0].minReplicas" in event.message
+    assert cluster.created == []
+
+
+async def test_resync_repairs_a_silent_change(harness: Harness, env: WorkflowEnvironment) -> None:
+    cluster = harness.cluster
+    await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3)
+    await harness.pods_settle()
+    await eventually(lambda: cluster.status and cluster.status.state == "ready")
+    lost = cluster.live("worker")[0]
+    del cluster.pods[lost]  # no signal: the bridge missed it
+    await env.sleep(timedelta(seconds=301))
+    await eventually(lambda: len(cluster.live("worker")) == 2, message="replacement after resync")
+
+
+async def test_gone_cr_ends_the_workflow(harness: Harness) -> None:
+    handle = await harness.start()
+    await eventually(lambda: len(harness.cluster.live()) == 3)
+    harness.cluster.exists = False
+    await harness.signal(messages.DELETED, messages.Deleted(gone=True))
+    assert "is gone" in await handle.result()
+
+
+async def test_continue_as_new_keeps_state(harness: Harness) -> None:
+    cluster = harness.cluster
+    handle = await harness.start(max_history_events=40)
+    await eventually(lambda: len(cluster.live()) == 3)
+    for _ in range(4):
+        await harness.pods_settle()
+    await eventually(lambda: cluster.status and cluster.status.state == "ready")
+    for _ in range(4):
+        await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
+    description = await eventually(lambda: _continued(handle), message="a continued run")
+    assert description
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
+    progress = await harness.progress()
+    assert progress.state == "ready" and len(cluster.created) == 3
+
+
+async def _continued(handle: WorkflowHandle[Any, Any]) -> bool:
+    described = await handle.describe()
+    return described.run_id != handle.first_execution_run_id or False
+
+
+@pytest.mark.parametrize("fail", [True])
+async def test_failed_create_sets_replica_failure(harness: Harness, fail: bool) -> None:
+    cluster = harness.cluster
+    cluster.fail_creates = fail
+    await harness.start()
+    status = await eventually(lambda: cluster.status, message="a status write")
+    conditions = {c.type: c for c in status.conditions or []}
+    assert conditions["ReplicaFailure"].reason == "FailedCreateWorkerPod"

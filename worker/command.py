@@ -1,0 +1,122 @@
+"""The `kuberay-temporal worker` subcommand: the worker against an existing server.
+
+This is how the worker runs in a real deployment (and next to a dev server started by
+hand): settings come from the environment, flags override them, and SIGINT/SIGTERM drain
+it gracefully.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from pydantic import ValidationError
+from temporalio.service import RPCError
+
+from worker.client import connect
+from worker.running import build_worker, exit_without_finalizing, stop_on_signals
+from worker.search_attributes import SearchAttributeError, ensure_search_attributes
+from worker.settings import WorkerSettings, describe_invalid
+
+logger = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `worker` subcommand.
+
+    Args:
+        subparsers: The dispatcher's subcommand collection.
+    """
+    parser = subparsers.add_parser(
+        "worker",
+        help="run the worker against an existing Temporal server",
+        description=(
+            "Run every kuberay-temporal workflow and activity on one task queue until "
+            "SIGINT or SIGTERM. Defaults come from TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, "
+            "KUBERAY_TEMPORAL_TASK_QUEUE and the other KUBERAY_TEMPORAL_* variables."
+        ),
+    )
+    add_connection_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    """Add `--address`, `--namespace` and `--task-queue`, which override the environment.
+
+    Args:
+        parser: The subcommand's parser.
+    """
+    parser.add_argument("--address", help="Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+    parser.add_argument("--namespace", help="Temporal namespace (env TEMPORAL_NAMESPACE)")
+    parser.add_argument("--task-queue", help="task queue to poll (env KUBERAY_TEMPORAL_TASK_QUEUE)")
+
+
+def settings_from(args: argparse.Namespace) -> WorkerSettings:
+    """Return the environment's settings with the flags given on the command line applied.
+
+    Args:
+        args: Parsed flags; `address`, `namespace` and `task_queue` are read if present.
+
+    Returns:
+        The settings to run with.
+
+    Raises:
+        pydantic.ValidationError: An environment variable or flag has an invalid value.
+    """
+    flags = {
+        "temporal_address": getattr(args, "address", None),
+        "temporal_namespace": getattr(args, "namespace", None),
+        "task_queue": getattr(args, "task_queue", None),
+    }
+    overrides = {name: value for name, value in flags.items() if value is not None}
+    settings = WorkerSettings.from_env()
+    return WorkerSettings.model_validate(settings.model_dump() | overrides)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the worker until a stop signal, then end the process.
+
+    Args:
+        args: Parsed command line.
+
+    Returns:
+        Never returns: the process exits with 0 after a clean shutdown, 1 if the worker
+        could not start, 2 for bad settings (see `exit_without_finalizing`).
+    """
+    exit_without_finalizing(_run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = settings_from(args)
+    except ValidationError as err:
+        print(
+            f"kuberay-temporal worker: invalid settings: {describe_invalid(err)}", file=sys.stderr
+        )
+        return 2
+    try:
+        asyncio.run(_serve(settings))
+    except (RuntimeError, RPCError, SearchAttributeError) as err:
+        print(f"kuberay-temporal worker: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(settings: WorkerSettings) -> None:
+    with stop_on_signals() as stop:
+        client = await connect(settings)
+        await ensure_search_attributes(client, settings.temporal_namespace)
+        async with build_worker(client, settings):
+            logger.info(
+                "polling task queue %s on %s (namespace %s)",
+                settings.task_queue,
+                settings.temporal_address,
+                settings.temporal_namespace,
+            )
+            await stop.wait()
+            logger.info("stopping: draining for up to %s", settings.graceful_shutdown_timeout)

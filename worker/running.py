@@ -1,0 +1,108 @@
+"""Build the worker from the registries and the settings, and run it until told to stop.
+
+Both the `worker` command and `kuberay-temporal dev` run the same worker; building it in
+one place keeps the sandbox configuration and the shutdown behaviour identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.registry import build_activities
+from worker.settings import WorkerSettings
+from workflows.registry import WORKFLOWS
+
+# Modules that are deterministic and side-effect free, so the sandbox may share them
+# with the host instead of re-importing them for every workflow run: pydantic (slow to
+# import, and its model classes must be the host's for the data converter) and our CRD
+# models.
+_PASSTHROUGH_MODULES = ("pydantic", "crds")
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+logger = logging.getLogger(__name__)
+
+
+def build_sandbox_runner() -> SandboxedWorkflowRunner:
+    """The workflow sandbox with our deterministic model modules passed through."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH_MODULES)
+    )
+
+
+def build_worker(client: Client, settings: WorkerSettings) -> Worker:
+    """Return a worker for every registered workflow and activity.
+
+    Args:
+        client: Connected client, with the pydantic data converter.
+        settings: Task queue, cache size and graceful shutdown timeout.
+
+    Returns:
+        A worker that has not been started; run it with `async with worker:`.
+    """
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=WORKFLOWS,
+        activities=build_activities(),
+        workflow_runner=build_sandbox_runner(),
+        max_cached_workflows=settings.max_cached_workflows,
+        graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
+    )
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[asyncio.Event]:
+    """Yield an event that the first SIGINT or SIGTERM sets.
+
+    The handlers stay installed for the whole block, so a second Ctrl-C during a graceful
+    shutdown is reported instead of raising KeyboardInterrupt half-way through it. Must
+    be used inside a running event loop.
+
+    Yields:
+        The event to wait on.
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def request_stop(signum: signal.Signals) -> None:
+        if stop.is_set():
+            logger.warning("received %s again; still shutting down", signum.name)
+        stop.set()
+
+    for signum in _STOP_SIGNALS:
+        loop.add_signal_handler(signum, request_stop, signum)
+    try:
+        yield stop
+    finally:
+        for signum in _STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
+
+
+def exit_without_finalizing(code: int) -> NoReturn:
+    """End the process with `code` once everything has been shut down explicitly.
+
+    The SDK's Rust threads outlive the event loop and sometimes touch Python while the
+    interpreter finalizes, aborting a finished, clean run with SIGABRT ("PyGILState_Release
+    ... finalizing"; seen in about one run in six here, TEMPORAL.md §2.7). Command handlers
+    that used a client call this after stopping their worker and servers, so the exit code
+    is the one they chose.
+
+    Args:
+        code: Process exit code.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

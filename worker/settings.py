@@ -1,0 +1,112 @@
+"""The worker's configuration, read once from the environment and passed down.
+
+Keeping every environment variable in one model means the rest of `worker/` takes plain
+arguments, a typo in a value fails at start with the variable's name in the message, and
+tests build settings without touching `os.environ`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import timedelta
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class WorkerSettings(BaseModel):
+    """Where the worker connects and how it runs.
+
+    Build it with `WorkerSettings.from_env()`; each field's validation alias is the
+    environment variable that sets it. Fields can also be given by name in code.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", validate_by_name=True, validate_by_alias=True
+    )
+
+    temporal_address: str = Field(
+        default="127.0.0.1:7233",
+        validation_alias="TEMPORAL_ADDRESS",
+        min_length=1,
+        description="host:port of the Temporal frontend (gRPC).",
+    )
+    temporal_namespace: str = Field(
+        default="default",
+        validation_alias="TEMPORAL_NAMESPACE",
+        min_length=1,
+        description="Temporal namespace the CR workflows live in.",
+    )
+    task_queue: str = Field(
+        default="kuberay",
+        validation_alias="KUBERAY_TEMPORAL_TASK_QUEUE",
+        min_length=1,
+        description="Task queue the worker polls and the bridge starts workflows on.",
+    )
+    max_cached_workflows: int = Field(
+        default=5000,
+        validation_alias="KUBERAY_TEMPORAL_MAX_CACHED_WORKFLOWS",
+        ge=0,
+        description=(
+            "Workflows kept in the sticky cache. Keep it at least the number of live CRs: "
+            "an evicted entity workflow replays its whole history on its next task "
+            "(about 75 KB of memory each)."
+        ),
+    )
+    graceful_shutdown_timeout: timedelta = Field(
+        default=timedelta(seconds=30),
+        validation_alias="KUBERAY_TEMPORAL_GRACEFUL_SHUTDOWN_TIMEOUT",
+        ge=timedelta(),
+        description=(
+            "How long running activities may finish after a shutdown request before they "
+            "are cancelled. From the environment: seconds (`30`) or ISO 8601 (`PT30S`)."
+        ),
+    )
+
+    @field_validator("graceful_shutdown_timeout", mode="before")
+    @classmethod
+    def _seconds_from_text(cls, value: object) -> object:
+        """Accept a bare number of seconds as text, as environment variables carry it."""
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return value
+        return value
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
+        """Read the settings from environment variables.
+
+        Args:
+            environ: Variables to read; the process environment by default.
+
+        Returns:
+            The settings, with defaults for unset variables.
+
+        Raises:
+            pydantic.ValidationError: A variable has an invalid value; the error names it.
+        """
+        source = os.environ if environ is None else environ
+        # Only the documented variable names: validate_by_name would otherwise also accept
+        # a variable spelled like a field (`task_queue`).
+        names = [field.validation_alias for field in cls.model_fields.values()]
+        return cls.model_validate(
+            {name: source[name] for name in names if isinstance(name, str) and name in source}
+        )
+
+
+def describe_invalid(error: ValidationError) -> str:
+    """Return a one-line account of invalid settings, naming each variable or field.
+
+    Args:
+        error: What `WorkerSettings` validation raised.
+
+    Returns:
+        E.g. ``KUBERAY_TEMPORAL_MAX_CACHED_WORKFLOWS='lots': Input should be a valid integer``.
+    """
+    return "; ".join(
+        f"{'.'.join(str(part) for part in problem['loc'])}={problem['input']!r}: "
+        f"{problem['msg'].split(',')[0]}"
+        for problem in error.errors()
+    )

@@ -1,0 +1,77 @@
+"""Signals every CR workflow accepts, and the progress each reports (DESIGN §3).
+
+The bridge sends `spec_changed`, `owned_changed` and `deleted`; people send `suspend`,
+`resume` and `rollback` from the Temporal UI, `temporal workflow signal` or our CLI.
+
+Signals are nudges, not data: `spec_changed` carries the generation and nothing of the spec.
+The workflow reads the CR itself at the start of the pass it triggers, so it always acts on
+the latest spec (several quick edits collapse into one pass), and a spec — often tens of
+kilobytes of pod templates — is written to the history only when the workflow actually reads
+a new generation, instead of once per signal.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from crds.refs import ObjectRef
+
+SPEC_CHANGED = "spec_changed"
+OWNED_CHANGED = "owned_changed"
+DELETED = "deleted"
+SUSPEND = "suspend"
+RESUME = "resume"
+ROLLBACK = "rollback"
+PROGRESS = "progress"
+
+
+class WorkflowInput(BaseModel):
+    """How every CR workflow starts: which object it manages."""
+
+    ref: ObjectRef
+
+
+class SpecChanged(BaseModel):
+    """The CR's generation (or an annotation/label KubeRay reacts to) changed, or a resync."""
+
+    model_config = ConfigDict(frozen=True)
+
+    generation: int = 0
+    resync: bool = False
+
+
+class OwnedChanged(BaseModel):
+    """Objects the CR owns changed (pods, Jobs, child RayClusters); coalesced by the bridge."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kinds: list[str] = Field(default_factory=list)
+    names: list[str] = Field(default_factory=list)
+
+
+class Deleted(BaseModel):
+    """The CR got a deletionTimestamp (`gone=False`) or disappeared from the API (`gone=True`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gone: bool = False
+
+
+class UserRequest(BaseModel):
+    """A person's suspend, resume or rollback; `reason` lands in the Event and the history."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: str = ""
+    requested_by: str = ""
+
+
+class Progress(BaseModel):
+    """What the `progress` query answers: the headline state and what the workflow waits for."""
+
+    ref: ObjectRef
+    state: str
+    summary: str
+    waiting_for: list[str] = Field(default_factory=list)
+    last_decisions: list[str] = Field(default_factory=list)
+    observed_generation: int = 0

@@ -1,0 +1,47 @@
+"""Everything the RayCluster workflow remembers, in one model carried across continue-as-new."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from crds.raycluster import RayClusterSpec, RayClusterStatus
+from crds.refs import ObjectRef
+from workflows.raycluster.plans import Expectation
+
+MAX_DECISIONS_KEPT = 10
+
+
+class RayClusterState(BaseModel):
+    """The workflow's memory of one RayCluster."""
+
+    generation: int = 0
+    """Generation of `spec` (0 until the first read)."""
+    wanted_generation: int = 0
+    """Highest generation the bridge has announced."""
+    dirty: bool = True
+    """A pass is due (signals set it; the first pass is always due)."""
+    gone: bool = False
+    spec: RayClusterSpec | None = None
+    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    status: RayClusterStatus | None = None
+    expectations: dict[str, Expectation] = Field(default_factory=dict)
+    user_suspend: bool | None = None
+    """A pending suspend (True) or resume (False) request from a person."""
+    reported_violations: list[str] = Field(default_factory=list)
+    waiting: list[str] = Field(default_factory=list)
+    decisions: list[str] = Field(default_factory=list)
+    passes: int = 0
+
+    def remember(self, decision: str) -> None:
+        """Keep the last few decisions for the progress query and the CLI."""
+        self.decisions = [*self.decisions, decision][-MAX_DECISIONS_KEPT:]
+
+
+class RayClusterInput(BaseModel):
+    """Start (or continue-as-new) input of the RayCluster workflow."""
+
+    ref: ObjectRef
+    state: RayClusterState | None = None
+    max_history_events: int | None = None
+    """Continue-as-new once the history is this long, even before Temporal suggests it."""

@@ -1,0 +1,406 @@
+"""The RayCluster workflow: the Temporal glue around the pure RayCluster decisions.
+
+One workflow per RayCluster, alive as long as the CR. Each pass reads a snapshot, decides
+with `decisions.plan_pods`, applies the plan, computes the status with `status.compute_status`
+and writes it when it changed. Signals only mark a pass as due; a durable timer re-runs a pass
+after `RESYNC` anyway (KubeRay requeues every 300 s), sooner while something is in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+
+with workflow.unsafe.imports_passed_through():
+    from activities import cluster_models as io
+    from crds import constants
+    from crds.common import ObjectMeta
+    from crds.enums import RayClusterConditionType
+    from crds.raycluster import RayCluster
+    from crds.validation import validate
+    from workflows import messages
+    from workflows.conditions import is_true
+    from workflows.raycluster import decisions
+    from workflows.raycluster.plans import Expectation, PodPlan, SuspendPhase
+    from workflows.raycluster.state import RayClusterInput, RayClusterState
+    from workflows.raycluster.status import StatusInputs, compute_status, status_changed
+
+T = TypeVar("T")
+
+RESYNC = timedelta(seconds=300)
+BUSY_RESYNC = timedelta(seconds=15)
+RAY_STATE = SearchAttributeKey.for_keyword("RayState")
+
+_ACTIVITY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+)
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes generateName
+
+
+@workflow.defn(name="RayCluster")
+class RayClusterWorkflow:
+    """Reconcile one RayCluster for as long as it exists."""
+
+    @workflow.init
+    def __init__(self, params: RayClusterInput) -> None:
+        self._ref = params.ref
+        self._state = params.state or RayClusterState()
+        self._max_history = params.max_history_events
+
+    # --- signals and queries ------------------------------------------------------------------
+
+    @workflow.signal(name=messages.SPEC_CHANGED)
+    def spec_changed(self, change: messages.SpecChanged) -> None:
+        """The bridge saw a new generation (or resyncs); older generations are ignored."""
+        if change.resync or change.generation > self._state.generation:
+            self._state.wanted_generation = max(self._state.wanted_generation, change.generation)
+            self._state.dirty = True
+
+    @workflow.signal(name=messages.OWNED_CHANGED)
+    def owned_changed(self, change: messages.OwnedChanged) -> None:
+        """Pods or Services of the cluster changed."""
+        self._state.dirty = True
+
+    @workflow.signal(name=messages.DELETED)
+    def deleted(self, change: messages.Deleted) -> None:
+        """The CR is being deleted, or is gone."""
+        self._state.gone = self._state.gone or change.gone
+        self._state.dirty = True
+
+    @workflow.signal(name=messages.SUSPEND)
+    def suspend(self, request: messages.UserRequest) -> None:
+        """A person asks to suspend the cluster: written to `spec.suspend`, then reconciled."""
+        self._state.user_suspend = True
+        self._state.dirty = True
+
+    @workflow.signal(name=messages.RESUME)
+    def resume(self, request: messages.UserRequest) -> None:
+        """A person asks to resume a suspended cluster."""
+        self._state.user_suspend = False
+        self._state.dirty = True
+
+    @workflow.query(name=messages.PROGRESS)
+    def progress(self) -> messages.Progress:
+        """Headline state, what the cluster waits for, and the last decisions."""
+        return messages.Progress(
+            ref=self._ref,
+            state=self._headline(),
+            summary=self._summary(),
+            waiting_for=list(self._state.waiting),
+            last_decisions=list(self._state.decisions),
+            observed_generation=self._state.generation,
+        )
+
+    # --- main loop ------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, params: RayClusterInput) -> str:
+        """Reconcile until the CR is gone; returns a one-line epitaph."""
+        while True:
+            await self._wait_for_work()
+            if self._state.gone:
+                break
+            if self._state.user_suspend is not None:
+                await self._write_user_suspend()
+            await self._reconcile()
+            if self._state.gone:
+                break
+            if self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(
+                    RayClusterInput(
+                        ref=self._ref, state=self._state, max_history_events=self._max_history
+                    )
+                )
+        return f"{self._ref} is gone after {self._state.passes} reconcile passes"
+
+    async def _wait_for_work(self) -> None:
+        timeout = BUSY_RESYNC if self._state.waiting else RESYNC
+        summary = "waiting for a change" if not self._state.waiting else "waiting for pods"
+        with contextlib.suppress(TimeoutError):  # a resync: the pass is due anyway
+            await workflow.wait_condition(
+                lambda: self._state.dirty or self._state.gone,
+                timeout=timeout,
+                timeout_summary=f"{summary} (resync after {int(timeout.total_seconds())}s)",
+            )
+        self._state.dirty = False
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        too_long = self._max_history is not None and (
+            info.get_current_history_length() >= self._max_history
+        )
+        return (too_long or info.is_continue_as_new_suggested()) and not self._state.dirty
+
+    # --- one pass -------------------------------------------------------------------------------
+
+    async def _reconcile(self) -> None:
+        state = self._state
+        state.passes += 1
+        known = state.generation if state.spec is not None else None
+        snap = await self._activity(
+            io.READ_CLUSTER,
+            io.ReadClusterInput(ref=self._ref, known_generation=known),
+            io.ClusterSnapshot,
+            "read the RayCluster, its pods and Services",
+        )
+        if not snap.exists:
+            state.gone = True
+            return
+        self._absorb(snap)
+        if snap.deleting:
+            self._set_waiting(["the RayCluster is being deleted; Kubernetes collects its pods"])
+            return
+        if not await self._valid(snap.schema_violations):
+            return
+        if state.spec is not None and state.spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
+            # The bridge leaves such CRs alone; this guards a spec edited after the start.
+            self._set_waiting([f"nothing: managed by {constants.MANAGED_BY_MULTIKUEUE}"])
+            return
+        await self._act(snap)
+
+    def _absorb(self, snap: io.ClusterSnapshot) -> None:
+        state = self._state
+        if snap.spec is not None:
+            state.spec = snap.spec
+            state.generation = snap.generation
+        if snap.status is not None and state.status is None:
+            state.status = snap.status
+        state.annotations = snap.annotations
+        state.labels = snap.labels
+
+    async def _valid(self, schema_violations: list[str]) -> bool:
+        if schema_violations or self._state.spec is None:
+            violations = schema_violations or ["spec: the RayCluster has no readable spec"]
+        else:
+            violations = [str(v) for v in validate(self._cluster())]
+        if violations and violations != self._state.reported_violations:
+            message = "invalid spec: " + "; ".join(violations)
+            self._state.remember(message)
+            await self._event("Warning", "InvalidRayClusterSpec", message)
+        self._state.reported_violations = violations
+        if violations:
+            self._set_waiting(["a valid spec (see the InvalidRayClusterSpec Event)"])
+        return not violations
+
+    async def _act(self, snap: io.ClusterSnapshot) -> None:
+        state, spec = self._state, self._state.spec
+        assert spec is not None
+        now = workflow.now()
+        previous = state.status
+        phase = decisions.next_suspend_phase(
+            _suspend_phase(previous), bool(spec.suspend), len(snap.pods)
+        )
+        facts = decisions.ClusterFacts(
+            spec=spec,
+            spec_hash=snap.spec_hash,
+            head_prefix=snap.head_prefix,
+            worker_prefixes=snap.worker_prefixes,
+            suspend_phase=phase,
+            provisioned=is_true(previous.conditions if previous else None, _PROVISIONED),
+            skip_head_restart=state.annotations.get(
+                constants.ANNOTATION_DISABLE_PROVISIONED_HEAD_RESTART
+            )
+            == "true",
+        )
+        state.expectations = decisions.prune_expectations(state.expectations, snap.pods, now)
+        plan = decisions.plan_pods(facts, snap.pods, state.expectations, now, self._new_name)
+        result = await self._apply(plan, bool(snap.missing_services))
+        if result.stale:
+            return  # the spec changed under us; the next pass re-reads it
+        status = compute_status(
+            StatusInputs(
+                spec=spec,
+                generation=state.generation,
+                previous=previous,
+                pods=snap.pods,
+                head_service=snap.head_service,
+                suspend_phase=phase,
+                resources=snap.resources,
+                failure=result.failure,
+            ),
+            now,
+        )
+        if status_changed(previous, status):
+            await self._run(
+                io.WRITE_CLUSTER_STATUS,
+                io.WriteStatusInput(ref=self._ref, status=status),
+                "write the RayCluster status",
+            )
+        state.status = status
+        self._set_waiting(_waiting(plan, phase))
+        self._publish_state()
+
+    async def _apply(self, plan: PodPlan, missing_services: bool) -> io.ApplyClusterResult:
+        """Run the plan (when there is anything to do) and remember what it did."""
+        if plan.empty and not missing_services:
+            return io.ApplyClusterResult()
+        result = await self._activity(
+            io.APPLY_CLUSTER,
+            io.ApplyClusterInput(
+                ref=self._ref,
+                generation=self._state.generation,
+                ensure_services=missing_services,
+                delete_all_reason=plan.delete_all_reason,
+                deletions=plan.deletions,
+                creations=plan.creations,
+            ),
+            io.ApplyClusterResult,
+            _describe(plan),
+        )
+        if result.stale:
+            self._state.dirty = True
+            return result
+        if plan.delete_all_reason:
+            self._state.expectations = {}  # every pod goes; nothing earlier is still awaited
+        self._expect(plan, result)
+        for line in _decision_lines(plan, result):
+            self._state.remember(line)
+        return result
+
+    def _expect(self, plan: PodPlan, result: io.ApplyClusterResult) -> None:
+        now = workflow.now()
+        groups: dict[str, Expectation] = {}
+        for creation in plan.creations:
+            if creation.name in result.created:
+                exp = groups.setdefault(creation.group, Expectation(since=now))
+                exp.creates.append(creation.name)
+        for deletion in plan.deletions:
+            if deletion.name in result.deleted:
+                exp = groups.setdefault(deletion.group, Expectation(since=now))
+                exp.deletes.append(deletion.name)
+        self._state.expectations.update(groups)
+
+    async def _write_user_suspend(self) -> None:
+        wanted = self._state.user_suspend
+        self._state.user_suspend = None
+        assert wanted is not None
+        verb = "suspend" if wanted else "resume"
+        await self._run(
+            io.SET_CLUSTER_SUSPEND,
+            io.SetSuspendInput(ref=self._ref, suspend=wanted),
+            f"write spec.suspend={str(wanted).lower()} ({verb} signal)",
+        )
+        self._state.remember(f"{verb} requested by signal: spec.suspend set to {wanted}")
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    async def _activity(self, name: str, arg: object, result_type: type[T], summary: str) -> T:
+        result: T = await workflow.execute_activity(
+            name,
+            arg,
+            result_type=result_type,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=_ACTIVITY_RETRY,
+            summary=summary,
+        )
+        return result
+
+    async def _run(self, name: str, arg: object, summary: str) -> None:
+        await workflow.execute_activity(
+            name,
+            arg,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=_ACTIVITY_RETRY,
+            summary=summary,
+        )
+
+    async def _event(self, kind: str, reason: str, message: str) -> None:
+        event = io.EventSpec(type=kind, reason=reason, message=message)
+        await self._run(
+            io.RECORD_EVENT,
+            io.RecordEventInput(ref=self._ref, event=event),
+            f"record Event {reason}",
+        )
+
+    def _new_name(self, prefix: str) -> str:
+        rng = workflow.random()
+        return prefix + "".join(rng.choice(_NAME_ALPHABET) for _ in range(5))
+
+    def _cluster(self) -> RayCluster:
+        assert self._state.spec is not None
+        meta = ObjectMeta(
+            name=self._ref.name,
+            namespace=self._ref.namespace,
+            uid=self._ref.uid,
+            generation=self._state.generation,
+            annotations=self._state.annotations or None,
+            labels=self._state.labels or None,
+        )
+        return RayCluster(metadata=meta, spec=self._state.spec)
+
+    def _set_waiting(self, waiting: list[str]) -> None:
+        self._state.waiting = waiting
+        workflow.set_current_details(self._summary())
+
+    def _headline(self) -> str:
+        status = self._state.status
+        if status is None or not status.state:
+            return "provisioning"
+        return status.state
+
+    def _publish_state(self) -> None:
+        headline = self._headline()
+        current = workflow.info().typed_search_attributes.get(RAY_STATE)
+        if current != headline:
+            workflow.upsert_search_attributes([RAY_STATE.value_set(headline)])
+
+    def _summary(self) -> str:
+        status = self._state.status
+        lines = [f"**{self._ref}**: {self._headline()}"]
+        if status is not None and status.desired_worker_replicas is not None:
+            lines.append(
+                f"workers ready {status.ready_worker_replicas or 0}"
+                f"/{status.desired_worker_replicas}"
+            )
+        lines += [f"waiting for {w}" for w in self._state.waiting]
+        return "\n\n".join(lines)
+
+
+_PROVISIONED = RayClusterConditionType.PROVISIONED
+
+
+def _suspend_phase(status: object) -> SuspendPhase:
+    conditions = getattr(status, "conditions", None)
+    if is_true(conditions, RayClusterConditionType.SUSPENDING):
+        return SuspendPhase.SUSPENDING
+    if is_true(conditions, RayClusterConditionType.SUSPENDED):
+        return SuspendPhase.SUSPENDED
+    return SuspendPhase.NONE
+
+
+def _waiting(plan: PodPlan, phase: SuspendPhase) -> list[str]:
+    waiting = list(plan.waiting)
+    if plan.stopped:
+        waiting.insert(0, plan.stopped)
+    if phase == SuspendPhase.SUSPENDING:
+        waiting.append("all pods to be deleted (suspending)")
+    return waiting
+
+
+def _describe(plan: PodPlan) -> str:
+    parts = []
+    if plan.delete_all_reason:
+        parts.append(f"delete all pods: {plan.delete_all_reason}")
+    if plan.deletions:
+        parts.append(f"delete {len(plan.deletions)} pod(s)")
+    if plan.creations:
+        parts.append(f"create {len(plan.creations)} pod(s)")
+    return "; ".join(parts) or "create missing Services"
+
+
+def _decision_lines(plan: PodPlan, result: io.ApplyClusterResult) -> list[str]:
+    lines = []
+    if plan.delete_all_reason:
+        lines.append(f"deleted all pods: {plan.delete_all_reason}")
+    lines += [f"deleted {d.name}: {d.reason}" for d in plan.deletions if d.name in result.deleted]
+    lines += [f"created {c.name} ({c.group})" for c in plan.creations if c.name in result.created]
+    if result.failure:
+        lines.append(f"{result.failure.reason}: {result.failure.message}")
+    return lines

@@ -1,0 +1,12 @@
+"""Every workflow class the worker registers.
+
+One list that the worker, the replay tests and anything else that needs "all our
+workflows" read, so adding a workflow is one line here.
+"""
+
+from __future__ import annotations
+
+from workflows.diagnostics import PingWorkflow
+
+WORKFLOWS: list[type] = [PingWorkflow]
+"""Workflow classes, each decorated with `@workflow.defn`."""
