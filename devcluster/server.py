@@ -1,0 +1,161 @@
+"""DevCluster: the embeddable server, for the CLI, `kuberay-temporal dev` and tests.
+
+It wires the pieces together (store, kind table, handler, HTTP routes), restores served CRDs
+from the store, seeds the namespaces every cluster has, runs in-process controllers and
+writes a kubeconfig that kubectl and kubernetes_asyncio accept as is.
+
+Controllers are the hook for later work (process kubelet, Job controller, service proxy):
+anything with `async run(handler)` is started with the server and cancelled when it stops,
+and sees the cluster through the same verbs and store events as the garbage collector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import yaml
+from aiohttp import web
+
+from devcluster import crds, statuses
+from devcluster.builtin_kinds import builtin_kinds
+from devcluster.collector import Collector
+from devcluster.endpoints import Endpoints
+from devcluster.faults import Faults
+from devcluster.handler import Handler, WriteOptions
+from devcluster.kinds import KindTable
+from devcluster.routes import Routes
+from devcluster.store import Event, Store
+
+log = logging.getLogger(__name__)
+NAME = "devcluster"
+SEEDED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_CRD_KEY = f"{crds.CRD_GROUP}/{crds.CRD_PLURAL}"
+
+
+class Controller(Protocol):
+    """Something that runs inside devcluster and reacts to the cluster's state."""
+
+    async def run(self, handler: Handler) -> None:
+        """Run until cancelled."""
+
+
+def kubeconfig(url: str) -> str:
+    """Return a kubeconfig whose cluster, user and context are all called devcluster."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": NAME, "cluster": {"server": url}}],
+        "users": [{"name": NAME, "user": {}}],
+        "contexts": [
+            {"name": NAME, "context": {"cluster": NAME, "user": NAME, "namespace": "default"}}
+        ],
+        "current-context": NAME,
+        "preferences": {},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+class DevCluster:
+    """A Kubernetes-API-compatible server on loopback, persisted under `state_dir`."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        port: int = 0,
+        *,
+        faults: Faults | None = None,
+        history_limit: int = 100_000,
+        bookmark_interval: float = 60.0,
+        controllers: Sequence[Controller] = (),
+    ) -> None:
+        self.state_dir = Path(state_dir)
+        self._port = port
+        self.store = Store(self.state_dir / "devcluster.db", history_limit)
+        self.kinds = KindTable(builtin_kinds())
+        self.handler = Handler(self.store, self.kinds)
+        self.endpoints = Endpoints(self.handler, bookmark_interval)
+        self._faults = faults or Faults()
+        self._controllers: list[Controller] = [Collector(), *controllers]
+        self._tasks: list[asyncio.Task[None]] = []
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def port(self) -> int:
+        """The port served on (known once started)."""
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """The server URL clients use."""
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        """Where the kubeconfig is written."""
+        return self.state_dir / "kubeconfig"
+
+    async def start(self) -> None:
+        """Open the store, start serving and write the kubeconfig."""
+        self.store.open()
+        for crd in self.store.objects(_CRD_KEY):
+            crds.serve_crd_change(self.kinds, "ADDED", crd)
+        self.store.add_listener(self._on_event)
+        self._seed_namespaces()
+        for controller in self._controllers:
+            self._tasks.append(asyncio.create_task(self._run_controller(controller)))
+        app = Routes(self.kinds, self.endpoints, self._faults).app()
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
+        await site.start()
+        self._port = self._runner.addresses[0][1]
+        self.kubeconfig_path.write_text(kubeconfig(self.url))
+        log.info("devcluster serving on %s, state in %s", self.url, self.state_dir)
+
+    async def stop(self) -> None:
+        """Stop serving, end watches and controllers, and close the store."""
+        if self._runner is not None:
+            await self.endpoints.close_watches()
+            await self._runner.cleanup()
+            self._runner = None
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        self.store.remove_listener(self._on_event)
+        self.store.close()
+
+    async def __aenter__(self) -> DevCluster:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.stop()
+
+    async def _run_controller(self, controller: Controller) -> None:
+        try:
+            await controller.run(self.handler)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a broken controller must not take the API server down
+            log.exception("controller %r stopped", controller)
+
+    def _on_event(self, event: Event) -> None:
+        if event.resource == _CRD_KEY:
+            crds.serve_crd_change(self.kinds, event.type, event.obj)
+
+    def _seed_namespaces(self) -> None:
+        namespaces = self.kinds.get("", "v1", "namespaces")
+        assert namespaces is not None
+        for name in SEEDED_NAMESPACES:
+            if self.store.get(namespaces.storage_key, "", name) is None:
+                body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                with contextlib.suppress(statuses.ApiError):
+                    self.handler.create(namespaces, "", body, WriteOptions())

@@ -1,0 +1,91 @@
+"""Fault injection: configured shares of requests fail, and watch streams are cut."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from devcluster.faults import Faults
+from devcluster.server import DevCluster
+
+CM_PATH = "/api/v1/namespaces/default/configmaps"
+
+
+def _body(name: str) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+
+
+async def test_faults_are_off_by_default(tmp_path: Path) -> None:
+    async with DevCluster(tmp_path) as cluster, aiohttp.ClientSession() as session:
+        codes = []
+        for index in range(20):
+            async with session.post(cluster.url + CM_PATH, data=_body(f"c{index}")) as response:
+                codes.append(response.status)
+    assert set(codes) == {201}
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"), [(429, "TooManyRequests"), (500, "InternalError"), (409, "Conflict")]
+)
+async def test_error_rules_hit_only_their_verbs_and_resources(
+    tmp_path: Path, code: int, reason: str
+) -> None:
+    faults = Faults.from_data(
+        {
+            "rules": [
+                {"verbs": ["create"], "resources": ["configmaps"], "action": "error", "code": code}
+            ]
+        }
+    )
+    async with DevCluster(tmp_path, faults=faults) as cluster, aiohttp.ClientSession() as session:
+        async with session.post(cluster.url + CM_PATH, data=_body("x")) as response:
+            status = await response.json()
+            assert response.status == code and status["reason"] == reason
+            if code == 429:
+                assert response.headers["Retry-After"] == "1"
+        async with session.get(cluster.url + CM_PATH) as response:
+            assert response.status == 200
+
+
+async def test_share_is_a_fraction_of_requests(tmp_path: Path) -> None:
+    faults = Faults.from_data(
+        {"seed": 3, "rules": [{"verbs": ["list"], "share": 0.3, "code": 500}]}
+    )
+    async with DevCluster(tmp_path, faults=faults) as cluster, aiohttp.ClientSession() as session:
+        failures = 0
+        for _ in range(200):
+            async with session.get(cluster.url + CM_PATH) as response:
+                failures += response.status == 500
+    assert 30 <= failures <= 90
+
+
+async def test_watch_streams_are_cut_and_requests_delayed(tmp_path: Path) -> None:
+    faults = Faults.from_data(
+        {
+            "rules": [
+                {"verbs": ["watch"], "action": "cut", "seconds": 0.2},
+                {"verbs": ["get"], "action": "delay", "seconds": 0.3},
+            ]
+        }
+    )
+    async with DevCluster(tmp_path, faults=faults) as cluster, aiohttp.ClientSession() as session:
+        started = time.monotonic()
+        async with session.get(cluster.url + CM_PATH + "?watch=true&timeoutSeconds=30") as response:
+            assert response.status == 200
+            await response.read()  # returns once the server cuts the stream
+        assert time.monotonic() - started < 10
+        started = time.monotonic()
+        async with session.get(cluster.url + "/api/v1/namespaces/default") as response:
+            assert response.status == 200
+        assert time.monotonic() - started >= 0.3
+
+
+def test_fault_config_file_is_validated(tmp_path: Path) -> None:
+    path = tmp_path / "faults.yaml"
+    path.write_text("rules:\n  - {action: error, code: 418}\n")
+    with pytest.raises(ValueError, match="fault code"):
+        Faults.from_file(path)
