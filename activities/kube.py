@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio import config
+from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from activities import errors
@@ -74,11 +75,28 @@ GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways")
 HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes")
 
 
+async def connect(kubeconfig: str | None = None) -> KubeClient:
+    """A client from a kubeconfig file, else in-cluster configuration, else ~/.kube/config."""
+    configuration = Configuration()
+    if kubeconfig:
+        await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            await config.load_kube_config(client_configuration=configuration)
+    return KubeClient(ApiClient(configuration=configuration))
+
+
 class KubeClient:
     """JSON requests against the API server behind an `ApiClient`."""
 
     def __init__(self, api: ApiClient) -> None:
         self._api = api
+
+    async def close(self) -> None:
+        """Release the connection pool."""
+        await self._api.close()
 
     async def request(
         self,
@@ -111,10 +129,17 @@ class KubeClient:
         except errors.KubeNotFound:
             return None
 
-    async def list(
+    async def list_all(
         self, resource: Resource, namespace: str | None, label_selector: str = ""
     ) -> list[JSON]:
         """List objects (all pages), optionally by label selector."""
+        items, _ = await self.list_versioned(resource, namespace, label_selector)
+        return items
+
+    async def list_versioned(
+        self, resource: Resource, namespace: str | None, label_selector: str = ""
+    ) -> tuple[list[JSON], str]:
+        """List objects (all pages) and the list's resourceVersion, to watch from."""
         items: list[JSON] = []
         query: dict[str, str | int | bool] = {"limit": 500}
         if label_selector:
@@ -122,9 +147,10 @@ class KubeClient:
         while True:
             page = await self.request("GET", resource.path(namespace), query=query)
             items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue")
+            list_meta = page.get("metadata") or {}
+            token = list_meta.get("continue")
             if not token:
-                return items
+                return items, str(list_meta.get("resourceVersion") or "")
             query["continue"] = token
 
     async def create(self, resource: Resource, namespace: str | None, obj: JSON) -> JSON:
@@ -250,4 +276,11 @@ class KubeClient:
             raise errors.from_status(err.status or 0, err.body) from err
         except (aiohttp.ClientError, TimeoutError, OSError) as err:
             raise errors.KubeUnavailable(f"{method} {path}: {err}") from err
+        if response.status >= 400:
+            # Without preloading, the client leaves the status check to us.
+            try:
+                body = await response.read()
+            finally:
+                response.release()
+            raise errors.from_status(response.status, body)
         return response

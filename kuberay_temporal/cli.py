@@ -19,6 +19,7 @@ _COMPONENTS = (
     "kuberay_temporal.manifests",
     "devcluster.command",
     "worker.command",
+    "bridge.command",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -1,7 +1,7 @@
 """`kuberay-temporal dev`: the embedded local stack, in the foreground, state in one directory.
 
-The stack is a list of components started in order and stopped in reverse order: today
-the Temporal dev server and the worker; devcluster and the bridge join the list later.
+The stack is a list of components started in order and stopped in reverse order:
+devcluster (with our CRDs installed), the Temporal dev server, the worker and the bridge.
 Each component is an async context manager over a shared `DevStack`, in which it
 publishes what later components need (the Temporal client, later the kubeconfig) and a
 line for the "what is running" summary. Ctrl-C or SIGTERM stops them all; the worker
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -24,7 +25,14 @@ from pydantic import ValidationError
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from activities.kube import KubeClient
+from activities.kube import connect as connect_kube
+from activities.registry import build_activities
+from bridge.running import Bridge
+from bridge.signalling import Signaller
+from devcluster.server import DevCluster
 from kuberay_temporal.binaries import BinaryNotFoundError, temporal_cli
+from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.temporal_server import DevServer, DevServerError, DevServerOptions
 from worker.client import connect
 from worker.command import settings_from
@@ -46,8 +54,12 @@ class DevStack:
     """The worker's settings, pointed at the dev server."""
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by a stop signal or by a component that failed while running."""
+    kube_port: int = 6443
+    """Where devcluster serves the Kubernetes API."""
     client: Client | None = None
     """Connected to the dev server once the Temporal component is up."""
+    kube: KubeClient | None = None
+    """Connected to devcluster once it is up."""
     running: list[str] = field(default_factory=list)
     """One line per running thing, printed once everything is up."""
     failure: str | None = None
@@ -58,6 +70,12 @@ class DevStack:
         if self.failure is None:
             self.failure = reason
         self.stop.set()
+
+    def require_kube(self) -> KubeClient:
+        """Return the Kubernetes client; components after devcluster may use it."""
+        if self.kube is None:
+            raise RuntimeError("devcluster must start before this component")
+        return self.kube
 
     def require_client(self) -> Client:
         """Return the Temporal client; components after the Temporal one may use it."""
@@ -107,16 +125,68 @@ async def run_temporal(stack: DevStack) -> AsyncIterator[None]:
 
 
 @asynccontextmanager
+async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
+    """Run devcluster, install the CRDs and publish a Kubernetes client and kubeconfig."""
+    async with DevCluster(stack.temporal.state_dir, stack.kube_port) as cluster:
+        kube = await connect_kube(str(cluster.kubeconfig_path))
+        try:
+            await install_crds(kube)
+            stack.kube = kube
+            stack.settings = stack.settings.model_copy(
+                update={"kubeconfig": str(cluster.kubeconfig_path)}
+            )
+            stack.running.append(
+                f"kubernetes {cluster.url} (devcluster; kubectl --kubeconfig "
+                f"{cluster.kubeconfig_path})"
+            )
+            yield
+        finally:
+            stack.kube = None
+            await kube.close()
+
+
+@asynccontextmanager
 async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
-    async with build_worker(stack.require_client(), stack.settings):
+    activities = build_activities(stack.kube)
+    async with build_worker(stack.require_client(), stack.settings, activities):
         stack.running.append(f"worker    task queue {stack.settings.task_queue}")
         yield
 
 
+@asynccontextmanager
+async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
+    """Run the watch bridge in this process."""
+    settings = stack.settings
+    bridge = Bridge(
+        stack.require_kube(),
+        Signaller(stack.require_client(), settings.task_queue),
+        namespaces=settings.namespaces,
+        relist_period=settings.relist_seconds,
+        concurrency=settings.bridge_concurrency,
+    )
+    task = asyncio.create_task(bridge.run())
+
+    def on_exit(done: asyncio.Task[None]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            stack.fail(f"bridge stopped: {done.exception()}")
+
+    task.add_done_callback(on_exit)
+    try:
+        await bridge.wait_listed()
+        stack.running.append("bridge    watching ray.io CRs in all namespaces")
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 COMPONENTS: tuple[Component, ...] = (
+    Component("devcluster", run_devcluster),
     Component("Temporal dev server", run_temporal),
     Component("worker", run_worker),
+    Component("bridge", run_bridge),
 )
 """The stack, in start order."""
 
@@ -143,6 +213,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--temporal-port", type=int, default=7233, help="Temporal gRPC port (default 7233)"
     )
     parser.add_argument("--ui-port", type=int, default=8233, help="Temporal UI port (default 8233)")
+    parser.add_argument(
+        "--kube-port", type=int, default=6443, help="devcluster API port (default 6443)"
+    )
     parser.add_argument(
         "--task-queue", help="task queue (env KUBERAY_TEMPORAL_TASK_QUEUE, default kuberay)"
     )
@@ -179,14 +252,17 @@ def _run(args: argparse.Namespace) -> int:
         _say(f"invalid settings: {describe_invalid(err)}", error=True)
         return 2
     try:
-        return asyncio.run(run_stack(temporal, settings, COMPONENTS))
+        return asyncio.run(run_stack(temporal, settings, COMPONENTS, args.kube_port))
     except _STACK_ERRORS as err:
         _say(str(err), error=True)
         return 1
 
 
 async def run_stack(
-    temporal: DevServerOptions, settings: WorkerSettings, components: Sequence[Component]
+    temporal: DevServerOptions,
+    settings: WorkerSettings,
+    components: Sequence[Component],
+    kube_port: int = 6443,
 ) -> int:
     """Start `components` in order, wait for a stop, stop them in reverse order.
 
@@ -194,12 +270,13 @@ async def run_stack(
         temporal: Dev server options.
         settings: Worker settings pointed at the dev server.
         components: The stack, in start order.
+        kube_port: Where devcluster serves the Kubernetes API.
 
     Returns:
         0 if stopped by a signal, 1 if a component failed while running.
     """
     with stop_on_signals() as stop:
-        stack = DevStack(temporal=temporal, settings=settings, stop=stop)
+        stack = DevStack(temporal=temporal, settings=settings, stop=stop, kube_port=kube_port)
         async with AsyncExitStack() as started:
             for component in components:
                 if stop.is_set():

@@ -12,9 +12,13 @@ import asyncio
 import logging
 import sys
 
+from kubernetes_asyncio.config import ConfigException
 from pydantic import ValidationError
 from temporalio.service import RPCError
 
+from activities.kube import KubeClient
+from activities.kube import connect as connect_kube
+from activities.registry import build_activities
 from worker.client import connect
 from worker.running import build_worker, exit_without_finalizing, stop_on_signals
 from worker.search_attributes import SearchAttributeError, ensure_search_attributes
@@ -111,7 +115,8 @@ async def _serve(settings: WorkerSettings) -> None:
     with stop_on_signals() as stop:
         client = await connect(settings)
         await ensure_search_attributes(client, settings.temporal_namespace)
-        async with build_worker(client, settings):
+        kube = await connect_kube_or_none(settings)
+        async with build_worker(client, settings, build_activities(kube)):
             logger.info(
                 "polling task queue %s on %s (namespace %s)",
                 settings.task_queue,
@@ -119,4 +124,19 @@ async def _serve(settings: WorkerSettings) -> None:
                 settings.temporal_namespace,
             )
             await stop.wait()
+        if kube is not None:
+            await kube.close()
             logger.info("stopping: draining for up to %s", settings.graceful_shutdown_timeout)
+
+
+async def connect_kube_or_none(settings: WorkerSettings) -> KubeClient | None:
+    """The Kubernetes API from the settings; None (with a warning) when there is none."""
+    try:
+        return await connect_kube(settings.kubeconfig)
+    except ConfigException as err:
+        logger.warning(
+            "no Kubernetes configuration (%s): running without the CR workflows' activities; "
+            "set KUBECONFIG or run in a cluster",
+            err,
+        )
+        return None

@@ -11,15 +11,14 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.registry import build_activities
 from worker.settings import WorkerSettings
 from workflows.registry import WORKFLOWS
 
@@ -27,7 +26,7 @@ from workflows.registry import WORKFLOWS
 # with the host instead of re-importing them for every workflow run: pydantic (slow to
 # import, and its model classes must be the host's for the data converter) and our CRD
 # models.
-_PASSTHROUGH_MODULES = ("pydantic", "crds")
+_PASSTHROUGH_MODULES = ("pydantic", "crds", "activities.cluster_models", "activities.snapshots")
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -41,12 +40,15 @@ def build_sandbox_runner() -> SandboxedWorkflowRunner:
     )
 
 
-def build_worker(client: Client, settings: WorkerSettings) -> Worker:
+def build_worker(
+    client: Client, settings: WorkerSettings, activities: Sequence[Callable[..., Any]] = ()
+) -> Worker:
     """Return a worker for every registered workflow and activity.
 
     Args:
         client: Connected client, with the pydantic data converter.
         settings: Task queue, cache size and graceful shutdown timeout.
+        activities: The activity callables (see `activities.registry.build_activities`).
 
     Returns:
         A worker that has not been started; run it with `async with worker:`.
@@ -55,7 +57,7 @@ def build_worker(client: Client, settings: WorkerSettings) -> Worker:
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
-        activities=build_activities(),
+        activities=list(activities),
         workflow_runner=build_sandbox_runner(),
         max_cached_workflows=settings.max_cached_workflows,
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,

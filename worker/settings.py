@@ -63,6 +63,41 @@ class WorkerSettings(BaseModel):
         ),
     )
 
+    kubeconfig: str | None = Field(
+        default=None,
+        validation_alias="KUBECONFIG",
+        description=(
+            "kubeconfig file for the Kubernetes API; unset means in-cluster configuration "
+            "(a service account), else ~/.kube/config."
+        ),
+    )
+    watch_namespaces: str = Field(
+        default="",
+        validation_alias="KUBERAY_TEMPORAL_WATCH_NAMESPACES",
+        description="Comma-separated namespaces the bridge watches; empty means all.",
+    )
+    relist_seconds: float = Field(
+        default=300.0,
+        validation_alias="KUBERAY_TEMPORAL_RELIST_SECONDS",
+        gt=0,
+        description=(
+            "How often the bridge re-lists everything it watches (KubeRay's requeue period), "
+            "the backstop that turns any missed watch event into a delay."
+        ),
+    )
+    bridge_concurrency: int = Field(
+        default=32,
+        validation_alias="KUBERAY_TEMPORAL_BRIDGE_CONCURRENCY",
+        ge=1,
+        description="Signals the bridge sends to Temporal at once.",
+    )
+
+    @property
+    def namespaces(self) -> list[str | None]:
+        """`watch_namespaces` as a list; `[None]` means every namespace."""
+        names = [n.strip() for n in self.watch_namespaces.split(",") if n.strip()]
+        return list(names) or [None]
+
     @field_validator("graceful_shutdown_timeout", mode="before")
     @classmethod
     def _seconds_from_text(cls, value: object) -> object:

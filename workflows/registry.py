@@ -7,6 +7,7 @@ workflows" read, so adding a workflow is one line here.
 from __future__ import annotations
 
 from workflows.diagnostics import PingWorkflow
+from workflows.raycluster.workflow import RayClusterWorkflow
 
-WORKFLOWS: list[type] = [PingWorkflow]
+WORKFLOWS: list[type] = [PingWorkflow, RayClusterWorkflow]
 """Workflow classes, each decorated with `@workflow.defn`."""

@@ -87,6 +87,8 @@ async def dev_stack(state_dir: Path, port: int, ui_port: int) -> AsyncIterator[C
             str(port),
             "--ui-port",
             str(ui_port),
+            "--kube-port",
+            str(free_port()),
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
         )

@@ -1,0 +1,267 @@
+"""The RayCluster activities: read a snapshot, apply a pass's plan, write status and spec.
+
+Every method is safe to run twice: pods are created under names the workflow chose (a second
+create finds the pod and moves on), deletes tolerate 404, Events have repeatable names, and the
+status is replaced as a whole. Manifests are built here from the CR just read, with the pure
+builders, so the workflow history carries names and never pod templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+from activities import builders, events, kube
+from activities import cluster_models as io
+from activities.builders import names
+from activities.errors import KubeError, KubeRejected, KubeUnavailable
+from activities.kube import KubeClient
+from activities.snapshots import (
+    ReplicaFailure,
+    summarize_pod,
+    summarize_service,
+)
+from crds.constants import LABEL_CLUSTER
+from crds.enums import RayClusterConditionReason as Reason
+from crds.loading import parse_ray_object
+from crds.raycluster import RayCluster
+from crds.refs import ObjectRef
+from crds.violations import InvalidObjectError
+
+
+class ClusterActivities:
+    """RayCluster side effects against one Kubernetes API."""
+
+    def __init__(self, client: KubeClient, options: builders.BuildOptions) -> None:
+        self._kube = client
+        self._options = options
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The bound activity methods, for worker registration."""
+        return [self.read, self.apply, self.write_status, self.set_suspend, self.record_event]
+
+    @activity.defn(name=io.READ_CLUSTER)
+    async def read(self, params: io.ReadClusterInput) -> io.ClusterSnapshot:
+        """Read the RayCluster, its Ray pods and its Services in one go."""
+        ref = params.ref
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
+        if obj is None or obj["metadata"].get("uid") != ref.uid:
+            return io.ClusterSnapshot(exists=False)
+        meta = obj["metadata"]
+        snapshot = io.ClusterSnapshot(
+            generation=int(meta.get("generation") or 0),
+            deleting=bool(meta.get("deletionTimestamp")),
+            annotations=_annotations(meta),
+            labels=dict(meta.get("labels") or {}),
+            finalizers=list(meta.get("finalizers") or []),
+        )
+        try:
+            cluster = parse_ray_object(obj)
+        except InvalidObjectError as err:
+            snapshot.schema_violations = [str(v) for v in err.violations]
+            return snapshot
+        assert isinstance(cluster, RayCluster)
+        if params.known_generation != snapshot.generation:
+            snapshot.spec = cluster.spec
+        if params.known_generation is None:
+            snapshot.status = cluster.status
+        await self._observe(cluster, snapshot)
+        return snapshot
+
+    async def _observe(self, cluster: RayCluster, snapshot: io.ClusterSnapshot) -> None:
+        ns = cluster.namespace
+        pods = await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
+        snapshot.pods = [
+            view for view in map(summarize_pod, pods) if view.node_type in ("head", "worker")
+        ]
+        head_name = names.head_service_name(cluster.name, cluster.spec)
+        head = await self._kube.get_or_none(kube.SERVICES, ns, head_name)
+        snapshot.head_service = summarize_service(head) if head else None
+        for name in self._wanted_services(cluster):
+            exists = head is not None if name == head_name else await self._service_exists(ns, name)
+            if not exists:
+                snapshot.missing_services.append(name)
+        snapshot.spec_hash = builders.recreate_hash(cluster.spec)
+        snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
+        snapshot.worker_prefixes = {
+            g.group_name: builders.worker_pod_name_prefix(cluster, g.group_name)
+            for g in cluster.spec.worker_group_specs or []
+        }
+        snapshot.resources = builders.desired_resources(cluster)
+
+    async def _service_exists(self, namespace: str, name: str) -> bool:
+        return await self._kube.get_or_none(kube.SERVICES, namespace, name) is not None
+
+    def _wanted_services(self, cluster: RayCluster) -> list[str]:
+        wanted = [names.head_service_name(cluster.name, cluster.spec)]
+        if builders.wants_serve_service(cluster):
+            wanted.append(names.serve_service_name(cluster.name))
+        if builders.wants_headless_service(cluster):
+            wanted.append(names.headless_service_name(cluster.name))
+        return wanted
+
+    @activity.defn(name=io.APPLY_CLUSTER)
+    async def apply(self, params: io.ApplyClusterInput) -> io.ApplyClusterResult:
+        """Create the missing Services, then delete and create pods as planned."""
+        cluster = await self._current(params.ref, params.generation)
+        if cluster is None:
+            return io.ApplyClusterResult(stale=True)
+        result = io.ApplyClusterResult()
+        if params.ensure_services:
+            await self._ensure_services(cluster)
+        steps = (self._delete_all, self._delete_pods, self._create_pods)
+        for step in steps:
+            if result.failure is None:
+                await step(cluster, params, result)
+        return result
+
+    async def _current(self, ref: ObjectRef, generation: int) -> RayCluster | None:
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
+        if obj is None or obj["metadata"].get("uid") != ref.uid:
+            return None
+        if int(obj["metadata"].get("generation") or 0) != generation:
+            return None
+        if obj["metadata"].get("deletionTimestamp"):
+            return None
+        return RayCluster.model_validate(obj)
+
+    async def _ensure_services(self, cluster: RayCluster) -> None:
+        wanted = [builders.build_head_service(cluster, self._options)]
+        if builders.wants_serve_service(cluster):
+            wanted.append(builders.build_serve_service(cluster))
+        if builders.wants_headless_service(cluster):
+            wanted.append(builders.build_headless_service(cluster))
+        for service in wanted:
+            _, created = await self._kube.create_or_get(kube.SERVICES, cluster.namespace, service)
+            if created:
+                name = service["metadata"]["name"]
+                await self._event(
+                    cluster, "Normal", "CreatedService", f"Created service {name}", name
+                )
+
+    async def _delete_all(
+        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+    ) -> None:
+        if not params.delete_all_reason:
+            return
+        selector = f"{LABEL_CLUSTER}={cluster.name}"
+        try:
+            await self._kube.delete_collection(kube.PODS, cluster.namespace, selector)
+        except KubeRejected as err:
+            result.failure = ReplicaFailure(reason=Reason.FAILED_DELETE_ALL_PODS, message=str(err))
+            await self._event(cluster, "Warning", "FailedToDeletePodCollection", str(err), "all")
+            return
+        message = (
+            f"Deleted Pods for RayCluster {cluster.namespace}/{cluster.name}: "
+            f"{params.delete_all_reason}"
+        )
+        await self._event(
+            cluster, "Normal", "DeletedPod", message, f"all/{cluster.metadata.generation}"
+        )
+
+    async def _delete_pods(
+        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+    ) -> None:
+        for deletion in params.deletions:
+            head = deletion.group == "headgroup"
+            try:
+                existed = await self._kube.delete(kube.PODS, cluster.namespace, deletion.name)
+            except KubeRejected as err:
+                reason = Reason.FAILED_DELETE_HEAD_POD if head else Reason.FAILED_DELETE_WORKER_POD
+                result.failure = ReplicaFailure(reason=reason, message=str(err))
+                kind = "FailedToDeleteHeadPod" if head else "FailedToDeleteWorkerPod"
+                await self._event(cluster, "Warning", kind, str(err), deletion.name)
+                return
+            result.deleted.append(deletion.name)
+            if existed:
+                kind = "DeletedHeadPod" if head else "DeletedWorkerPod"
+                message = f"Deleted pod {cluster.namespace}/{deletion.name}: {deletion.reason}"
+                await self._event(cluster, "Normal", kind, message, deletion.name)
+
+    async def _create_pods(
+        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+    ) -> None:
+        for creation in params.creations:
+            pod = self._build(cluster, creation)
+            try:
+                _, created = await self._kube.create_or_get(kube.PODS, cluster.namespace, pod)
+            except KubeRejected as err:
+                head = creation.head
+                reason = Reason.FAILED_CREATE_HEAD_POD if head else Reason.FAILED_CREATE_WORKER_POD
+                result.failure = ReplicaFailure(reason=reason, message=str(err))
+                kind = "FailedToCreateHeadPod" if head else "FailedToCreateWorkerPod"
+                await self._event(cluster, "Warning", kind, str(err), creation.name)
+                return
+            result.created.append(creation.name)
+            if created:
+                kind = "CreatedHeadPod" if creation.head else "CreatedWorkerPod"
+                role = "head" if creation.head else "worker"
+                message = f"Created {role} Pod {cluster.namespace}/{creation.name}"
+                await self._event(cluster, "Normal", kind, message, creation.name)
+
+    def _build(self, cluster: RayCluster, creation: io.PodCreation) -> kube.JSON:
+        if creation.head:
+            return builders.build_head_pod(cluster, creation.name, self._options)
+        return builders.build_worker_pod(
+            cluster,
+            creation.group,
+            creation.name,
+            replica_index=creation.replica_index or 0,
+            replica_name=creation.replica_name or "",
+            host_index=creation.host_index or 0,
+            options=self._options,
+        )
+
+    @activity.defn(name=io.WRITE_CLUSTER_STATUS)
+    async def write_status(self, params: io.WriteStatusInput) -> None:
+        """Replace the status subresource (fields the new status lacks are removed)."""
+        ref = params.ref
+        current = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
+        if current is None or current["metadata"].get("uid") != ref.uid:
+            return
+        new = params.status.to_json_dict()
+        patch = {key: None for key in current.get("status") or {} if key not in new}
+        patch.update(new)
+        await self._patch_ignoring_gone(ref, {"status": patch}, sub="status")
+
+    @activity.defn(name=io.SET_CLUSTER_SUSPEND)
+    async def set_suspend(self, params: io.SetSuspendInput) -> None:
+        """Write `spec.suspend` (a person's suspend or resume)."""
+        await self._patch_ignoring_gone(params.ref, {"spec": {"suspend": params.suspend}})
+
+    @activity.defn(name=io.RECORD_EVENT)
+    async def record_event(self, params: io.RecordEventInput) -> None:
+        """Record one Kubernetes Event on a ray.io object."""
+        info = activity.info()
+        key = f"{info.workflow_run_id}/{info.activity_id}"
+        event = params.event
+        await events.record(self._kube, params.ref, event.type, event.reason, event.message, key)
+
+    async def _patch_ignoring_gone(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
+        try:
+            await self._kube.patch(kube.RAYCLUSTERS, ref.namespace, ref.name, patch, sub=sub)
+        except KubeError as err:
+            if isinstance(err, KubeUnavailable) or err.status != 404:
+                raise
+
+    async def _event(
+        self, cluster: RayCluster, kind: str, reason: str, message: str, key: str
+    ) -> None:
+        ref = ObjectRef(
+            kind="RayCluster",
+            namespace=cluster.namespace,
+            name=cluster.name,
+            uid=cluster.metadata.uid or "",
+        )
+        info = activity.info()
+        await events.record(self._kube, ref, kind, reason, message, f"{info.workflow_run_id}/{key}")
+
+
+# kubectl's copy of the whole manifest: large, and nothing a controller decides on.
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _annotations(meta: kube.JSON) -> dict[str, str]:
+    return {k: v for k, v in (meta.get("annotations") or {}).items() if k != _LAST_APPLIED}

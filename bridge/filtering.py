@@ -1,0 +1,216 @@
+"""Which watch events matter, and to which workflow: a pure function over event and memory.
+
+The rules (DESIGN §5):
+
+* A ray.io CR nudges its own workflow when its generation grows (`spec_changed`), when a label
+  or annotation changes (`spec_changed` with `resync`: KubeRay also reacts to those), when a
+  deletionTimestamp appears (`deleted`) and when it disappears (`deleted`, gone). Status-only
+  writes — ours — change none of these, so they never reach Temporal.
+* A RayCluster owned by a RayJob or RayService also nudges its owner (`owned_changed`) when
+  its status says something new (state, conditions, head address): the owner waits on it.
+* A pod or a submitter Job nudges its controller's workflow when something a controller reads
+  changes: phase, readiness, container states, restarts, IP, deletion. A head pod of a
+  RayJob's cluster nudges the RayJob too (SidecarMode reads the submitter container).
+* Objects `managedBy` MultiKueue are left alone, as KubeRay leaves them.
+
+`Memory` holds what was last signalled per object uid; it is a cache, not a source of truth: a
+restarted bridge starts empty and re-signals everything, which workflows shrug off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from crds.constants import LABEL_CLUSTER, MANAGED_BY_MULTIKUEUE
+from crds.refs import ObjectRef
+from workflows import messages
+
+JSON = dict[str, Any]
+Signal = messages.SpecChanged | messages.OwnedChanged | messages.Deleted
+
+
+@dataclass(frozen=True)
+class Nudge:
+    """One signal for one workflow."""
+
+    target: ObjectRef
+    signal: str
+    payload: Signal
+
+
+@dataclass
+class Seen:
+    """What the bridge last signalled about one object."""
+
+    generation: int = 0
+    meta: str = ""
+    status: str = ""
+    deleting: bool = False
+    skipped: bool = False
+
+
+@dataclass
+class Memory:
+    """Per-uid `Seen`, plus which workflow owns each RayCluster (for its pods)."""
+
+    seen: dict[str, Seen] = field(default_factory=dict)
+    cluster_owner: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
+    cluster_ref: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
+
+
+def ref_of(kind: str, obj: JSON) -> ObjectRef:
+    """The reference of an object as listed or watched."""
+    meta = obj.get("metadata") or {}
+    return ObjectRef(
+        kind=kind,
+        namespace=meta.get("namespace") or "default",
+        name=meta.get("name") or "",
+        uid=meta.get("uid") or "",
+    )
+
+
+def controller_of(obj: JSON) -> ObjectRef | None:
+    """The owner marked `controller: true` in ownerReferences, if it is a ray.io object."""
+    meta = obj.get("metadata") or {}
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("controller") and str(owner.get("apiVersion", "")).startswith("ray.io/"):
+            return ObjectRef(
+                kind=owner["kind"],
+                namespace=meta.get("namespace") or "default",
+                name=owner["name"],
+                uid=owner["uid"],
+            )
+    return None
+
+
+def digest(data: Any) -> str:
+    """A short, stable fingerprint of JSON data."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge]:
+    """Nudges caused by an event on a ray.io CR."""
+    ref = ref_of(kind, obj)
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    seen = memory.seen.setdefault(ref.uid, Seen())
+    if kind == "RayCluster":
+        _track_cluster(ref, obj, memory, gone=event == "DELETED")
+    if spec.get("managedBy") == MANAGED_BY_MULTIKUEUE:
+        seen.skipped = True
+        return []
+    if event == "DELETED":
+        memory.seen.pop(ref.uid, None)
+        return [Nudge(ref, messages.DELETED, messages.Deleted(gone=True))]
+    nudges = _spec_nudges(ref, meta, seen)
+    if meta.get("deletionTimestamp") and not seen.deleting:
+        seen.deleting = True
+        nudges.append(Nudge(ref, messages.DELETED, messages.Deleted(gone=False)))
+    if kind == "RayCluster":
+        nudges += _owner_nudges(obj, seen, memory)
+    return nudges
+
+
+def _spec_nudges(ref: ObjectRef, meta: JSON, seen: Seen) -> list[Nudge]:
+    generation = int(meta.get("generation") or 0)
+    meta_digest = digest([meta.get("labels"), meta.get("annotations")])
+    nudges: list[Nudge] = []
+    if generation > seen.generation:
+        nudges.append(
+            Nudge(ref, messages.SPEC_CHANGED, messages.SpecChanged(generation=generation))
+        )
+    elif seen.meta and meta_digest != seen.meta:
+        change = messages.SpecChanged(generation=generation, resync=True)
+        nudges.append(Nudge(ref, messages.SPEC_CHANGED, change))
+    seen.generation = max(seen.generation, generation)
+    seen.meta = meta_digest
+    return nudges
+
+
+def _owner_nudges(obj: JSON, seen: Seen, memory: Memory) -> list[Nudge]:
+    owner = controller_of(obj)
+    if owner is None or owner.kind not in ("RayJob", "RayService"):
+        return []
+    status = obj.get("status") or {}
+    status_digest = digest({k: v for k, v in status.items() if k != "lastUpdateTime"})
+    if status_digest == seen.status:
+        return []
+    seen.status = status_digest
+    name = (obj.get("metadata") or {}).get("name", "")
+    change = messages.OwnedChanged(kinds=["RayCluster"], names=[name])
+    return [Nudge(owner, messages.OWNED_CHANGED, change)]
+
+
+def _track_cluster(ref: ObjectRef, obj: JSON, memory: Memory, gone: bool) -> None:
+    key = (ref.namespace, ref.name)
+    if gone:
+        memory.cluster_owner.pop(key, None)
+        memory.cluster_ref.pop(key, None)
+        return
+    memory.cluster_ref[key] = ref
+    owner = controller_of(obj)
+    if owner is not None:
+        memory.cluster_owner[key] = owner
+
+
+def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge]:
+    """Nudges caused by an event on a pod or a Job that a ray.io CR owns."""
+    ref = ref_of(kind, obj)
+    owner = controller_of(obj) or _cluster_from_label(obj, memory)
+    if owner is None:
+        return []
+    if event == "DELETED":
+        memory.seen.pop(ref.uid, None)
+    else:
+        seen = memory.seen.setdefault(ref.uid, Seen())
+        fingerprint = digest(_relevant(obj))
+        if fingerprint == seen.status:
+            return []
+        seen.status = fingerprint
+    change = messages.OwnedChanged(kinds=[kind], names=[ref.name])
+    nudges = [Nudge(owner, messages.OWNED_CHANGED, change)]
+    grand_owner = memory.cluster_owner.get((owner.namespace, owner.name))
+    if owner.kind == "RayCluster" and grand_owner is not None and _is_head(obj):
+        nudges.append(Nudge(grand_owner, messages.OWNED_CHANGED, change))
+    return nudges
+
+
+def _cluster_from_label(obj: JSON, memory: Memory) -> ObjectRef | None:
+    meta = obj.get("metadata") or {}
+    cluster = (meta.get("labels") or {}).get(LABEL_CLUSTER)
+    if not cluster:
+        return None
+    return memory.cluster_ref.get((meta.get("namespace") or "default", cluster))
+
+
+def _is_head(obj: JSON) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get("ray.io/node-type") == "head")
+
+
+def _relevant(obj: JSON) -> JSON:
+    """The parts of a pod or Job a controller reads; everything else is noise."""
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    containers = [
+        {
+            "name": c.get("name"),
+            "ready": c.get("ready"),
+            "restarts": c.get("restartCount"),
+            "state": {k: (v or {}).get("reason") for k, v in (c.get("state") or {}).items()},
+        }
+        for c in status.get("containerStatuses") or []
+    ]
+    conditions = [(c.get("type"), c.get("status")) for c in status.get("conditions") or []]
+    return {
+        "deleting": bool(meta.get("deletionTimestamp")),
+        "phase": status.get("phase"),
+        "ip": status.get("podIP"),
+        "conditions": conditions,
+        "containers": containers,
+        "succeeded": status.get("succeeded"),
+        "failed": status.get("failed"),
+        "active": status.get("active"),
+    }

@@ -1,0 +1,147 @@
+"""One pending batch of signals per workflow, drained by a bounded pool of senders.
+
+Bursts coalesce: while a workflow's batch waits (a short window) or is being sent, new nudges
+for it merge into the next batch — the highest generation wins, owned-object changes are
+unioned, a deletion is kept. A workflow is never sent to by two senders at once, so its
+signals arrive in order. A failed send (Temporal unreachable) goes back into the queue with
+back-off, merged with anything newer: the latest state of every object is never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from bridge.filtering import Nudge
+from crds.refs import ObjectRef
+from workflows import messages
+
+logger = logging.getLogger(__name__)
+
+MAX_NAMES = 20
+"""Owned-object names kept per batch (for the history's readability; kinds are always kept)."""
+
+
+@dataclass
+class Batch:
+    """Signals waiting for one workflow."""
+
+    target: ObjectRef
+    spec: messages.SpecChanged | None = None
+    owned: messages.OwnedChanged | None = None
+    deleted: messages.Deleted | None = None
+    attempts: int = 0
+
+    def merge(self, nudge: Nudge) -> None:
+        """Fold one nudge into the batch."""
+        payload = nudge.payload
+        if isinstance(payload, messages.SpecChanged):
+            old = self.spec or messages.SpecChanged()
+            self.spec = messages.SpecChanged(
+                generation=max(old.generation, payload.generation),
+                resync=old.resync or payload.resync,
+            )
+        elif isinstance(payload, messages.OwnedChanged):
+            old_owned = self.owned or messages.OwnedChanged()
+            kinds = sorted({*old_owned.kinds, *payload.kinds})
+            names = list(dict.fromkeys([*old_owned.names, *payload.names]))[-MAX_NAMES:]
+            self.owned = messages.OwnedChanged(kinds=kinds, names=names)
+        else:
+            gone = payload.gone or (self.deleted is not None and self.deleted.gone)
+            self.deleted = messages.Deleted(gone=gone)
+
+    def absorb(self, other: Batch) -> None:
+        """Fold a newer batch into this (older, failed) one."""
+        for signal, payload in other.signals():
+            self.merge(Nudge(self.target, signal, payload))
+
+    def signals(
+        self,
+    ) -> list[tuple[str, messages.SpecChanged | messages.OwnedChanged | messages.Deleted]]:
+        """The signals to send, in the order a workflow should see them."""
+        out: list[tuple[str, messages.SpecChanged | messages.OwnedChanged | messages.Deleted]] = []
+        if self.spec is not None:
+            out.append((messages.SPEC_CHANGED, self.spec))
+        if self.owned is not None:
+            out.append((messages.OWNED_CHANGED, self.owned))
+        if self.deleted is not None:
+            out.append((messages.DELETED, self.deleted))
+        return out
+
+
+Send = Callable[[Batch], Awaitable[None]]
+
+
+@dataclass
+class Coalescer:
+    """Per-workflow batches and the senders that deliver them."""
+
+    send: Send
+    concurrency: int = 32
+    window: float = 0.2
+    max_backoff: float = 30.0
+    _pending: dict[str, Batch] = field(default_factory=dict)
+    _due: dict[str, float] = field(default_factory=dict)
+    _in_flight: set[str] = field(default_factory=set)
+    _queue: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    delivered: int = 0
+
+    def put(self, nudge: Nudge) -> None:
+        """Queue a nudge (never blocks, never drops)."""
+        key = nudge.target.workflow_id
+        batch = self._pending.get(key)
+        if batch is None:
+            batch = self._pending[key] = Batch(nudge.target)
+            self._schedule(key, self.window)
+        batch.merge(nudge)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing pending and nothing being sent."""
+        return not self._pending and not self._in_flight
+
+    def _schedule(self, key: str, delay: float) -> None:
+        self._due[key] = time.monotonic() + delay
+        if key not in self._in_flight:
+            self._queue.put_nowait(key)
+
+    async def run(self) -> None:
+        """Run the senders until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for _ in range(self.concurrency):
+                group.create_task(self._sender())
+
+    async def _sender(self) -> None:
+        while True:
+            key = await self._queue.get()
+            if key in self._in_flight or key not in self._pending:
+                continue
+            wait = self._due.get(key, 0.0) - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            batch = self._pending.pop(key)
+            self._in_flight.add(key)
+            try:
+                await self.send(batch)
+                self.delivered += 1
+            except Exception as err:
+                self._retry(key, batch, err)
+            finally:
+                self._in_flight.discard(key)
+                if key in self._pending:
+                    self._queue.put_nowait(key)
+
+    def _retry(self, key: str, batch: Batch, err: Exception) -> None:
+        batch.attempts += 1
+        newer = self._pending.pop(key, None)
+        if newer is not None:
+            batch.absorb(newer)
+        self._pending[key] = batch
+        delay = min(self.max_backoff, 0.5 * 2 ** min(batch.attempts, 10))
+        logger.warning(
+            "signal to %s failed (attempt %d, retry in %.1fs): %s", key, batch.attempts, delay, err
+        )
+        self._due[key] = time.monotonic() + delay

@@ -1,0 +1,111 @@
+"""The bridge process: watchers feed the filter, the filter feeds the coalescer, which signals.
+
+Restart safety comes from the shape, not from saved state: on start every watcher lists, and
+every object is signalled again (workflows ignore generations they have seen); a vanished
+object — deleted while no bridge watched — is noticed by comparing lists. Several replicas are
+safe by idempotence: signal-with-start never starts a second workflow for an id, and a
+duplicate nudge is a no-op in the workflow (tests run two bridges against one cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from activities.kube import JSON, KubeClient
+from bridge import filtering
+from bridge.filtering import Memory, Nudge
+from bridge.queueing import Coalescer
+from bridge.signalling import Signaller
+from bridge.targets import ALL_TARGETS, Target
+from bridge.watching import Watcher
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Bridge:
+    """Everything one bridge replica runs."""
+
+    kube: KubeClient
+    signaller: Signaller
+    namespaces: Sequence[str | None] = (None,)
+    """Namespaces to watch; `None` means all."""
+    targets: Sequence[Target] = ALL_TARGETS
+    relist_period: float = 300.0
+    concurrency: int = 32
+    window: float = 0.2
+    memory: Memory = field(default_factory=Memory)
+    watchers: list[Watcher] = field(default_factory=list)
+    _known: dict[tuple[str, str | None], dict[str, JSON]] = field(default_factory=dict)
+    coalescer: Coalescer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.coalescer = Coalescer(
+            self.signaller.deliver, concurrency=self.concurrency, window=self.window
+        )
+        # Primary kinds first: pods are mapped to workflows through the clusters they belong to.
+        ordered = sorted(self.targets, key=lambda t: not t.primary)
+        self.watchers = [
+            Watcher(
+                self.kube,
+                target,
+                namespace,
+                self._on_event,
+                self._on_listed,
+                relist_period=self.relist_period,
+            )
+            for target in ordered
+            for namespace in self.namespaces
+        ]
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.coalescer.run())
+            for watcher in self.watchers:
+                group.create_task(watcher.run())
+
+    async def wait_listed(self) -> None:
+        """Return once every watcher has completed its first list."""
+        await asyncio.gather(*(w.listed.wait() for w in self.watchers))
+
+    def _on_event(self, target: Target, event: str, obj: JSON) -> None:
+        known = self._known.setdefault((target.kind, _namespace_of(obj)), {})
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        if event == "DELETED":
+            known.pop(uid, None)
+        else:
+            known[uid] = _skeleton(obj)
+        for nudge in self._nudges(target, event, obj):
+            self.coalescer.put(nudge)
+
+    def _on_listed(self, target: Target, namespace: str | None, items: list[JSON]) -> None:
+        """Treat a list as events, and objects missing from it as deleted."""
+        listed = {(i.get("metadata") or {}).get("uid", ""): i for i in items}
+        for (kind, ns), known in list(self._known.items()):
+            if kind != target.kind or (namespace is not None and ns != namespace):
+                continue
+            for uid, skeleton in list(known.items()):
+                if uid not in listed:
+                    self._on_event(target, "DELETED", skeleton)
+        for item in items:
+            self._on_event(target, "MODIFIED", item)
+
+    def _nudges(self, target: Target, event: str, obj: JSON) -> list[Nudge]:
+        if target.primary:
+            return filtering.primary_nudges(target.kind, event, obj, self.memory)
+        return filtering.owned_nudges(target.kind, event, obj, self.memory)
+
+
+def _namespace_of(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "default")
+
+
+def _skeleton(obj: JSON) -> JSON:
+    """What is kept of an object to signal its deletion later: identity and ownership."""
+    meta = obj.get("metadata") or {}
+    keep = ("name", "namespace", "uid", "labels", "ownerReferences")
+    return {"metadata": {k: meta[k] for k in keep if k in meta}, "spec": {}}

@@ -1,0 +1,76 @@
+"""Deliver a batch of signals to a CR's workflow, starting the workflow if it is not running.
+
+Signal-with-start with `ALLOW_DUPLICATE_FAILED_ONLY` (DESIGN §5): a running workflow gets the
+signal; a missing one is started and gets it first; a workflow that *completed* (its CR was
+finalized) is never resurrected by a late event, while a terminated or failed one restarts.
+Starting and signalling are idempotent, so two bridges, or a bridge replaying its list after a
+restart, cost extra signals and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from temporalio.client import Client
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from bridge.queueing import Batch
+from workflows import messages
+
+logger = logging.getLogger(__name__)
+
+RAY_KIND = SearchAttributeKey.for_keyword("RayKind")
+RAY_NAMESPACE = SearchAttributeKey.for_keyword("RayNamespace")
+RAY_NAME = SearchAttributeKey.for_keyword("RayName")
+
+
+class Signaller:
+    """Sends batches to workflows on one task queue."""
+
+    def __init__(self, client: Client, task_queue: str) -> None:
+        self._client = client
+        self._task_queue = task_queue
+        self.sent = 0
+        self.refused = 0
+
+    async def deliver(self, batch: Batch) -> None:
+        """Signal-with-start the first signal, then send the rest in order."""
+        signals = batch.signals()
+        if not signals:
+            return
+        ref = batch.target
+        (first, first_arg), rest = signals[0], signals[1:]
+        try:
+            handle = await self._client.start_workflow(
+                ref.kind,
+                messages.WorkflowInput(ref=ref),
+                id=ref.workflow_id,
+                task_queue=self._task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                start_signal=first,
+                start_signal_args=[first_arg],
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(RAY_KIND, ref.kind),
+                        SearchAttributePair(RAY_NAMESPACE, ref.namespace),
+                        SearchAttributePair(RAY_NAME, ref.name),
+                    ]
+                ),
+                static_summary=f"{ref.kind} {ref.namespace}/{ref.name}",
+            )
+        except WorkflowAlreadyStartedError:
+            # The workflow of this uid completed: the CR was finalized; this event is stale.
+            self.refused += 1
+            logger.debug("%s already finished; dropping %s", ref.workflow_id, first)
+            return
+        self.sent += 1
+        for name, arg in rest:
+            await handle.signal(name, arg)

@@ -1,0 +1,28 @@
+"""What the bridge watches, and how narrowly (the same narrowing KubeRay's cache uses)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from activities import kube
+from crds.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_NODE_TYPE
+
+
+@dataclass(frozen=True)
+class Target:
+    """One kind the bridge lists and watches."""
+
+    kind: str
+    resource: kube.Resource
+    label_selector: str = ""
+    primary: bool = False
+    """A ray.io CR with its own workflow (as opposed to an object some CR owns)."""
+
+
+RAYCLUSTER = Target("RayCluster", kube.RAYCLUSTERS, primary=True)
+RAYJOB = Target("RayJob", kube.RAYJOBS, primary=True)
+RAYSERVICE = Target("RayService", kube.RAYSERVICES, primary=True)
+POD = Target("Pod", kube.PODS, f"{LABEL_NODE_TYPE} in (head,worker,redis-cleanup)")
+JOB = Target("Job", kube.JOBS, f"{LABEL_CREATED_BY}={CREATED_BY_VALUE}")
+
+ALL_TARGETS = (RAYCLUSTER, RAYJOB, RAYSERVICE, POD, JOB)

@@ -1,0 +1,144 @@
+"""The RayCluster activities against devcluster (real HTTP, real API semantics)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+from temporalio.testing import ActivityEnvironment
+
+from activities import cluster_models as io
+from activities import kube
+from activities.builders import DEFAULT_OPTIONS
+from activities.clusters import ClusterActivities
+from activities.kube import KubeClient
+from crds.raycluster import RayClusterStatus
+from crds.refs import ObjectRef
+from devcluster.server import DevCluster
+from kuberay_temporal.crd_install import install_crds
+
+SPEC: dict[str, Any] = {
+    "headGroupSpec": {
+        "rayStartParams": {},
+        "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}},
+    },
+    "workerGroupSpecs": [
+        {
+            "groupName": "small",
+            "replicas": 1,
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [{"name": "w", "image": "rayproject/ray"}]}},
+        }
+    ],
+}
+
+
+@pytest_asyncio.fixture
+async def client(tmp_path: Path) -> AsyncIterator[KubeClient]:
+    async with DevCluster(tmp_path) as cluster:
+        client = await kube.connect(str(cluster.kubeconfig_path))
+        await install_crds(client)
+        yield client
+        await client.close()
+
+
+async def make_cluster(client: KubeClient, **spec: Any) -> ObjectRef:
+    name = f"c{uuid.uuid4().hex[:6]}"
+    body = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {**SPEC, **spec},
+    }
+    created = await client.create(kube.RAYCLUSTERS, "default", body)
+    return ObjectRef(
+        kind="RayCluster", namespace="default", name=name, uid=created["metadata"]["uid"]
+    )
+
+
+def run(activity: Any, arg: Any) -> Any:
+    return ActivityEnvironment().run(activity, arg)
+
+
+async def test_read_a_missing_cluster(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = ObjectRef(kind="RayCluster", namespace="default", name="nope", uid="x")
+    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    assert not snap.exists
+
+
+async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client)
+    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    assert snap.exists and snap.spec is not None and snap.generation == 1
+    assert snap.missing_services == [f"{ref.name}-head-svc"] and snap.pods == []
+    assert snap.head_prefix == f"{ref.name}-head-"
+    assert snap.worker_prefixes == {"small": f"{ref.name}-small-worker-"}
+    plan = io.ApplyClusterInput(
+        ref=ref,
+        generation=1,
+        ensure_services=True,
+        creations=[
+            io.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True),
+            io.PodCreation(name=f"{ref.name}-small-worker-fghij", group="small", replica_index=0),
+        ],
+    )
+    first = await run(acts.apply, plan)
+    again = await run(acts.apply, plan)  # a retried activity
+    assert first.created == again.created == [c.name for c in plan.creations]
+    pods = await client.list_all(kube.PODS, "default", f"ray.io/cluster={ref.name}")
+    assert sorted(p["metadata"]["labels"]["ray.io/node-type"] for p in pods) == ["head", "worker"]
+    owners = {o["uid"] for p in pods for o in p["metadata"]["ownerReferences"]}
+    assert owners == {ref.uid}
+    service = await client.get(kube.SERVICES, "default", f"{ref.name}-head-svc")
+    assert service["spec"]["clusterIP"] == "None"
+    reasons = sorted(e["reason"] for e in await client.list_all(kube.EVENTS, "default"))
+    assert reasons.count("CreatedHeadPod") == 1 and reasons.count("CreatedWorkerPod") == 1
+    after = await run(acts.read, io.ReadClusterInput(ref=ref, known_generation=1))
+    assert after.spec is None and after.missing_services == []
+    assert sorted(p.node_type for p in after.pods) == ["head", "worker"]
+
+
+async def test_a_plan_for_an_old_generation_is_refused(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client)
+    await client.patch(kube.RAYCLUSTERS, "default", ref.name, {"spec": {"rayVersion": "2.9.0"}})
+    creation = io.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True)
+    result = await run(
+        acts.apply, io.ApplyClusterInput(ref=ref, generation=1, creations=[creation])
+    )
+    assert (
+        result.stale
+        and await client.list_all(kube.PODS, "default", f"ray.io/cluster={ref.name}") == []
+    )
+
+
+async def test_a_rejected_pod_is_a_replica_failure_with_a_warning(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client)
+    bad = io.PodCreation(name="Not_A_Valid_Name", group="small", replica_index=0)
+    result = await run(acts.apply, io.ApplyClusterInput(ref=ref, generation=1, creations=[bad]))
+    assert result.failure is not None and result.failure.reason == "FailedCreateWorkerPod"
+    events = await client.list_all(kube.EVENTS, "default")
+    assert [e["type"] for e in events if e["reason"] == "FailedToCreateWorkerPod"] == ["Warning"]
+
+
+async def test_status_is_replaced_and_suspend_written(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client)
+    await run(
+        acts.write_status,
+        io.WriteStatusInput(ref=ref, status=RayClusterStatus(state="ready", reason="x")),
+    )
+    await run(
+        acts.write_status, io.WriteStatusInput(ref=ref, status=RayClusterStatus(state="ready"))
+    )
+    stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
+    assert stored["status"] == {"state": "ready"} and stored["metadata"]["generation"] == 1
+    await run(acts.set_suspend, io.SetSuspendInput(ref=ref, suspend=True))
+    stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
+    assert stored["spec"]["suspend"] is True and stored["metadata"]["generation"] == 2

@@ -1,0 +1,127 @@
+"""Which watch events reach Temporal, and where they go."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bridge.filtering import Memory, owned_nudges, primary_nudges
+from workflows import messages
+
+
+def cr(kind: str = "RayCluster", generation: int = 1, **meta: Any) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "metadata": {"name": "c", "namespace": "ns", "uid": "u1", "generation": generation, **meta},
+        "spec": {},
+    }
+
+
+def signals(nudges: list[Any]) -> list[tuple[str, str, Any]]:
+    return [(n.target.name, n.signal, n.payload) for n in nudges]
+
+
+def test_first_sight_signals_the_generation() -> None:
+    nudges = primary_nudges("RayCluster", "ADDED", cr(), Memory())
+    assert signals(nudges) == [("c", "spec_changed", messages.SpecChanged(generation=1))]
+    assert nudges[0].target.workflow_id == "raycluster/ns/c/u1"
+
+
+def test_status_only_write_is_silent() -> None:
+    memory = Memory()
+    primary_nudges("RayCluster", "ADDED", cr(), memory)
+    with_status = {**cr(), "status": {"state": "ready"}}
+    assert primary_nudges("RayCluster", "MODIFIED", with_status, memory) == []
+
+
+def test_new_generation_and_metadata_changes() -> None:
+    memory = Memory()
+    primary_nudges("RayJob", "ADDED", cr("RayJob"), memory)
+    newer = primary_nudges("RayJob", "MODIFIED", cr("RayJob", generation=2), memory)
+    assert signals(newer) == [("c", "spec_changed", messages.SpecChanged(generation=2))]
+    labelled = cr("RayJob", generation=2, labels={"team": "a"})
+    relabel = primary_nudges("RayJob", "MODIFIED", labelled, memory)
+    assert signals(relabel) == [
+        ("c", "spec_changed", messages.SpecChanged(generation=2, resync=True))
+    ]
+
+
+def test_deletion_is_signalled_once_then_gone() -> None:
+    memory = Memory()
+    primary_nudges("RayService", "ADDED", cr("RayService"), memory)
+    deleting = cr("RayService", deletionTimestamp="2026-01-01T00:00:00Z")
+    first = primary_nudges("RayService", "MODIFIED", deleting, memory)
+    again = primary_nudges("RayService", "MODIFIED", deleting, memory)
+    gone = primary_nudges("RayService", "DELETED", deleting, memory)
+    assert signals(first) == [("c", "deleted", messages.Deleted(gone=False))]
+    assert again == []
+    assert signals(gone) == [("c", "deleted", messages.Deleted(gone=True))]
+
+
+def test_multikueue_objects_are_left_alone() -> None:
+    obj = {**cr("RayJob"), "spec": {"managedBy": "kueue.x-k8s.io/multikueue"}}
+    assert primary_nudges("RayJob", "ADDED", obj, Memory()) == []
+
+
+OWNER = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayJob",
+    "name": "job",
+    "uid": "j1",
+    "controller": True,
+}
+
+
+def test_owned_cluster_status_nudges_its_owner() -> None:
+    memory = Memory()
+    obj = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
+    primary_nudges("RayCluster", "ADDED", obj, memory)
+    ready = {**obj, "status": {"state": "ready", "lastUpdateTime": "t1"}}
+    nudges = primary_nudges("RayCluster", "MODIFIED", ready, memory)
+    assert signals(nudges) == [
+        ("job", "owned_changed", messages.OwnedChanged(kinds=["RayCluster"], names=["c"]))
+    ]
+    touched = {**ready, "status": {"state": "ready", "lastUpdateTime": "t2"}}
+    assert primary_nudges("RayCluster", "MODIFIED", touched, memory) == []
+
+
+def pod(phase: str = "Pending", ready: str = "False", **labels: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "c-head-x",
+            "namespace": "ns",
+            "uid": "p1",
+            "labels": {"ray.io/cluster": "c", "ray.io/node-type": "head", **labels},
+            "ownerReferences": [{**OWNER, "kind": "RayCluster", "name": "c", "uid": "u1"}],
+        },
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "signalled"),
+    [
+        pytest.param(pod(), pod("Running"), True, id="phase"),
+        pytest.param(pod("Running"), pod("Running", "True"), True, id="ready"),
+        pytest.param(pod("Running"), pod("Running", team="x"), False, id="label-noise"),
+    ],
+)
+def test_pod_changes(before: dict[str, Any], after: dict[str, Any], signalled: bool) -> None:
+    memory = Memory()
+    assert owned_nudges("Pod", "ADDED", before, memory)
+    assert bool(owned_nudges("Pod", "MODIFIED", after, memory)) == signalled
+
+
+def test_head_pod_of_a_rayjob_cluster_nudges_both() -> None:
+    memory = Memory()
+    cluster = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
+    primary_nudges("RayCluster", "ADDED", cluster, memory)
+    targets = [n.target.kind for n in owned_nudges("Pod", "ADDED", pod(), memory)]
+    assert targets == ["RayCluster", "RayJob"]
+
+
+def test_deleted_pod_nudges_its_cluster() -> None:
+    memory = Memory()
+    owned_nudges("Pod", "ADDED", pod(), memory)
+    assert [n.signal for n in owned_nudges("Pod", "DELETED", pod(), memory)] == ["owned_changed"]

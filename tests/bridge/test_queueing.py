@@ -1,0 +1,59 @@
+"""Coalescing, ordering and retries of the signal queue."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from bridge.filtering import Nudge
+from bridge.queueing import Batch, Coalescer
+from crds.refs import ObjectRef
+from tests.eventually import eventually
+from workflows import messages
+
+REF = ObjectRef(kind="RayJob", namespace="ns", name="j", uid="u")
+
+
+def spec(generation: int, resync: bool = False) -> Nudge:
+    change = messages.SpecChanged(generation=generation, resync=resync)
+    return Nudge(REF, messages.SPEC_CHANGED, change)
+
+
+def test_batch_merges_to_the_latest_state() -> None:
+    batch = Batch(REF)
+    batch.merge(spec(3))
+    batch.merge(spec(2, resync=True))
+    owned = messages.OwnedChanged(kinds=["Pod"], names=["a"])
+    batch.merge(Nudge(REF, messages.OWNED_CHANGED, owned))
+    more = messages.OwnedChanged(kinds=["Job"], names=["b"])
+    batch.merge(Nudge(REF, messages.OWNED_CHANGED, more))
+    batch.merge(Nudge(REF, messages.DELETED, messages.Deleted(gone=True)))
+    batch.merge(Nudge(REF, messages.DELETED, messages.Deleted(gone=False)))
+    assert batch.signals() == [
+        ("spec_changed", messages.SpecChanged(generation=3, resync=True)),
+        ("owned_changed", messages.OwnedChanged(kinds=["Job", "Pod"], names=["a", "b"])),
+        ("deleted", messages.Deleted(gone=True)),
+    ]
+
+
+async def test_burst_coalesces_and_failures_retry_without_loss() -> None:
+    sent: list[int] = []
+    failures = iter([True, False])
+
+    async def send(batch: Batch) -> None:
+        if next(failures, False):
+            raise ConnectionError("temporal down")
+        assert batch.spec is not None
+        sent.append(batch.spec.generation)
+
+    queue = Coalescer(send, concurrency=4, window=0.05, max_backoff=0.1)
+    runner = asyncio.create_task(queue.run())
+    try:
+        for generation in range(1, 101):
+            queue.put(spec(generation))
+        await eventually(lambda: queue.idle and sent, message="delivery")
+        assert sent[-1] == 100 and len(sent) <= 3
+    finally:
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner

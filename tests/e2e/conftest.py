@@ -1,0 +1,85 @@
+"""The whole local stack (`kuberay-temporal dev`) as a subprocess, plus kubectl against it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from kuberay_temporal.binaries import kubectl
+from tests.eventually import eventually
+from tests.worker.ports import free_port
+
+
+@dataclass
+class LocalStack:
+    """A running `kuberay-temporal dev` and the ways to talk to it."""
+
+    state_dir: Path
+    kubeconfig: Path
+    client: Client
+    log: Path
+
+    async def kubectl(self, *args: str, check: bool = True) -> str:
+        process = await asyncio.create_subprocess_exec(
+            str(kubectl()),
+            f"--kubeconfig={self.kubeconfig}",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        if check and process.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {err.decode()}")
+        return out.decode()
+
+
+@pytest_asyncio.fixture
+async def local_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
+    state, log = tmp_path / "state", tmp_path / "dev.log"
+    ports = [free_port() for _ in range(3)]
+    with log.open("wb") as out:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kuberay_temporal",
+            "dev",
+            "--state-dir",
+            str(state),
+            "--temporal-port",
+            str(ports[0]),
+            "--ui-port",
+            str(ports[1]),
+            "--kube-port",
+            str(ports[2]),
+            stdout=out,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "KUBERAY_TEMPORAL_RELIST_SECONDS": "30"},
+        )
+    try:
+        await eventually(
+            lambda: b"Ctrl-C stops everything" in log.read_bytes() or process.returncode,
+            within=60,
+            message="the stack to come up",
+        )
+        assert process.returncode is None, log.read_text()
+        client = await Client.connect(
+            f"127.0.0.1:{ports[0]}", data_converter=pydantic_data_converter
+        )
+        yield LocalStack(state, state / "kubeconfig", client, log)
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                await asyncio.wait_for(process.wait(), 60)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
