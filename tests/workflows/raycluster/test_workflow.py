@@ -46,6 +46,16 @@ SPEC: dict[str, Any] = {
 }
 
 
+async def register_state_attribute(env: WorkflowEnvironment) -> None:
+    """The time-skipping server cannot list search attributes, only add them."""
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace="default",
+            search_attributes={"RayState": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
+        )
+    )
+
+
 @pytest_asyncio.fixture
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     """A time-skipping server per test: skipping time must not wake other tests' workflows."""
@@ -53,13 +63,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
         test_server_existing_path=str(temporal_test_server()),
         data_converter=pydantic_data_converter,
     )
-    # The time-skipping server cannot list search attributes, only add them.
-    await env.client.operator_service.add_search_attributes(
-        AddSearchAttributesRequest(
-            namespace="default",
-            search_attributes={"RayState": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
-        )
-    )
+    await register_state_attribute(env)
     yield env
     await env.shutdown()
 

@@ -1,0 +1,34 @@
+"""Recorded histories replay against the current workflow code (determinism guard).
+
+A failure here means a change would break workflows that are running right now: guard the
+change with `workflow.patched()` (see DESIGN §4), do not re-record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from worker.running import build_sandbox_runner
+from workflows.registry import WORKFLOWS
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+def test_there_are_histories_to_replay() -> None:
+    assert HISTORIES, "no recorded histories: run python -m tests.workflows.record_histories"
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_history_replays(path: Path) -> None:
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(
+        workflows=WORKFLOWS,
+        data_converter=pydantic_data_converter,
+        workflow_runner=build_sandbox_runner(),
+    )
+    await replayer.replay_workflow(history)
