@@ -17,15 +17,16 @@ from worker.running import build_sandbox_runner
 from workflows.registry import WORKFLOWS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+TEXTS = {path.stem: path.read_text() for path in HISTORIES}
 
 
 def test_there_are_histories_to_replay() -> None:
     assert HISTORIES, "no recorded histories: run python -m tests.workflows.record_histories"
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
-async def test_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
+@pytest.mark.parametrize("name", sorted(TEXTS))
+async def test_history_replays(name: str) -> None:
+    history = WorkflowHistory.from_json(name, TEXTS[name])
     replayer = Replayer(
         workflows=WORKFLOWS,
         data_converter=pydantic_data_converter,
