@@ -6,6 +6,8 @@ pydantic models, not the Kubernetes client.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from activities.snapshots import DesiredResources, PodView, ReplicaFailure, ServiceView
@@ -46,6 +48,12 @@ class ClusterSnapshot(BaseModel):
     head_service: ServiceView | None = None
     missing_services: list[str] = Field(default_factory=list)
     """Services the spec calls for that do not exist (head, serve, headless workers)."""
+    deleted_at: datetime | None = None
+    """The CR's deletionTimestamp."""
+    cleanup_job_exists: bool = False
+    cleanup_job_finished: str | None = None
+    """"Complete" or "Failed" once the Redis cleanup Job ended (read only while deleting)."""
+    namespace_terminating: bool = False
 
 
 class EventSpec(BaseModel):
@@ -125,6 +133,15 @@ APPLY_CLUSTER = "apply_raycluster"
 WRITE_CLUSTER_STATUS = "write_raycluster_status"
 SET_CLUSTER_SUSPEND = "set_raycluster_suspend"
 RECORD_EVENT = "record_event"
+CLEANUP_CLUSTER = "raycluster_cleanup_step"
+
+
+class CleanupStepInput(BaseModel):
+    """Carry out one step of the Redis cleanup finalizer (see `workflows.raycluster.cleanup`)."""
+
+    ref: ObjectRef
+    step: str
+    reason: str = ""
 
 
 class RecordEventInput(BaseModel):

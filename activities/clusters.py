@@ -9,6 +9,7 @@ builders, so the workflow history carries names and never pod templates.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from temporalio import activity
@@ -16,6 +17,7 @@ from temporalio import activity
 from activities import builders, events, kube
 from activities import cluster_models as io
 from activities.builders import names
+from activities.builders.jobs import cleanup_job_name
 from activities.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.kube import KubeClient
 from activities.snapshots import (
@@ -27,6 +29,7 @@ from crds.constants import LABEL_CLUSTER
 from crds.enums import RayClusterConditionReason as Reason
 from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
+from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError
 
@@ -64,11 +67,32 @@ class ClusterActivities:
             return snapshot
         assert isinstance(cluster, RayCluster)
         if params.known_generation != snapshot.generation:
-            snapshot.spec = cluster.spec
+            snapshot.spec = redacted_cluster_spec(cluster.spec)
         if params.known_generation is None:
             snapshot.status = cluster.status
         await self._observe(cluster, snapshot)
+        if meta.get("deletionTimestamp"):
+            await self._observe_deletion(cluster, snapshot)
         return snapshot
+
+    async def _observe_deletion(self, cluster: RayCluster, snapshot: io.ClusterSnapshot) -> None:
+        """What the Redis cleanup finalizer needs: the deletion time, the Job, the namespace."""
+        meta = cluster.metadata
+        snapshot.deleted_at = datetime.fromisoformat(str(meta.deletion_timestamp))
+        job = await self._kube.get_or_none(
+            kube.JOBS, cluster.namespace, cleanup_job_name(cluster.name)
+        )
+        snapshot.cleanup_job_exists = job is not None
+        for condition in ((job or {}).get("status") or {}).get("conditions") or []:
+            if (
+                condition.get("type") in ("Complete", "Failed")
+                and condition.get("status") == "True"
+            ):
+                snapshot.cleanup_job_finished = condition["type"]
+        namespace = await self._kube.get_or_none(kube.NAMESPACES, None, cluster.namespace)
+        snapshot.namespace_terminating = bool(
+            namespace is None or namespace["metadata"].get("deletionTimestamp")
+        )
 
     async def _observe(self, cluster: RayCluster, snapshot: io.ClusterSnapshot) -> None:
         ns = cluster.namespace

@@ -54,6 +54,7 @@ class Resource:
         return root
 
 
+NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 PODS = Resource("", "v1", "pods")
 SERVICES = Resource("", "v1", "services")
 EVENTS = Resource("", "v1", "events")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
+from activities.cluster_cleanup import ClusterCleanupActivities
 from activities.clusters import ClusterActivities
 from activities.kube import KubeClient
 
@@ -30,4 +31,7 @@ def build_activities(
     """
     if kube is None:
         return []
-    return ClusterActivities(kube, options).activities()
+    return [
+        *ClusterActivities(kube, options).activities(),
+        *ClusterCleanupActivities(kube, options).activities(),
+    ]

@@ -13,6 +13,7 @@ from temporalio.testing import ActivityEnvironment
 from activities import cluster_models as io
 from activities import kube
 from activities.builders import DEFAULT_OPTIONS
+from activities.cluster_cleanup import ClusterCleanupActivities
 from activities.clusters import ClusterActivities
 from activities.kube import KubeClient
 from crds.raycluster import RayClusterStatus
@@ -142,3 +143,48 @@ async def test_status_is_replaced_and_suspend_written(client: KubeClient) -> Non
     await run(acts.set_suspend, io.SetSuspendInput(ref=ref, suspend=True))
     stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
     assert stored["spec"]["suspend"] is True and stored["metadata"]["generation"] == 2
+
+
+FT = {
+    "gcsFaultToleranceOptions": {"redisAddress": "redis:6379", "redisPassword": {"value": "s3cret"}}
+}
+
+
+async def test_the_snapshot_never_carries_an_inline_password(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client, **FT)
+    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    assert snap.spec is not None and "s3cret" not in snap.model_dump_json()
+    # ...while the pods built from the CR still get the value the user wrote.
+    creation = io.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True)
+    await run(acts.apply, io.ApplyClusterInput(ref=ref, generation=1, creations=[creation]))
+    pod = await client.get(kube.PODS, "default", creation.name)
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["REDIS_PASSWORD"] == "s3cret"
+
+
+async def test_the_finalizer_steps(client: KubeClient) -> None:
+    reads = ClusterActivities(client, DEFAULT_OPTIONS)
+    steps = ClusterCleanupActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client, **FT)
+    await run(steps.step, io.CleanupStepInput(ref=ref, step="AddFinalizer"))
+    await run(steps.step, io.CleanupStepInput(ref=ref, step="AddFinalizer"))  # retried
+    stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
+    assert stored["metadata"]["finalizers"] == ["ray.io/gcs-ft-redis-cleanup-finalizer"]
+    await client.delete(kube.RAYCLUSTERS, "default", ref.name)
+    snap = await run(reads.read, io.ReadClusterInput(ref=ref))
+    assert snap.deleting and snap.deleted_at is not None and not snap.cleanup_job_exists
+    await run(steps.step, io.CleanupStepInput(ref=ref, step="CreateJob"))
+    job = await client.get(kube.JOBS, "default", f"{ref.name}-redis-cleanup")
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 300
+    assert job["metadata"]["labels"]["ray.io/node-type"] == "redis-cleanup"
+    assert "cleanup_redis_storage" in job["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert "s3cret" not in str(job["spec"]["template"]["spec"]["containers"][0]["args"])
+    snap = await run(reads.read, io.ReadClusterInput(ref=ref, known_generation=1))
+    assert snap.cleanup_job_exists and snap.cleanup_job_finished is None
+    step = io.CleanupStepInput(ref=ref, step="ForceRemoveFinalizer", reason="test")
+    await run(steps.step, step)
+    assert await client.get_or_none(kube.RAYCLUSTERS, "default", ref.name) is None
+    warnings = [e for e in await client.list_all(kube.EVENTS, "default") if e["type"] == "Warning"]
+    assert [e["reason"] for e in warnings] == ["ForceDeletedStuckCluster"]
+    assert "s3cret" not in warnings[0]["message"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 from crds.raycluster import RayClusterSpec, RayClusterStatus
@@ -32,6 +34,8 @@ class RayClusterState(BaseModel):
     waiting: list[str] = Field(default_factory=list)
     decisions: list[str] = Field(default_factory=list)
     passes: int = 0
+    wake_at: datetime | None = None
+    """An absolute deadline that needs a pass even without a signal (kept across CAN)."""
 
     def remember(self, decision: str) -> None:
         """Keep the last few decisions for the progress query and the CLI."""

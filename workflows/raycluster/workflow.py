@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.validation import validate
     from workflows import messages
     from workflows.conditions import is_true
-    from workflows.raycluster import decisions
+    from workflows.raycluster import cleanup, decisions
     from workflows.raycluster.plans import Expectation, PodPlan, SuspendPhase
     from workflows.raycluster.state import RayClusterInput, RayClusterState
     from workflows.raycluster.status import StatusInputs, compute_status, status_changed
@@ -122,6 +122,9 @@ class RayClusterWorkflow:
 
     async def _wait_for_work(self) -> None:
         timeout = BUSY_RESYNC if self._state.waiting else RESYNC
+        if self._state.wake_at is not None:
+            # A deadline (the finalizer's timeout) is due before the resync.
+            timeout = max(min(timeout, self._state.wake_at - workflow.now()), timedelta(seconds=1))
         summary = "waiting for a change" if not self._state.waiting else "waiting for pods"
         with contextlib.suppress(TimeoutError):  # a resync: the pass is due anyway
             await workflow.wait_condition(
@@ -155,15 +158,43 @@ class RayClusterWorkflow:
             return
         self._absorb(snap)
         if snap.deleting:
-            self._set_waiting(["the RayCluster is being deleted; Kubernetes collects its pods"])
+            await self._finalize(snap)
             return
         if not await self._valid(snap.schema_violations):
             return
+        await self._finalize(snap)
         if state.spec is not None and state.spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
             # The bridge leaves such CRs alone; this guards a spec edited after the start.
             self._set_waiting([f"nothing: managed by {constants.MANAGED_BY_MULTIKUEUE}"])
             return
         await self._act(snap)
+
+    async def _finalize(self, snap: io.ClusterSnapshot) -> None:
+        """The Redis cleanup finalizer: add it, or run the deletion steps (`cleanup`)."""
+        state = self._state
+        if state.spec is None:
+            return
+        facts = cleanup.CleanupFacts(
+            spec=state.spec,
+            annotations=state.annotations,
+            has_finalizer=constants.FINALIZER_GCS_FT_REDIS_CLEANUP in snap.finalizers,
+            deleted_at=snap.deleted_at,
+            live_pods=sum(1 for p in snap.pods if not p.terminating),
+            head_pods=sum(1 for p in snap.pods if p.node_type == "head"),
+            job_exists=snap.cleanup_job_exists,
+            job_finished=snap.cleanup_job_finished,
+            namespace_terminating=snap.namespace_terminating,
+        )
+        decision = cleanup.cleanup_step(facts, workflow.now())
+        state.wake_at = decision.deadline
+        if decision.step != cleanup.CleanupStep.NONE:
+            step = io.CleanupStepInput(ref=self._ref, step=decision.step, reason=decision.reason)
+            summary = f"{decision.step}: {decision.reason}"
+            await self._run(io.CLEANUP_CLUSTER, step, summary)
+            state.remember(f"finalizer: {summary}")
+        if snap.deleting:
+            reason = decision.reason or "Kubernetes to collect the pods"
+            self._set_waiting([f"deletion: {reason}"])
 
     def _absorb(self, snap: io.ClusterSnapshot) -> None:
         state = self._state

@@ -9,6 +9,7 @@ pods the workflow creates (Pending until the test makes them ready), Events and 
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 import json
 from typing import Any
 
@@ -16,6 +17,7 @@ from temporalio import activity
 
 from activities import cluster_models as io
 from activities.snapshots import DesiredResources, PodView, ServiceView
+from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP as FINALIZER
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 
 
@@ -36,6 +38,10 @@ class FakeCluster:
         self.events: list[io.EventSpec] = []
         self.created: list[str] = []
         self.fail_creates = False
+        self.finalizers: list[str] = []
+        self.deleted_at: datetime | None = None
+        self.cleanup_job: str | None = None
+        """None (no Job), "running", "Complete" or "Failed"."""
 
     # --- what tests do to the "cluster" -------------------------------------------------------
 
@@ -66,7 +72,40 @@ class FakeCluster:
     # --- the activities -----------------------------------------------------------------------
 
     def activities(self) -> list[Any]:
-        return [self.read, self.apply, self.write_status, self.set_suspend, self.record_event]
+        return [
+            self.read,
+            self.apply,
+            self.write_status,
+            self.set_suspend,
+            self.record_event,
+            self.cleanup_step,
+        ]
+
+    def delete(self, at: datetime) -> None:
+        """What the API server does on DELETE: gone at once, unless finalizers hold it."""
+        if self.finalizers:
+            self.deleted_at = at
+        else:
+            self.exists = False
+
+    @activity.defn(name=io.CLEANUP_CLUSTER)
+    async def cleanup_step(self, params: io.CleanupStepInput) -> None:
+        if params.step == "AddFinalizer":
+            self.finalizers.append(FINALIZER)
+        elif params.step == "DeletePods":
+            for name in self.live():
+                self._terminate(name)
+        elif params.step == "CreateJob":
+            self.cleanup_job = self.cleanup_job or "running"
+        elif params.step in ("RemoveFinalizer", "ForceRemoveFinalizer"):
+            self.finalizers.remove(FINALIZER)
+            if params.step == "ForceRemoveFinalizer":
+                reason = "ForceDeletedStuckCluster"
+                self.events.append(
+                    io.EventSpec(type="Warning", reason=reason, message=params.reason)
+                )
+            if self.deleted_at is not None and not self.finalizers:
+                self.exists = False
 
     @activity.defn(name=io.READ_CLUSTER)
     async def read(self, params: io.ReadClusterInput) -> io.ClusterSnapshot:
@@ -77,7 +116,11 @@ class FakeCluster:
         groups = [g.group_name for g in spec.worker_group_specs or []]
         return io.ClusterSnapshot(
             generation=self.generation,
-            deleting=self.deleting,
+            deleting=self.deleted_at is not None,
+            deleted_at=self.deleted_at,
+            finalizers=list(self.finalizers),
+            cleanup_job_exists=self.cleanup_job is not None,
+            cleanup_job_finished=self.cleanup_job if self.cleanup_job != "running" else None,
             annotations=dict(self.annotations),
             spec=None if same else spec,
             status=self.status if params.known_generation is None else None,

@@ -233,3 +233,57 @@ async def test_failed_create_sets_replica_failure(harness: Harness, fail: bool) 
     status = await eventually(lambda: cluster.status, message="a status write")
     conditions = {c.type: c for c in status.conditions or []}
     assert conditions["ReplicaFailure"].reason == "FailedCreateWorkerPod"
+
+
+FT = {
+    "gcsFaultToleranceOptions": {"redisAddress": "redis:6379", "redisPassword": {"value": "s3cret"}}
+}
+
+
+async def test_redis_cleanup_runs_before_the_finalizer_goes(
+    harness: Harness, env: WorkflowEnvironment
+) -> None:
+    cluster = harness.cluster
+    cluster.spec = {**cluster.spec, **FT}
+    handle = await harness.start()
+    await eventually(lambda: cluster.finalizers and len(cluster.live()) == 3, message="finalizer")
+    cluster.delete(await env.get_current_time())
+    await harness.signal(messages.DELETED, messages.Deleted(gone=False))
+    await eventually(lambda: cluster.live() == [], message="pods deleted first")
+    assert cluster.cleanup_job is None  # not while the head may still write to Redis
+    await harness.pods_settle()
+    await eventually(lambda: cluster.cleanup_job == "running", message="the cleanup Job")
+    cluster.cleanup_job = "Complete"
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["Job"]))
+    assert "is gone" in await handle.result()
+    assert not cluster.exists and not any(
+        e.reason == "ForceDeletedStuckCluster" for e in cluster.events
+    )
+
+
+async def test_a_stuck_cleanup_is_force_removed_after_the_timeout(
+    harness: Harness, env: WorkflowEnvironment
+) -> None:
+    cluster = harness.cluster
+    cluster.spec = {**cluster.spec, **FT}
+    handle = await harness.start()
+    await eventually(lambda: cluster.finalizers and len(cluster.live()) == 3)
+    cluster.delete(await env.get_current_time())
+    await harness.signal(messages.DELETED, messages.Deleted(gone=False))
+    await eventually(lambda: cluster.live() == [])
+    await harness.pods_settle()
+    await eventually(lambda: cluster.cleanup_job == "running")
+    assert "is gone" in await handle.result()  # time skips to the 300 s deadline
+    (event,) = [e for e in cluster.events if e.reason == "ForceDeletedStuckCluster"]
+    assert event.type == "Warning" and not cluster.exists
+
+
+async def test_the_redis_password_never_enters_the_history(harness: Harness) -> None:
+    cluster = harness.cluster
+    cluster.spec = {**cluster.spec, **FT}
+    handle = await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3)
+    await harness.pods_settle()
+    await eventually(lambda: cluster.status and cluster.status.state == "ready")
+    history = await handle.fetch_history()
+    assert "s3cret" not in history.to_json()
