@@ -9,8 +9,8 @@ pods the workflow creates (Pending until the test makes them ready), Events and 
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
 import json
+from datetime import datetime
 from typing import Any
 
 from temporalio import activity
