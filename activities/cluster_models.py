@@ -46,8 +46,9 @@ class ClusterSnapshot(BaseModel):
     resources: DesiredResources = Field(default_factory=DesiredResources)
     pods: list[PodView] = Field(default_factory=list)
     head_service: ServiceView | None = None
-    missing_services: list[str] = Field(default_factory=list)
-    """Services the spec calls for that do not exist (head, serve, headless workers)."""
+    missing_objects: list[str] = Field(default_factory=list)
+    """`Kind/name` of owned objects the spec calls for that do not exist (Services, autoscaler
+    RBAC, the GCS storage PVC)."""
     deleted_at: datetime | None = None
     """The CR's deletionTimestamp."""
     cleanup_job_exists: bool = False
@@ -96,7 +97,7 @@ class ApplyClusterInput(BaseModel):
 
     ref: ObjectRef
     generation: int
-    ensure_services: bool = False
+    ensure_objects: bool = False
     delete_all_reason: str | None = None
     deletions: list[PodDeletion] = Field(default_factory=list)
     creations: list[PodCreation] = Field(default_factory=list)

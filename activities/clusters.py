@@ -18,6 +18,7 @@ from activities import builders, events, kube
 from activities import cluster_models as io
 from activities.builders import names
 from activities.builders.jobs import cleanup_job_name
+from activities.cluster_objects import CREATED_REASONS, wanted_objects
 from activities.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.kube import KubeClient
 from activities.snapshots import (
@@ -103,10 +104,17 @@ class ClusterActivities:
         head_name = names.head_service_name(cluster.name, cluster.spec)
         head = await self._kube.get_or_none(kube.SERVICES, ns, head_name)
         snapshot.head_service = summarize_service(head) if head else None
-        for name in self._wanted_services(cluster):
-            exists = head is not None if name == head_name else await self._service_exists(ns, name)
+        for owned in wanted_objects(cluster, self._options):
+            if (
+                owned.manifest["kind"] == "Service"
+                and owned.manifest["metadata"]["name"] == head_name
+            ):
+                exists = head is not None
+            else:
+                name = owned.manifest["metadata"]["name"]
+                exists = await self._kube.get_or_none(owned.resource, ns, name) is not None
             if not exists:
-                snapshot.missing_services.append(name)
+                snapshot.missing_objects.append(owned.key)
         snapshot.spec_hash = builders.recreate_hash(cluster.spec)
         snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
         snapshot.worker_prefixes = {
@@ -115,17 +123,6 @@ class ClusterActivities:
         }
         snapshot.resources = builders.desired_resources(cluster)
 
-    async def _service_exists(self, namespace: str, name: str) -> bool:
-        return await self._kube.get_or_none(kube.SERVICES, namespace, name) is not None
-
-    def _wanted_services(self, cluster: RayCluster) -> list[str]:
-        wanted = [names.head_service_name(cluster.name, cluster.spec)]
-        if builders.wants_serve_service(cluster):
-            wanted.append(names.serve_service_name(cluster.name))
-        if builders.wants_headless_service(cluster):
-            wanted.append(names.headless_service_name(cluster.name))
-        return wanted
-
     @activity.defn(name=io.APPLY_CLUSTER)
     async def apply(self, params: io.ApplyClusterInput) -> io.ApplyClusterResult:
         """Create the missing Services, then delete and create pods as planned."""
@@ -133,8 +130,8 @@ class ClusterActivities:
         if cluster is None:
             return io.ApplyClusterResult(stale=True)
         result = io.ApplyClusterResult()
-        if params.ensure_services:
-            await self._ensure_services(cluster)
+        if params.ensure_objects:
+            await self._ensure_objects(cluster)
         steps = (self._delete_all, self._delete_pods, self._create_pods)
         for step in steps:
             if result.failure is None:
@@ -151,19 +148,15 @@ class ClusterActivities:
             return None
         return RayCluster.model_validate(obj)
 
-    async def _ensure_services(self, cluster: RayCluster) -> None:
-        wanted = [builders.build_head_service(cluster, self._options)]
-        if builders.wants_serve_service(cluster):
-            wanted.append(builders.build_serve_service(cluster))
-        if builders.wants_headless_service(cluster):
-            wanted.append(builders.build_headless_service(cluster))
-        for service in wanted:
-            _, created = await self._kube.create_or_get(kube.SERVICES, cluster.namespace, service)
+    async def _ensure_objects(self, cluster: RayCluster) -> None:
+        for owned in wanted_objects(cluster, self._options):
+            _, created = await self._kube.create_or_get(
+                owned.resource, cluster.namespace, owned.manifest
+            )
             if created:
-                name = service["metadata"]["name"]
-                await self._event(
-                    cluster, "Normal", "CreatedService", f"Created service {name}", name
-                )
+                kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+                reason = CREATED_REASONS[kind]
+                await self._event(cluster, "Normal", reason, f"Created {kind} {name}", owned.key)
 
     async def _delete_all(
         self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult

@@ -76,13 +76,13 @@ async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) 
     ref = await make_cluster(client)
     snap = await run(acts.read, io.ReadClusterInput(ref=ref))
     assert snap.exists and snap.spec is not None and snap.generation == 1
-    assert snap.missing_services == [f"{ref.name}-head-svc"] and snap.pods == []
+    assert snap.missing_objects == [f"Service/{ref.name}-head-svc"] and snap.pods == []
     assert snap.head_prefix == f"{ref.name}-head-"
     assert snap.worker_prefixes == {"small": f"{ref.name}-small-worker-"}
     plan = io.ApplyClusterInput(
         ref=ref,
         generation=1,
-        ensure_services=True,
+        ensure_objects=True,
         creations=[
             io.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True),
             io.PodCreation(name=f"{ref.name}-small-worker-fghij", group="small", replica_index=0),
@@ -100,7 +100,7 @@ async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) 
     reasons = sorted(e["reason"] for e in await client.list_all(kube.EVENTS, "default"))
     assert reasons.count("CreatedHeadPod") == 1 and reasons.count("CreatedWorkerPod") == 1
     after = await run(acts.read, io.ReadClusterInput(ref=ref, known_generation=1))
-    assert after.spec is None and after.missing_services == []
+    assert after.spec is None and after.missing_objects == []
     assert sorted(p.node_type for p in after.pods) == ["head", "worker"]
 
 
@@ -188,3 +188,31 @@ async def test_the_finalizer_steps(client: KubeClient) -> None:
     warnings = [e for e in await client.list_all(kube.EVENTS, "default") if e["type"] == "Warning"]
     assert [e["reason"] for e in warnings] == ["ForceDeletedStuckCluster"]
     assert "s3cret" not in warnings[0]["message"]
+
+
+async def test_autoscaler_rbac_and_gcs_pvc_are_owned_objects(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(
+        client,
+        enableInTreeAutoscaling=True,
+        gcsFaultToleranceOptions={"backend": "rocksdb"},
+    )
+    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    assert snap.missing_objects == [
+        f"ServiceAccount/{ref.name}",
+        f"Role/{ref.name}",
+        f"RoleBinding/{ref.name}",
+        f"Service/{ref.name}-head-svc",
+        f"PersistentVolumeClaim/{ref.name}-gcs-pvc",
+    ]
+    await run(acts.apply, io.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
+    again = await run(acts.read, io.ReadClusterInput(ref=ref, known_generation=1))
+    assert again.missing_objects == []
+    role = await client.get(kube.ROLES, "default", ref.name)
+    assert {
+        "apiGroups": ["ray.io"],
+        "resources": ["rayclusters"],
+        "verbs": ["get", "patch"],
+    } in role["rules"]
+    pvc = await client.get(kube.PVCS, "default", f"{ref.name}-gcs-pvc")
+    assert pvc["metadata"]["ownerReferences"][0]["uid"] == ref.uid

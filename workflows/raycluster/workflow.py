@@ -242,7 +242,7 @@ class RayClusterWorkflow:
         )
         state.expectations = decisions.prune_expectations(state.expectations, snap.pods, now)
         plan = decisions.plan_pods(facts, snap.pods, state.expectations, now, self._new_name)
-        result = await self._apply(plan, bool(snap.missing_services))
+        result = await self._apply(plan, bool(snap.missing_objects))
         if result.stale:
             return  # the spec changed under us; the next pass re-reads it
         status = compute_status(
@@ -268,16 +268,16 @@ class RayClusterWorkflow:
         self._set_waiting(_waiting(plan, phase))
         self._publish_state()
 
-    async def _apply(self, plan: PodPlan, missing_services: bool) -> io.ApplyClusterResult:
+    async def _apply(self, plan: PodPlan, missing_objects: bool) -> io.ApplyClusterResult:
         """Run the plan (when there is anything to do) and remember what it did."""
-        if plan.empty and not missing_services:
+        if plan.empty and not missing_objects:
             return io.ApplyClusterResult()
         result = await self._activity(
             io.APPLY_CLUSTER,
             io.ApplyClusterInput(
                 ref=self._ref,
                 generation=self._state.generation,
-                ensure_services=missing_services,
+                ensure_objects=missing_objects,
                 delete_all_reason=plan.delete_all_reason,
                 deletions=plan.deletions,
                 creations=plan.creations,
@@ -423,7 +423,7 @@ def _describe(plan: PodPlan) -> str:
         parts.append(f"delete {len(plan.deletions)} pod(s)")
     if plan.creations:
         parts.append(f"create {len(plan.creations)} pod(s)")
-    return "; ".join(parts) or "create missing Services"
+    return "; ".join(parts) or "create missing owned objects"
 
 
 def _decision_lines(plan: PodPlan, result: io.ApplyClusterResult) -> list[str]:

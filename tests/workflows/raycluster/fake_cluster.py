@@ -130,7 +130,7 @@ class FakeCluster:
             resources=DesiredResources(cpu="1"),
             pods=list(self.pods.values()),
             head_service=self.head_service,
-            missing_services=[] if self.head_service else [f"{self.name}-head-svc"],
+            missing_objects=[] if self.head_service else [f"Service/{self.name}-head-svc"],
         )
 
     @activity.defn(name=io.APPLY_CLUSTER)
@@ -138,7 +138,7 @@ class FakeCluster:
         if params.generation != self.generation:
             return io.ApplyClusterResult(stale=True)
         result = io.ApplyClusterResult()
-        if params.ensure_services:
+        if params.ensure_objects:
             self.head_service = ServiceView(name=f"{self.name}-head-svc", cluster_ip="None")
         if params.delete_all_reason:
             for name in self.live():
