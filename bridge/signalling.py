@@ -5,6 +5,12 @@ signal; a missing one is started and gets it first; a workflow that *completed* 
 finalized) is never resurrected by a late event, while a terminated or failed one restarts.
 Starting and signalling are idempotent, so two bridges, or a bridge replaying its list after a
 restart, cost extra signals and nothing else.
+
+How much of the spec travels: none. A signal carries the generation (and for owned objects
+their kinds and names), a few dozen bytes. The workflow reads the CR in the pass the signal
+triggers and keeps the spec in its state, so a spec — often 10–50 KB of pod templates — enters
+the history once per generation actually acted on, not once per signal: a burst of ten edits
+costs ten small signals and one spec. It also means the workflow never acts on a stale copy.
 """
 
 from __future__ import annotations
