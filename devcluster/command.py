@@ -7,9 +7,11 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from pathlib import Path
 
 from devcluster.faults import Faults
+from devcluster.kubelet import RUNTIMES, RuntimeUnavailable
 from devcluster.server import DevCluster
 
 
@@ -26,6 +28,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--fault-config", type=Path, default=None, help="JSON/YAML fault-injection rules"
     )
+    parser.add_argument(
+        "--runtime",
+        choices=RUNTIMES,
+        default="process",
+        help="how pods run: process (local processes, needs root) or simulated (no processes, "
+        "pods Ready after --ready-delay; for scale benchmarks)",
+    )
+    parser.add_argument(
+        "--ready-delay", type=float, default=1.0, help="simulated runtime: seconds to Ready"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -33,17 +45,30 @@ def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; return the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     faults = Faults.from_file(args.fault_config) if args.fault_config else None
-    asyncio.run(_serve(args.state_dir, args.port, faults))
+    try:
+        asyncio.run(_serve(args.state_dir, args.port, faults, args.runtime, args.ready_delay))
+    except RuntimeUnavailable as err:
+        print(f"devcluster: {err}", file=sys.stderr)
+        return 2
     return 0
 
 
-async def _serve(state_dir: Path, port: int, faults: Faults | None) -> None:
+async def _serve(
+    state_dir: Path, port: int, faults: Faults | None, runtime: str, ready_delay: float
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    cluster = DevCluster(state_dir, port, faults=faults)
+    cluster = DevCluster(
+        state_dir,
+        port,
+        faults=faults,
+        runtime=runtime,
+        ready_delay=ready_delay,
+        pod_network=runtime == "process",
+    )
     await cluster.start()
     print(f"devcluster serving on {cluster.url}; kubeconfig: {cluster.kubeconfig_path}", flush=True)
     try:

@@ -12,7 +12,7 @@ import base64
 import binascii
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,8 @@ from devcluster.kinds import Kind
 from devcluster.watching import WatchRequest, WatchStream
 
 JsonObject = dict[str, Any]
-LogSource = Callable[[JsonObject, str], str]  # (pod, container) -> log text
+# (request, pod, container) -> the log response; the kubelet serves follow/previous/tailLines
+LogServer = Callable[[web.Request, JsonObject, str], Awaitable[web.StreamResponse]]
 _SUBRESOURCE_METHODS = {"status": {"GET", "PUT", "PATCH"}, "log": {"GET"}, "finalize": {"PUT"}}
 _DEFAULT_WATCH_TIMEOUT = 1800.0
 
@@ -93,7 +94,7 @@ class Endpoints:
     def __init__(self, handler: Handler, bookmark_interval: float = 60.0) -> None:
         self.handler = handler
         self.bookmark_interval = bookmark_interval
-        self.logs: LogSource | None = None
+        self.logs: LogServer | None = None
         self._watches: set[asyncio.Task[Any]] = set()
 
     async def close_watches(self) -> None:
@@ -120,6 +121,8 @@ class Endpoints:
         verb = request_verb(method, target, request.query)
         if verb in ("watch", "list"):
             return await self._list_or_watch(request, target, verb, cut_watch_after)
+        if verb == "get" and target.subresource == "log":
+            return await self._log(request, target)
         if verb == "get":
             return self._get(request, target)
         if verb == "create":
@@ -181,27 +184,31 @@ class Endpoints:
 
     def _get(self, request: web.Request, target: Target) -> web.StreamResponse:
         obj = self.handler.get(target.kind, target.namespace, target.name)
-        if target.subresource == "log":
-            return web.Response(text=self._log(obj, request.query.get("container", "")))
         return self._render(request, target.kind, WriteResult(obj))
 
-    def _log(self, pod: JsonObject, container: str) -> str:
-        containers = [c.get("name", "") for c in pod.get("spec", {}).get("containers") or []]
+    async def _log(self, request: web.Request, target: Target) -> web.StreamResponse:
+        pod = self.handler.get(target.kind, target.namespace, target.name)
+        spec = pod.get("spec", {})
+        containers = [c.get("name", "") for c in spec.get("containers") or []]
+        container = request.query.get("container", "")
         name = container or (containers[0] if len(containers) == 1 else "")
+        pod_name = pod["metadata"]["name"]
         if not name:
-            pod_name = pod["metadata"]["name"]
             raise statuses.bad_request(
                 f"a container name must be specified for pod {pod_name}, choose one of: "
                 f"[{' '.join(containers)}]"
             )
+        known = containers + [c.get("name", "") for c in spec.get("initContainers") or []]
+        if name not in known:
+            raise statuses.bad_request(f"container {name} is not valid for pod {pod_name}")
         if self.logs is not None:
-            return self.logs(pod, name)
+            return await self.logs(request, pod, name)
         if pod.get("status", {}).get("phase", "Pending") == "Pending":
             raise statuses.bad_request(
                 f'container "{name}" in pod "{pod["metadata"]["name"]}" is waiting to start: '
                 "ContainerCreating"
             )
-        return ""
+        return web.Response(text="")
 
     def _matcher(self, request: web.Request, kind: Kind) -> selectors.Matcher:
         labels = selectors.parse_labels(request.query.get("labelSelector", ""))

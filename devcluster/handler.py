@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from devcluster import applying, decoding, lifecycle, patching, schemas, statuses, validation
@@ -60,7 +61,33 @@ def still_finalizing(kind: Kind, obj: JsonObject) -> bool:
     """Return whether anything still holds an object that is being deleted."""
     if obj["metadata"].get("finalizers"):
         return True
+    if not kind.group and kind.plural == "pods":  # its kubelet removes it once stopped
+        return int(obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
     return _is_namespace(kind) and bool(obj.get("spec", {}).get("finalizers"))
+
+
+def pod_grace_period(kind: Kind, pod: JsonObject, options: JsonObject) -> int:
+    """Return how long a deleted pod's kubelet may take to stop it (0: remove at once).
+
+    As kube-apiserver's pod strategy: the DeleteOptions' gracePeriodSeconds, else the pod's
+    terminationGracePeriodSeconds; 0 for a pod no kubelet runs (unscheduled) or that ended.
+    """
+    if kind.group or kind.plural != "pods" or not pod.get("spec", {}).get("nodeName"):
+        return 0
+    if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+        return 0
+    requested = options.get("gracePeriodSeconds")
+    if requested is None:
+        requested = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    return max(0, int(requested))
+
+
+def _with_grace(pod: JsonObject, grace: int) -> JsonObject:
+    # deletionTimestamp is when the grace period ends, as kube-apiserver sets it for pods.
+    deadline = datetime.now(UTC) + timedelta(seconds=grace)
+    pod["metadata"]["deletionTimestamp"] = deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+    pod["metadata"]["deletionGracePeriodSeconds"] = grace
+    return pod
 
 
 class Handler:
@@ -296,9 +323,16 @@ class Handler:
             )
         self._check_preconditions(kind, old, options.get("preconditions") or {})
         extra = self._propagation_finalizer(kind, old, options)
+        grace = pod_grace_period(kind, old, options)
+        base = old
         if old["metadata"].get("deletionTimestamp") and extra is None:
-            return WriteResult(self.served(kind, old))
-        obj = lifecycle.mark_deleting(old, extra)
+            pending = old["metadata"].get("deletionGracePeriodSeconds") or 0
+            if not grace < pending or dry_run:
+                return WriteResult(self.served(kind, old))
+            base = _with_grace(copy.deepcopy(old), grace)  # a shorter grace period wins
+        obj = lifecycle.mark_deleting(base, extra)
+        if grace > 0 and not old["metadata"].get("deletionTimestamp"):
+            _with_grace(obj, grace)
         if _is_namespace(kind):
             obj.setdefault("status", {})["phase"] = "Terminating"
         if dry_run:

@@ -19,6 +19,7 @@ from devcluster import discovery, statuses
 from devcluster.endpoints import Endpoints, Target
 from devcluster.faults import Faults
 from devcluster.kinds import KindTable
+from devcluster.networking import proxy_subresource
 from devcluster.openapi import OpenApiDocuments
 
 JsonObject = dict[str, Any]
@@ -93,11 +94,18 @@ def parse_path(kinds: KindTable, parts: list[str]) -> ParsedPath | None:
 class Routes:
     """Request entry points, bound to the cluster's kinds, endpoints and documents."""
 
-    def __init__(self, kinds: KindTable, endpoints: Endpoints, faults: Faults) -> None:
+    def __init__(
+        self,
+        kinds: KindTable,
+        endpoints: Endpoints,
+        faults: Faults,
+        proxy: proxy_subresource.ProxySubresource | None = None,
+    ) -> None:
         self._kinds = kinds
         self._endpoints = endpoints
         self._docs = OpenApiDocuments(kinds)
         self._faults = faults
+        self._proxy = proxy
 
     def app(self) -> web.Application:
         """Return the aiohttp application."""
@@ -139,6 +147,9 @@ class Routes:
         parts = [p for p in request.path.split("/") if p]
         if parts[0] not in ("api", "apis"):
             raise statuses.not_found_path()
+        # `/proxy` URLs go on past the subresource, so they are matched before resource URLs.
+        if self._proxy is not None and (proxied := proxy_subresource.parse(request.raw_path)):
+            return await self._proxy.serve(request, proxied)
         if len(parts) == 1 or (parts[0] == "apis" and len(parts) == 2):
             return self._discovery(request, parts)
         parsed = parse_path(self._kinds, parts)

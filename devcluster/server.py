@@ -24,10 +24,14 @@ from aiohttp import web
 from devcluster import crds, statuses
 from devcluster.builtin_kinds import builtin_kinds
 from devcluster.collector import Collector
+from devcluster.controllers import workload_controllers
 from devcluster.endpoints import Endpoints
 from devcluster.faults import Faults
 from devcluster.handler import Handler, WriteOptions
 from devcluster.kinds import KindTable
+from devcluster.kubelet import make_kubelet
+from devcluster.networking import network_controllers
+from devcluster.networking.proxy_subresource import ProxySubresource
 from devcluster.routes import Routes
 from devcluster.store import Event, Store
 
@@ -72,6 +76,10 @@ class DevCluster:
         history_limit: int = 100_000,
         bookmark_interval: float = 60.0,
         controllers: Sequence[Controller] = (),
+        pod_network: bool = False,
+        job_backoff: float = 10.0,
+        runtime: str | None = None,
+        ready_delay: float = 1.0,
     ) -> None:
         self.state_dir = Path(state_dir)
         self._port = port
@@ -80,7 +88,18 @@ class DevCluster:
         self.handler = Handler(self.store, self.kinds)
         self.endpoints = Endpoints(self.handler, bookmark_interval)
         self._faults = faults or Faults()
-        self._controllers: list[Controller] = [Collector(), *controllers]
+        # With `pod_network` (the process kubelet's bridge) Services also get DNS and ClusterIPs.
+        self.proxy = ProxySubresource(self.handler, pod_network=pod_network)
+        self._controllers: list[Controller] = [
+            Collector(),
+            *workload_controllers(job_backoff),
+            *network_controllers(self.state_dir, pod_network=pod_network),
+            *controllers,
+        ]
+        if runtime is not None:  # a node: the process kubelet, or the simulated one
+            kubelet = make_kubelet(runtime, self.state_dir, ready_delay=ready_delay)
+            self.endpoints.logs = kubelet.serve_log
+            self._controllers.append(kubelet)
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
 
@@ -108,7 +127,7 @@ class DevCluster:
         self._seed_namespaces()
         for controller in self._controllers:
             self._tasks.append(asyncio.create_task(self._run_controller(controller)))
-        app = Routes(self.kinds, self.endpoints, self._faults).app()
+        app = Routes(self.kinds, self.endpoints, self._faults, self.proxy).app()
         self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)
@@ -129,6 +148,7 @@ class DevCluster:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        await self.proxy.close()
         self.store.remove_listener(self._on_event)
         self.store.close()
 

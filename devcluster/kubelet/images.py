@@ -1,0 +1,98 @@
+"""Which local environment stands in for a container image.
+
+There is no container runtime here, so an image name selects a local environment instead:
+the PATH its commands resolve on, the environment variables the image would set, and the
+image's default command (its ENTRYPOINT/CMD) for containers that give none. `rayproject/ray`
+images run the locally installed Ray (the venv's bin dir comes first on PATH, so `ray`,
+`python` and `bash -c "... ray start ..."` resolve to it); `redis` images run Debian's
+`redis-server`. The table is data, so callers can map further images.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class ImageEnvironment:
+    """A local environment: PATH entries before the system's, env and the default command."""
+
+    path_prefix: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    entrypoint: tuple[str, ...] = ()
+    cmd: tuple[str, ...] = ()
+    home: str = "/root"  # where the pod's home directory appears (and HOME points)
+
+
+@dataclass(frozen=True)
+class ImageRule:
+    """Images whose repository (the name without tag or digest) starts with `prefix`."""
+
+    prefix: str
+    environment: ImageEnvironment
+
+
+@dataclass(frozen=True)
+class ImageMap:
+    """Image rules in order; the first whose prefix matches wins."""
+
+    rules: tuple[ImageRule, ...] = field(default_factory=tuple)
+    fallback: ImageEnvironment = ImageEnvironment()
+
+    def lookup(self, image: str) -> ImageEnvironment:
+        """Return the environment an image runs in."""
+        repository = repository_of(image)
+        for rule in self.rules:
+            if repository.startswith(rule.prefix):
+                return rule.environment
+        return self.fallback
+
+
+def repository_of(image: str) -> str:
+    """Return an image reference without tag, digest and the default registry prefixes."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        name = name[: len(name) - len(last)] + last.split(":", 1)[0]
+    for prefix in ("docker.io/library/", "docker.io/", "library/"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name
+
+
+def command_line(
+    environment: ImageEnvironment, command: Sequence[str], args: Sequence[str]
+) -> list[str]:
+    """Return argv as a container runtime builds it from the pod's command/args and the image.
+
+    `command` replaces the image's ENTRYPOINT and, when given without `args`, drops its CMD
+    too; `args` alone replaces only CMD.
+    """
+    if command:
+        return [*command, *args]
+    return [*environment.entrypoint, *(args or environment.cmd)]
+
+
+def default_image_map() -> ImageMap:
+    """Return the mapping devcluster uses: Ray images on this venv's Ray, Redis on Debian's."""
+    venv_bin = str(Path(sys.executable).parent)
+    ray = ImageEnvironment(path_prefix=(venv_bin,), cmd=("bash",), home="/home/ray")
+    redis = ImageEnvironment(cmd=("redis-server",))
+    return ImageMap(
+        rules=(
+            ImageRule("rayproject/ray", ray),
+            ImageRule("redis", redis),
+            ImageRule("bitnami/redis", redis),
+        ),
+        fallback=ImageEnvironment(path_prefix=(venv_bin,)),
+    )
+
+
+def path_for(environment: ImageEnvironment) -> str:
+    """Return the PATH a container of this environment starts with."""
+    return ":".join([*environment.path_prefix, SYSTEM_PATH])

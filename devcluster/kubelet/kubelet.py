@@ -1,0 +1,231 @@
+"""The kubelet controller: binds pods to the one node, runs them, writes status, removes them.
+
+It is scheduler and kubelet in one, as devcluster has one node (`devcluster`, address
+10.244.0.1): a pending pod is bound to it, gets a pod IP, and a runtime runs its containers.
+Status is computed from the runtime's container records (`status.pod_status`) and written
+through the handler's status verb, so watchers see it as they would a real kubelet's. A
+deleted pod (deletionTimestamp set, see the handler's graceful deletion) is stopped within its
+grace period and then removed with a grace-0 delete, as the real kubelet does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from devcluster import statuses
+from devcluster.handler import Handler, WriteOptions
+from devcluster.kinds import Kind
+from devcluster.kubelet import logs, network, status, volumes
+from devcluster.kubelet.runtime import PodContext, Runtime
+from devcluster.lifecycle import now_rfc3339
+from devcluster.store import Event
+
+JsonObject = dict[str, Any]
+log = logging.getLogger(__name__)
+NODE_NAME = "devcluster"
+_PODS = "/pods"
+
+
+class Kubelet:
+    """The node agent of devcluster's one node, over a pluggable runtime."""
+
+    def __init__(self, runtime: Runtime, state_dir: Path) -> None:
+        self.runtime = runtime
+        self.state_dir = Path(state_dir)
+        self.ips = network.IpAllocator(spread=runtime.name == "process")
+        self._handler: Handler | None = None
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._contexts: dict[str, PodContext] = {}
+        self._finished: set[str] = set()
+
+    @property
+    def handler(self) -> Handler:
+        """The handler the kubelet reads and writes through."""
+        assert self._handler is not None, "kubelet is not running"
+        return self._handler
+
+    def _pod_kind(self) -> Kind:
+        kind = self.handler.kinds.get("", "v1", "pods")
+        assert kind is not None
+        return kind
+
+    async def run(self, handler: Handler) -> None:
+        """Run pods until cancelled; then stop them all and tear the node down."""
+        self._handler = handler
+        await asyncio.to_thread(self.runtime.setup, self.state_dir)
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        listener = lambda e: queue.put_nowait(e) if e.resource == _PODS else None  # noqa: E731
+        handler.store.add_listener(listener)
+        try:
+            for pod in handler.store.objects(_PODS):
+                self._react("ADDED", pod)
+            while True:
+                event = await queue.get()
+                self._react(event.type, event.obj)
+        finally:
+            handler.store.remove_listener(listener)
+            await self._stop_all()
+            await asyncio.to_thread(self.runtime.teardown)
+
+    async def _stop_all(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _react(self, event_type: str, pod: JsonObject) -> None:
+        meta, spec = pod["metadata"], pod.get("spec", {})
+        uid, deleting = meta.get("uid", ""), bool(meta.get("deletionTimestamp"))
+        if event_type == "DELETED":
+            if task := self._tasks.get(uid):
+                task.cancel()  # removed without waiting (grace 0): kill at once
+            self._finished.discard(uid)
+            return
+        node = spec.get("nodeName")
+        if not node and not deleting:
+            self._bind(pod)
+        elif node != NODE_NAME:
+            return
+        elif deleting:
+            if uid in self._contexts:
+                self._contexts[uid].terminating.set()
+            elif uid not in self._tasks:
+                self._remove(pod)
+        elif uid not in self._tasks and uid not in self._finished:
+            self._tasks[uid] = asyncio.create_task(self._run_pod(pod))
+
+    def _bind(self, pod: JsonObject) -> None:
+        bound = copy.deepcopy(pod)
+        bound["spec"]["nodeName"] = NODE_NAME
+        bound["metadata"].pop("resourceVersion", None)
+        meta = pod["metadata"]
+        try:
+            self.handler.update(
+                self._pod_kind(), meta["namespace"], meta["name"], "", bound, WriteOptions()
+            )
+        except statuses.ApiError as err:
+            log.debug("binding %s failed: %s", meta["name"], err)
+
+    def _remove(self, pod: JsonObject) -> None:
+        meta = pod["metadata"]
+        options = {"gracePeriodSeconds": 0, "preconditions": {"uid": meta.get("uid")}}
+        with contextlib.suppress(statuses.ApiError):
+            self.handler.delete(self._pod_kind(), meta["namespace"], meta["name"], options)
+
+    def _current(self, namespace: str, name: str, uid: str) -> JsonObject | None:
+        pod = self.handler.store.get(_PODS, namespace, name)
+        return pod if pod is not None and pod["metadata"].get("uid") == uid else None
+
+    def _lookup(self, namespace: str) -> Any:
+        def lookup(kind: str, name: str) -> Mapping[str, bytes] | None:
+            resource = "/configmaps" if kind == "configMap" else "/secrets"
+            return volumes.source_data(kind, self.handler.store.get(resource, namespace, name))
+
+        return lookup
+
+    async def _run_pod(self, pod: JsonObject) -> None:
+        meta = pod["metadata"]
+        namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
+        ip = self.ips.allocate()
+        ctx = PodContext(
+            uid=uid,
+            ip=ip,
+            pod_dir=self.state_dir / "pods" / uid,
+            current=lambda: self._current(namespace, name, uid),
+            publish=lambda inits, records: self._publish(ctx, inits, records),
+            lookup=self._lookup(namespace),
+            last=pod,
+        )
+        self._contexts[uid] = ctx
+        try:
+            await self.runtime.run_pod(ctx)
+            self._finished.add(uid)
+            await ctx.terminating.wait()  # a completed pod stays until it is deleted
+            self._remove(ctx.pod())
+        except Exception as err:  # a pod that cannot start must not stop the kubelet
+            log.exception("pod %s/%s failed to run", namespace, name)
+            self._publish_failure(ctx, str(err))
+            self._finished.add(uid)
+        finally:
+            self.ips.release(ip)
+            self._contexts.pop(uid, None)
+            self._tasks.pop(uid, None)
+            if self._current(namespace, name, uid) is None:
+                await asyncio.to_thread(shutil.rmtree, ctx.pod_dir, True)
+
+    def _publish(
+        self,
+        ctx: PodContext,
+        inits: Sequence[status.ContainerRecord],
+        records: Sequence[status.ContainerRecord],
+    ) -> None:
+        pod = ctx.current()
+        if pod is None:
+            return
+        new = status.pod_status(pod, inits, records, ctx.ip, network.HOST_IP, now_rfc3339())
+        self._write_status(pod, new)
+
+    def _publish_failure(self, ctx: PodContext, message: str) -> None:
+        pod = ctx.current()
+        if pod is not None:
+            previous = pod.get("status") or {}
+            self._write_status(
+                pod, {**previous, "phase": "Failed", "reason": "StartError", "message": message}
+            )
+
+    def _write_status(self, pod: JsonObject, new: JsonObject) -> None:
+        if pod.get("status") == new:
+            return
+        body = {**pod, "metadata": {**pod["metadata"]}, "status": new}
+        body["metadata"].pop("resourceVersion", None)
+        meta = pod["metadata"]
+        try:
+            self.handler.update(
+                self._pod_kind(), meta["namespace"], meta["name"], "status", body, WriteOptions()
+            )
+        except statuses.ApiError as err:
+            log.debug("status of %s not written: %s", meta["name"], err)
+
+    async def serve_log(
+        self, request: web.Request, pod: JsonObject, container: str
+    ) -> web.StreamResponse:
+        """Serve `GET pods/<name>/log` from the captured output (follow, previous, tailLines)."""
+        ctx = self._contexts.get(pod["metadata"].get("uid", ""))
+        previous = request.query.get("previous") in ("true", "1")
+        path = self.runtime.log_file(ctx, container, previous) if ctx else None
+        if path is None:
+            raise statuses.bad_request(_no_log_message(pod, container, previous))
+        tail = request.query.get("tailLines")
+        text = await asyncio.to_thread(path.read_bytes)
+        if request.query.get("follow") not in ("true", "1") or previous:
+            return web.Response(
+                body=logs.tail(text, int(tail) if tail else None), content_type="text/plain"
+            )
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        await response.write(logs.tail(text, int(tail) if tail else None))
+        assert ctx is not None
+        async for chunk in logs.follow(
+            path, len(text), lambda: self.runtime.writing(ctx, container)
+        ):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+
+
+def _no_log_message(pod: JsonObject, container: str, previous: bool) -> str:
+    name = pod["metadata"]["name"]
+    if previous:
+        return f'previous terminated container "{container}" in pod "{name}" not found'
+    return f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'

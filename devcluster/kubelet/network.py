@@ -1,0 +1,189 @@
+"""Pod networking for the process kubelet: one host bridge, one network namespace per pod.
+
+Every pod gets its own IP and port space, as on a real node, so two Ray heads can both listen
+on 6379 and 8265 (Ray's GCS binds all interfaces, so loopback aliases would not keep them
+apart). The layout is the one CNI's bridge plugin produces: a bridge `krt0` holding the node
+address 10.244.0.1/16, and per pod a veth pair whose inner end is `eth0` in the pod's network
+namespace with the pod IP and a default route via the bridge. All names start with `krt` so a
+crashed run's leftovers can be found and removed on the next start.
+
+Part B (Services) adds ClusterIPs to the bridge, hence `BRIDGE_NAME` and an idempotent
+`ensure_bridge()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import random
+import subprocess
+from pathlib import Path
+
+BRIDGE_NAME = "krt0"
+POD_CIDR = ipaddress.IPv4Network("10.244.0.0/16")
+HOST_IP = "10.244.0.1"  # the node's address on the pod network; also status.hostIP
+NETNS_PREFIX = "krt-"
+VETH_PREFIX = "krtv"
+_NETNS_DIR = "/run/netns"
+_OWNERS = Path("/run/devcluster-netns")  # netns name -> PID of the devcluster that made it
+
+
+class RuntimeUnavailable(RuntimeError):
+    """The process runtime cannot run here; the message says what to do instead."""
+
+
+class IpAllocator:
+    """Pod IPs from the pod CIDR, handed out next-fit so a freed IP is not reused at once."""
+
+    def __init__(self, network: ipaddress.IPv4Network = POD_CIDR, spread: bool = False) -> None:
+        self._network = network
+        self._first = int(network.network_address) + 2  # .0 is the network, .1 the node
+        self._last = int(network.broadcast_address) - 1
+        self._next = self._first
+        if spread:  # another devcluster may share the bridge: start somewhere else than it
+            self._next = random.randint(self._first, self._last)
+        self._taken: set[int] = set()
+
+    def allocate(self) -> str:
+        """Return a free address, or raise RuntimeError when the CIDR is exhausted."""
+        size = self._last - self._first + 1
+        for step in range(size):
+            candidate = self._first + (self._next - self._first + step) % size
+            if candidate not in self._taken:
+                self._taken.add(candidate)
+                self._next = candidate + 1 if candidate < self._last else self._first
+                return str(ipaddress.IPv4Address(candidate))
+        raise RuntimeError(f"pod CIDR {self._network} is exhausted")
+
+    def reserve(self, ip: str) -> None:
+        """Mark an address as used (a pod that kept its IP across a restart)."""
+        self._taken.add(int(ipaddress.IPv4Address(ip)))
+
+    def release(self, ip: str) -> None:
+        """Return an address to the pool."""
+        self._taken.discard(int(ipaddress.IPv4Address(ip)))
+
+
+def netns_name(pod_uid: str) -> str:
+    """Return the network namespace name of a pod."""
+    return NETNS_PREFIX + pod_uid.replace("-", "")[:12]
+
+
+def veth_name(pod_uid: str) -> str:
+    """Return the host-side veth name of a pod (interface names are at most 15 bytes)."""
+    return VETH_PREFIX + pod_uid.replace("-", "")[:11]
+
+
+def netns_path(pod_uid: str) -> str:
+    """Return the file `nsenter --net=` takes for a pod's network namespace."""
+    return f"{_NETNS_DIR}/{netns_name(pod_uid)}"
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+def check_privileges() -> None:
+    """Raise RuntimeUnavailable unless network namespaces can be created here."""
+    hint = "run as root, or use --runtime simulated"
+    if os.geteuid() != 0:
+        raise RuntimeUnavailable(
+            f"the process runtime needs root for pod network namespaces; {hint}"
+        )
+    probe = f"{NETNS_PREFIX}probe{os.getpid()}"
+    try:
+        result = _ip("netns", "add", probe, check=False)
+    except FileNotFoundError as err:
+        raise RuntimeUnavailable(
+            f"the process runtime needs iproute2 (`ip`): {err}; {hint}"
+        ) from err
+    if result.returncode != 0:
+        reason = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "failed"
+        raise RuntimeUnavailable(f"cannot create network namespaces ({reason}); {hint}")
+    _ip("netns", "delete", probe, check=False)
+
+
+def ensure_bridge() -> None:
+    """Create the bridge with the node address if it is missing; safe to call repeatedly."""
+    if _ip("link", "show", BRIDGE_NAME, check=False).returncode != 0:
+        _ip("link", "add", BRIDGE_NAME, "type", "bridge", check=False)
+    addresses = _ip("-o", "addr", "show", "dev", BRIDGE_NAME).stdout
+    if f" {HOST_IP}/" not in addresses:
+        _ip("addr", "add", f"{HOST_IP}/{POD_CIDR.prefixlen}", "dev", BRIDGE_NAME, check=False)
+    _ip("link", "set", BRIDGE_NAME, "up")
+
+
+def _owner_alive(netns: str) -> bool:
+    try:
+        pid = int((_OWNERS / netns).read_text())
+    except (OSError, ValueError):
+        return False
+    if pid == os.getpid():
+        return False
+    return Path(f"/proc/{pid}").exists()
+
+
+def remove_leftovers(bridge: bool = True) -> None:
+    """Delete the pod namespaces (with their veths) of devclusters that are no longer running.
+
+    Several devclusters may share the machine (tests in parallel), so a namespace whose owner
+    process is alive is left alone, and the bridge goes only when no such namespace remains.
+    """
+    names = [n.split(" ")[0] for n in _ip("netns", "list", check=False).stdout.splitlines()]
+    kept = 0
+    for name in names:
+        if not name.startswith(NETNS_PREFIX):
+            continue
+        if _owner_alive(name):
+            kept += 1
+            continue
+        _ip("netns", "delete", name, check=False)
+        (_OWNERS / name).unlink(missing_ok=True)
+    if bridge and not kept:
+        _ip("link", "delete", BRIDGE_NAME, check=False)
+
+
+def _record_owner(netns: str) -> None:
+    _OWNERS.mkdir(parents=True, exist_ok=True)
+    (_OWNERS / netns).write_text(str(os.getpid()))
+
+
+def sandbox_commands(pod_uid: str, ip: str) -> list[list[str]]:
+    """Return the `ip` invocations that give a pod its namespace, eth0, IP and route."""
+    ns, host_end = netns_name(pod_uid), veth_name(pod_uid)
+    inner = "krti" + pod_uid.replace("-", "")[:11]
+    return [
+        ["netns", "add", ns],
+        ["link", "add", host_end, "type", "veth", "peer", "name", inner, "netns", ns],
+        ["link", "set", host_end, "master", BRIDGE_NAME, "up"],
+        ["-n", ns, "link", "set", inner, "name", "eth0"],
+        ["-n", ns, "addr", "add", f"{ip}/{POD_CIDR.prefixlen}", "dev", "eth0"],
+        ["-n", ns, "link", "set", "eth0", "up"],
+        ["-n", ns, "link", "set", "lo", "up"],
+        ["-n", ns, "route", "add", "default", "via", HOST_IP],
+    ]
+
+
+async def create_sandbox(pod_uid: str, ip: str) -> None:
+    """Create a pod's network namespace with its IP (removing a stale one first)."""
+    await delete_sandbox(pod_uid)
+    await asyncio.to_thread(_record_owner, netns_name(pod_uid))
+    for args in sandbox_commands(pod_uid, ip):
+        await _run_ip(args)
+
+
+async def delete_sandbox(pod_uid: str) -> None:
+    """Remove a pod's network namespace; its veth pair goes with it."""
+    await _run_ip(["link", "delete", veth_name(pod_uid)], check=False)
+    await _run_ip(["netns", "delete", netns_name(pod_uid)], check=False)
+    (_OWNERS / netns_name(pod_uid)).unlink(missing_ok=True)
+
+
+async def _run_ip(args: list[str], check: bool = True) -> None:
+    process = await asyncio.create_subprocess_exec(
+        "ip", *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await process.communicate()
+    if check and process.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {err.decode().strip()}")

@@ -1,0 +1,185 @@
+"""Pod volumes on the host, and the mount script that shows them where containers expect them.
+
+Each container runs in its own mount namespace, so `/tmp` (Ray keeps its session in
+`/tmp/ray`), `/etc/hosts` (part B's cluster hosts file) and every `volumeMounts[].mountPath`
+are what the container sees, while the host keeps its own. Volume contents live under the
+pod's directory: emptyDir as a directory, configMap and secret as files (one per key, or as
+`items` lists them), persistentVolumeClaim as a directory per claim that outlives the pod,
+plus the service-account files at /var/run/secrets/kubernetes.io/serviceaccount.
+
+The script is built as text (pure) and runs as the container's first process, before its
+command is exec'd. It works from the pod directory with relative paths, because bind-mounting
+the private `/tmp` can hide a state directory that itself lives under /tmp.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+JsonObject = dict[str, Any]
+# (source kind "configMap" or "secret", name) -> key/bytes data, None when missing
+SourceLookup = Callable[[str, str], Mapping[str, bytes] | None]
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+_SA_VOLUME = "kube-api-access-devcluster"
+
+
+class VolumeError(Exception):
+    """A volume cannot be set up (FailedMount): the pod stays ContainerCreating."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One bind mount: a path relative to the pod directory onto a container path."""
+
+    source: str
+    target: str
+    read_only: bool = False
+    is_file: bool = False
+
+
+def source_data(kind: str, obj: JsonObject | None) -> dict[str, bytes] | None:
+    """Return the key/bytes data of a ConfigMap or Secret object."""
+    if obj is None:
+        return None
+    data: dict[str, bytes] = {}
+    if kind == "secret":
+        for key, value in (obj.get("data") or {}).items():
+            data[key] = base64.b64decode(value)
+        for key, value in (obj.get("stringData") or {}).items():
+            data[key] = str(value).encode()
+        return data
+    for key, value in (obj.get("data") or {}).items():
+        data[key] = str(value).encode()
+    for key, value in (obj.get("binaryData") or {}).items():
+        data[key] = base64.b64decode(value)
+    return data
+
+
+def _write_files(directory: Path, files: Mapping[str, bytes]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for relative, content in files.items():
+        path = directory / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+
+
+def _keyed_files(volume: JsonObject, kind: str, lookup: SourceLookup) -> dict[str, bytes]:
+    spec = volume[kind]
+    name = spec.get("name") or spec.get("secretName", "")
+    data = lookup(kind, name)
+    if data is None:
+        if spec.get("optional"):
+            return {}
+        what = "configmap" if kind == "configMap" else "secret"
+        raise VolumeError(f'{what} "{name}" not found')
+    items = spec.get("items")
+    if not items:
+        return dict(data)
+    missing = [i["key"] for i in items if i["key"] not in data]
+    if missing and not spec.get("optional"):
+        raise VolumeError(f"configmap references non-existent config key: {missing[0]}")
+    return {i["path"]: data[i["key"]] for i in items if i["key"] in data}
+
+
+def prepare_volumes(
+    pod: JsonObject, pod_dir: Path, claims_dir: Path, lookup: SourceLookup
+) -> dict[str, Path]:
+    """Create every volume of a pod on the host; return volume name -> host path."""
+    paths: dict[str, Path] = {}
+    for volume in pod.get("spec", {}).get("volumes") or []:
+        name = volume["name"]
+        path = pod_dir / "volumes" / name
+        if "emptyDir" in volume:
+            path.mkdir(parents=True, exist_ok=True)
+        elif "configMap" in volume or "secret" in volume:
+            kind = "configMap" if "configMap" in volume else "secret"
+            _write_files(path, _keyed_files(volume, kind, lookup))
+        elif "persistentVolumeClaim" in volume:
+            claim = volume["persistentVolumeClaim"].get("claimName", "")
+            path = claims_dir / pod["metadata"].get("namespace", "") / claim
+            path.mkdir(parents=True, exist_ok=True)
+        elif "hostPath" in volume:
+            path = Path(volume["hostPath"].get("path", "/"))
+        else:
+            raise VolumeError(
+                f"volume {name!r}: only emptyDir, configMap, secret, "
+                "persistentVolumeClaim and hostPath are supported"
+            )
+        paths[name] = path
+    if pod.get("spec", {}).get("automountServiceAccountToken", True):
+        namespace = pod["metadata"].get("namespace", "default")
+        files = {"token": b"devcluster", "namespace": namespace.encode(), "ca.crt": b""}
+        _write_files(pod_dir / "volumes" / _SA_VOLUME, files)
+        paths[_SA_VOLUME] = pod_dir / "volumes" / _SA_VOLUME
+    return paths
+
+
+def container_mounts(
+    container: JsonObject, volumes: Mapping[str, Path], pod_dir: Path
+) -> list[Mount]:
+    """Return the bind mounts of one container, in the order they must be made."""
+    mounts: list[Mount] = []
+    for mount in container.get("volumeMounts") or []:
+        host = volumes.get(mount.get("name", ""))
+        if host is None:
+            raise VolumeError(f"volume {mount.get('name')!r} is not defined in the pod")
+        sub = mount.get("subPath") or ""
+        source = host / sub if sub else host
+        mounts.append(
+            Mount(
+                os.path.relpath(source, pod_dir),
+                mount["mountPath"],
+                bool(mount.get("readOnly")),
+                bool(sub) and source.is_file(),
+            )
+        )
+    taken = {m.target.rstrip("/") for m in mounts}
+    if _SA_VOLUME in volumes and SERVICE_ACCOUNT_DIR not in taken:
+        mounts.append(
+            Mount(os.path.relpath(volumes[_SA_VOLUME], pod_dir), SERVICE_ACCOUNT_DIR, True)
+        )
+    # Parents before children, so a mount at /tmp/ray lands on the private /tmp.
+    return sorted(mounts, key=lambda m: m.target.rstrip("/").count("/"))
+
+
+def resolv_conf(namespace: str) -> str:
+    """Return a pod's /etc/resolv.conf: cluster search domains and no reachable nameserver.
+
+    Names resolve from the cluster hosts file; a nameserver on the pod's own loopback fails
+    at once, where the host's nameserver (unreachable from the pod network) would time out.
+    """
+    search = f"{namespace}.svc.cluster.local svc.cluster.local cluster.local"
+    return f"search {search}\nnameserver 127.0.0.1\noptions ndots:5 timeout:1 attempts:1\n"
+
+
+def mount_script(
+    pod_dir: Path,
+    tmp_dir: str,
+    mounts: list[Mount],
+    hosts_file: str,
+    hostname: str,
+    workdir: str,
+) -> str:
+    """Return the shell that sets up a container's view, then execs its command ("$@")."""
+    q = shlex.quote
+    lines = ["set -e", f"cd {q(str(pod_dir))}", f"mount --bind {q(tmp_dir)} /tmp"]
+    for mount in mounts:
+        target = q(mount.target)
+        if mount.is_file:
+            lines.append(f"[ -e {target} ] || {{ mkdir -p $(dirname {target}); : > {target}; }}")
+        else:
+            lines.append(f"mkdir -p {target}")
+        options = "bind,ro" if mount.read_only else "bind"
+        lines.append(f"mount -o {options} {q(mount.source)} {target}")
+    lines.append(f"mount -o bind,ro {q(hosts_file)} /etc/hosts")
+    lines.append("mount -o bind,ro resolv.conf /etc/resolv.conf")
+    lines.append(f"hostname {q(hostname)}")
+    lines.append(f"mkdir -p {q(workdir)} && cd {q(workdir)}")
+    lines.append('exec "$@"')
+    return "\n".join(lines)

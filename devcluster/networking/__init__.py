@@ -1,0 +1,30 @@
+"""Services networking inside devcluster: endpoints, cluster DNS, ClusterIPs and `/proxy`.
+
+What kube-controller-manager's endpoint controllers, CoreDNS, kube-proxy and kube-apiserver's
+proxy subresources do on a real cluster, reduced to what Ray pods and our operator use. The
+endpoint controllers always run; the hosts file and ClusterIP listeners only when pods have a
+real network (the process kubelet's bridge), not with the simulated runtime.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from devcluster.controllers.reconciling import Loop
+from devcluster.networking.endpoint_slices import EndpointsController
+from devcluster.networking.hosts import HostsWriter
+from devcluster.networking.service_proxy import ServiceProxy
+
+
+def hosts_path(state_dir: Path) -> Path:
+    """Return where the hosts file pods mount as /etc/hosts lives."""
+    return Path(state_dir) / "net" / "hosts"
+
+
+def network_controllers(state_dir: Path, *, pod_network: bool) -> list[Any]:
+    """Return the Services controllers to run; with `pod_network`, also DNS and ClusterIPs."""
+    controllers: list[Any] = [Loop(EndpointsController())]
+    if pod_network:
+        controllers += [HostsWriter(hosts_path(state_dir)), ServiceProxy()]
+    return controllers

@@ -1,0 +1,116 @@
+"""The cluster's DNS as a hosts file: what pods resolve `<svc>.<ns>.svc.cluster.local` with.
+
+There is no cluster DNS server here; instead the process kubelet bind-mounts
+`<state_dir>/net/hosts` as each pod's `/etc/hosts`. It holds every Service's names (the
+ClusterIP, or for a headless Service one line per ready or published endpoint, as CoreDNS
+answers) and the `<hostname>.<subdomain>.<ns>.svc.cluster.local` name of pods that set both.
+A bind mount pins the file's inode, so the file is rewritten in place, never replaced.
+
+`hosts_file` is pure and table-tested; `HostsWriter` rewrites the file when it changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from devcluster.handler import Handler
+from devcluster.networking.endpoint_slices import PODS, SERVICE_NAME, SERVICES, SLICES
+from devcluster.store import Event
+
+JsonObject = dict[str, Any]
+DOMAIN = "cluster.local"
+HEADER = "# Written by devcluster: Services and pod hostnames, as cluster DNS would answer.\n"
+
+
+def service_names(namespace: str, name: str) -> list[str]:
+    """Return the names a Service answers to from inside the cluster."""
+    return [f"{name}.{namespace}.svc.{DOMAIN}", f"{name}.{namespace}.svc", f"{name}.{namespace}"]
+
+
+def _headless_ips(service: JsonObject, slices: list[JsonObject]) -> list[str]:
+    meta = service["metadata"]
+    ips: set[str] = set()
+    for body in slices:
+        labels = body["metadata"].get("labels") or {}
+        if body["metadata"].get("namespace") != meta.get("namespace"):
+            continue
+        if labels.get(SERVICE_NAME) != meta["name"]:
+            continue
+        for endpoint in body.get("endpoints") or []:
+            if (endpoint.get("conditions") or {}).get("ready", True):
+                ips.update(endpoint.get("addresses") or [])
+    return sorted(ips)
+
+
+def hosts_file(services: list[JsonObject], slices: list[JsonObject], pods: list[JsonObject]) -> str:
+    """Return the hosts file content for these Services, slices and pods."""
+    lines = [HEADER, "127.0.0.1\tlocalhost\n"]
+    for service in services:
+        meta, spec = service["metadata"], service.get("spec") or {}
+        names = service_names(meta.get("namespace", ""), meta["name"])
+        cluster_ip = spec.get("clusterIP")
+        if spec.get("type") == "ExternalName":
+            continue
+        ips = [cluster_ip] if cluster_ip and cluster_ip != "None" else []
+        for ip in ips or _headless_ips(service, slices):
+            lines.append(f"{ip}\t{' '.join(names)}\n")
+    for pod in pods:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        hostname, subdomain, ip = spec.get("hostname"), spec.get("subdomain"), status.get("podIP")
+        if hostname and subdomain and ip and status.get("phase") not in ("Succeeded", "Failed"):
+            namespace = pod["metadata"].get("namespace", "")
+            lines.append(f"{ip}\t{hostname}.{subdomain}.{namespace}.svc.{DOMAIN}\n")
+    return "".join(lines)
+
+
+def write_in_place(path: Path, content: str) -> None:
+    """Replace a file's content without replacing the file (its inode stays bind-mounted)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        # One write: a reader sees the old content, an empty file for an instant, or the new.
+        written = os.write(fd, data)
+        while written < len(data):
+            written += os.write(fd, data[written:])
+    finally:
+        os.close(fd)
+
+
+class HostsWriter:
+    """Rewrites the hosts file whenever a Service, slice or pod hostname changes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._written: str | None = None
+
+    def __repr__(self) -> str:
+        return f"HostsWriter({self.path})"
+
+    async def run(self, handler: Handler) -> None:
+        """Keep the file current until cancelled."""
+        changed = asyncio.Event()
+
+        def listen(event: Event) -> None:
+            if event.resource in (SERVICES, SLICES, PODS):
+                changed.set()
+
+        handler.store.add_listener(listen)
+        try:
+            while True:
+                self.refresh(handler)
+                await changed.wait()
+                changed.clear()
+        finally:
+            handler.store.remove_listener(listen)
+
+    def refresh(self, handler: Handler) -> None:
+        """Write the file if its content changed since the last write."""
+        store = handler.store
+        content = hosts_file(store.objects(SERVICES), store.objects(SLICES), store.objects(PODS))
+        if content != self._written:
+            write_in_place(self.path, content)
+            self._written = content

@@ -1,0 +1,163 @@
+"""The process kubelet driven by real kubectl: real Ray heads side by side, probes, deletion.
+
+Needs root (network namespaces); skipped otherwise. Every pod is deleted by the test and the
+fixture stops the cluster, which kills whatever is left; the tests check the process table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from devcluster.kubelet import network
+from devcluster.server import DevCluster
+from tests.devcluster.conftest import Kubectl
+from tests.eventually import eventually
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the process runtime needs root")
+RAY_ENV = [{"name": "RAY_memory_monitor_refresh_ms", "value": "0"}]
+
+
+@pytest_asyncio.fixture
+async def node(tmp_path: Path) -> AsyncIterator[tuple[DevCluster, Kubectl]]:
+    cluster = DevCluster(tmp_path / "state", runtime="process", pod_network=True)
+    await cluster.start()
+    try:
+        yield cluster, Kubectl(cluster.kubeconfig_path, tmp_path / "cache")
+    finally:
+        await cluster.stop()
+
+
+def _pod(name: str, command: str, **container: object) -> str:
+    spec = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": 5,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "rayproject/ray:2.41.0",
+                    "command": ["/bin/bash", "-c", "--", command],
+                    "env": RAY_ENV,
+                    **container,
+                }
+            ],
+        },
+    }
+    return json.dumps(spec)
+
+
+def _alive(pids: list[int]) -> list[int]:
+    return [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+
+
+def _netns_pids(uid: str) -> list[int]:
+    result = subprocess.run(
+        ["ip", "netns", "pids", network.netns_name(uid)], capture_output=True, text=True
+    )
+    return [int(p) for p in result.stdout.split()]
+
+
+async def _pod_json(kubectl: Kubectl, name: str) -> dict[str, object]:
+    result = await kubectl.run("get", "pod", name, "-o", "json")
+    return json.loads(result.out) if result.code == 0 else {}
+
+
+@pytest.mark.slow
+async def test_two_ray_clusters_side_by_side(node: tuple[DevCluster, Kubectl]) -> None:
+    _, kubectl = node
+    head = (
+        "ulimit -n 65536; ray start --head --num-cpus=1 --include-dashboard=false "
+        "--dashboard-agent-listen-port=52365 --block"
+    )
+    probe = {
+        "exec": {"command": ["bash", "-c", "ray health-check --address 127.0.0.1:6379"]},
+        "periodSeconds": 2,
+        "timeoutSeconds": 10,
+    }
+    for name in ("head-a", "head-b"):
+        await kubectl.ok("apply", "-f", "-", stdin=_pod(name, head, readinessProbe=probe))
+    for name in ("head-a", "head-b"):
+        await kubectl.ok("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s")
+    pod_a = await _pod_json(kubectl, "head-a")
+    ip_a = pod_a["status"]["podIP"]  # type: ignore[index]
+    ip_b = (await _pod_json(kubectl, "head-b"))["status"]["podIP"]  # type: ignore[index]
+    assert ip_a != ip_b and str(ip_a).startswith("10.244.")
+    worker = f"ray start --address={ip_a}:6379 --num-cpus=1 --block"
+    await kubectl.ok("apply", "-f", "-", stdin=_pod("worker-a", worker))
+
+    await eventually(lambda: _ray_nodes(ip_a) == 2, within=90, message="worker joining head-a")
+    assert _ray_nodes(ip_b) == 1
+    logs = await kubectl.ok("logs", "head-a")
+    assert "Ray runtime started" in logs
+    uid = str(pod_a["metadata"]["uid"])  # type: ignore[index]
+    in_pod = _netns_pids(uid)
+    assert len(in_pod) > 3  # ray start, gcs_server, raylet, ...
+    await kubectl.ok("delete", "pod", "worker-a", "head-a", "head-b", "--timeout=60s")
+    assert _alive(in_pod) == []
+    assert _netns_pids(uid) == []
+
+
+def _ray_nodes(ip: str) -> int:
+    # `ray status` asks the GCS on the head pod's IP from the host (no dashboard needed).
+    ray = str(Path(sys.executable).parent / "ray")
+    result = subprocess.run(
+        [ray, "status", "--address", f"{ip}:6379"], capture_output=True, text=True, timeout=60
+    )
+    active = (
+        result.stdout.split("Active:")[-1].split("Pending:")[0]
+        if "Active:" in result.stdout
+        else ""
+    )
+    return active.count("node_")
+
+
+async def test_probes_restart_and_logs(node: tuple[DevCluster, Kubectl]) -> None:
+    _, kubectl = node
+    # Ready while /tmp/ready exists; live until /tmp/dead appears (a fresh /tmp per restart).
+    command = (
+        "echo attempt-start; touch /tmp/ready; while [ ! -f /tmp/flip ]; do sleep 0.2; done; "
+        "rm /tmp/ready; sleep 1; touch /tmp/dead; exec sleep 1000"
+    )
+
+    def exec_probe(test: str) -> dict[str, object]:
+        return {
+            "exec": {"command": ["sh", "-c", test]},
+            "periodSeconds": 1,
+            "failureThreshold": 1,
+        }
+
+    pod = _pod(
+        "probed",
+        command,
+        readinessProbe=exec_probe("test -f /tmp/ready"),
+        livenessProbe=exec_probe("test ! -f /tmp/dead"),
+    )
+    await kubectl.ok("apply", "-f", "-", stdin=pod)
+    await kubectl.ok("wait", "--for=condition=Ready", "pod/probed", "--timeout=30s")
+    uid = str((await _pod_json(kubectl, "probed"))["metadata"]["uid"])  # type: ignore[index]
+    tmp = node[0].state_dir / "pods" / uid / "containers" / "main" / "tmp-0"
+    (tmp / "flip").touch()  # the container's /tmp, seen from the host
+    await kubectl.ok("wait", "--for=condition=Ready=false", "pod/probed", "--timeout=30s")
+
+    async def restarted() -> bool:
+        pod = await _pod_json(kubectl, "probed")
+        statuses = pod.get("status", {}).get("containerStatuses") or [{}]  # type: ignore[attr-defined]
+        return bool(statuses[0].get("restartCount", 0) >= 1)
+
+    await eventually(restarted, within=30, message="liveness restart")
+    status = (await _pod_json(kubectl, "probed"))["status"]["containerStatuses"][0]  # type: ignore[index]
+    assert status["lastState"]["terminated"]["exitCode"] == 137  # PID 1 (sleep) ignores SIGTERM
+    assert "attempt-start" in await kubectl.ok("logs", "probed", "--previous")
+    await kubectl.ok("wait", "--for=condition=Ready", "pod/probed", "--timeout=30s")  # fresh /tmp
+    await kubectl.ok("delete", "pod", "probed", "--grace-period=1", "--timeout=30s")
+    assert _netns_pids(uid) == []

@@ -1,0 +1,253 @@
+"""Pure kubelet logic, table-tested: env expansion, status, probe timing, back-off, images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devcluster.kubelet import envs, images, network, status, volumes
+from devcluster.kubelet.probes import ProbeSpec, ProbeTracker
+from devcluster.kubelet.status import RUNNING, TERMINATED, WAITING, ContainerRecord
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("$(A)-$(B)", "1-2"),
+        ("$$(A)", "$(A)"),
+        ("$(MISSING)", "$(MISSING)"),
+        ("$(A", "$(A"),
+        ("cost $5", "cost $5"),
+        ("end$", "end$"),
+    ],
+)
+def test_expand_follows_kubernetes_rules(text: str, expected: str) -> None:
+    assert envs.expand(text, {"A": "1", "B": "2"}) == expected
+
+
+POD: dict[str, Any] = {
+    "metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "labels": {"ray.io/group": "g"}},
+    "spec": {"nodeName": "devcluster", "containers": [{"name": "c"}]},
+    "status": {"podIP": "10.244.0.7"},
+}
+
+
+def test_container_env_resolves_every_source_in_order() -> None:
+    data = {("configMap", "cm"): {"k": "from-cm"}, ("secret", "s"): {"pw": "hunter2"}}
+    container = {
+        "name": "c",
+        "envFrom": [{"configMapRef": {"name": "cm"}, "prefix": "CM_"}],
+        "env": [
+            {"name": "NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {
+                "name": "GROUP",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['ray.io/group']"}},
+            },
+            {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "s", "key": "pw"}}},
+            {"name": "ADDR", "value": "$(IP):6379/$(NAME)"},
+            {
+                "name": "OPT",
+                "valueFrom": {"secretKeyRef": {"name": "gone", "key": "x", "optional": True}},
+            },
+        ],
+    }
+    env = envs.container_env(
+        POD, container, lambda kind, name: data.get((kind, name)), {"PATH": "/bin"}
+    )
+    assert env == {
+        "PATH": "/bin",
+        "CM_k": "from-cm",
+        "NAME": "p",
+        "IP": "10.244.0.7",
+        "GROUP": "g",
+        "PW": "hunter2",
+        "ADDR": "10.244.0.7:6379/p",
+    }
+
+
+def test_missing_secret_is_a_config_error() -> None:
+    container = {
+        "name": "c",
+        "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+    }
+    with pytest.raises(envs.ConfigError, match='secret "s" not found'):
+        envs.container_env(POD, container, lambda kind, name: None, {})
+
+
+@pytest.mark.parametrize(
+    ("resources", "ref", "expected"),
+    [
+        ({"limits": {"cpu": "500m"}}, {"resource": "limits.cpu"}, "1"),
+        ({"limits": {"cpu": "2"}}, {"resource": "requests.cpu"}, "2"),
+        ({"limits": {"memory": "2Gi"}}, {"resource": "limits.memory"}, str(2 * 2**30)),
+        ({}, {"resource": "limits.cpu"}, "4"),
+    ],
+)
+def test_resource_field_refs(resources: dict[str, Any], ref: dict[str, Any], expected: str) -> None:
+    container = {"name": "c", "resources": resources}
+    assert (
+        envs.resource_value({**POD, "spec": {"containers": [container]}}, container, ref, 4)
+        == expected
+    )
+
+
+def _record(state: str, code: int = 0, ready: bool = False, last: bool = False) -> ContainerRecord:
+    record = ContainerRecord("c", "img", state=state, exit_code=code, ready=ready)
+    record.last_terminated = {"exitCode": 1} if last else None
+    return record
+
+
+@pytest.mark.parametrize(
+    ("policy", "inits", "containers", "phase"),
+    [
+        ("Always", [], [_record(WAITING)], "Pending"),
+        ("Always", [_record(RUNNING)], [_record(WAITING)], "Pending"),
+        ("Never", [_record(TERMINATED, 1)], [_record(WAITING)], "Failed"),
+        ("Always", [_record(TERMINATED, 0)], [_record(RUNNING)], "Running"),
+        ("Always", [], [_record(TERMINATED, 0)], "Running"),
+        ("OnFailure", [], [_record(TERMINATED, 0), _record(TERMINATED, 0)], "Succeeded"),
+        ("OnFailure", [], [_record(TERMINATED, 2)], "Running"),
+        ("Never", [], [_record(TERMINATED, 0), _record(TERMINATED, 2)], "Failed"),
+        ("Always", [], [_record(WAITING, last=True)], "Running"),
+        ("Never", [], [_record(RUNNING), _record(TERMINATED, 0)], "Running"),
+    ],
+)
+def test_phase_follows_get_phase(
+    policy: str, inits: list[ContainerRecord], containers: list[ContainerRecord], phase: str
+) -> None:
+    assert status.phase(policy, inits, containers) == phase
+
+
+def test_ready_conditions_and_transition_times() -> None:
+    pod = {"spec": {"restartPolicy": "Always"}, "status": {}}
+    first = status.pod_status(
+        pod, [], [_record(RUNNING, ready=False)], "10.244.0.2", "10.244.0.1", "t1"
+    )
+    by_type = {c["type"]: c for c in first["conditions"]}
+    assert (
+        by_type["Ready"]["status"] == "False" and by_type["Ready"]["reason"] == "ContainersNotReady"
+    )
+    assert by_type["PodScheduled"]["status"] == by_type["Initialized"]["status"] == "True"
+    assert first["podIP"] == "10.244.0.2" and first["hostIP"] == "10.244.0.1"
+    second = status.pod_status(
+        {**pod, "status": first},
+        [],
+        [_record(RUNNING, ready=True)],
+        "10.244.0.2",
+        "10.244.0.1",
+        "t2",
+    )
+    by_type = {c["type"]: c for c in second["conditions"]}
+    assert by_type["Ready"] == {
+        "type": "Ready",
+        "status": "True",
+        "lastProbeTime": None,
+        "lastTransitionTime": "t2",
+    }
+    assert by_type["PodScheduled"]["lastTransitionTime"] == "t1"  # unchanged status keeps its time
+    assert second["containerStatuses"][0]["ready"] is True
+
+
+def test_container_status_shapes() -> None:
+    record = ContainerRecord(
+        "c", "img", state=TERMINATED, reason="", exit_code=137, started_at="a", finished_at="b"
+    )
+    record.restart_count, record.last_terminated = 2, {"exitCode": 1, "reason": "Error"}
+    out = status.container_status(record)
+    assert out["state"] == {
+        "terminated": {"exitCode": 137, "reason": "Error", "startedAt": "a", "finishedAt": "b"}
+    }
+    assert out["lastState"] == {"terminated": {"exitCode": 1, "reason": "Error"}}
+    assert (out["restartCount"], out["ready"], out["started"]) == (2, False, False)
+
+
+@pytest.mark.parametrize(
+    ("policy", "code", "restart"),
+    [("Always", 0, True), ("OnFailure", 0, False), ("OnFailure", 1, True), ("Never", 1, False)],
+)
+def test_should_restart(policy: str, code: int, restart: bool) -> None:
+    assert status.should_restart(policy, code) is restart
+
+
+def test_backoff_is_immediate_then_doubles_to_the_cap() -> None:
+    assert [status.backoff_delay(n) for n in range(7)] == [0, 10, 20, 40, 80, 160, 300]
+
+
+def test_probe_tracker_thresholds_and_timing() -> None:
+    spec = ProbeSpec.parse(
+        {"initialDelaySeconds": 5, "periodSeconds": 2, "failureThreshold": 2, "successThreshold": 2}
+    )
+    tracker = ProbeTracker(spec, started_at=100.0, initially=False)
+    assert not tracker.due(104.9) and tracker.due(105.0)
+    assert tracker.record(True, 105.0) is False and tracker.result is False  # needs two successes
+    assert not tracker.due(106.0) and tracker.due(107.0)
+    assert tracker.record(True, 107.0) is True and tracker.result is True
+    assert tracker.record(False, 109.0) is False
+    assert tracker.record(True, 111.0) is False  # a success resets the failure streak
+    assert tracker.record(False, 113.0) is False and tracker.record(False, 115.0) is True
+    assert tracker.result is False
+
+
+@pytest.mark.parametrize(
+    ("image", "repository"),
+    [
+        ("rayproject/ray:2.41.0-py311", "rayproject/ray"),
+        ("docker.io/rayproject/ray-ml@sha256:abc", "rayproject/ray-ml"),
+        ("redis:7", "redis"),
+        ("localhost:5000/app:1", "localhost:5000/app"),
+    ],
+)
+def test_repository_of(image: str, repository: str) -> None:
+    assert images.repository_of(image) == repository
+
+
+def test_image_map_and_command_line() -> None:
+    mapping = images.default_image_map()
+    ray = mapping.lookup("rayproject/ray:2.41.0")
+    assert ray.path_prefix[0].endswith("bin") and ray.home == "/home/ray"
+    redis = mapping.lookup("redis:7.2")
+    assert images.command_line(redis, [], []) == ["redis-server"]
+    assert images.command_line(redis, [], ["--port", "7000"]) == ["--port", "7000"]
+    assert images.command_line(ray, ["ray"], ["start"]) == ["ray", "start"]
+
+
+def test_mount_script_orders_mounts_and_uses_relative_sources(tmp_path: Path) -> None:
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"volumes": [{"name": "logs", "emptyDir": {}}]},
+    }
+    paths = volumes.prepare_volumes(pod, tmp_path, tmp_path / "claims", lambda kind, name: None)
+    container = {"volumeMounts": [{"name": "logs", "mountPath": "/tmp/ray"}]}
+    mounts = volumes.container_mounts(container, paths, tmp_path)
+    assert [m.target for m in mounts] == ["/tmp/ray", volumes.SERVICE_ACCOUNT_DIR]
+    script = volumes.mount_script(
+        tmp_path, "containers/c/tmp", mounts, "../net/hosts", "p", "/home/ray"
+    )
+    lines = script.splitlines()
+    assert lines.index("mount --bind containers/c/tmp /tmp") < lines.index(
+        "mount -o bind volumes/logs /tmp/ray"
+    )
+    assert "mount -o bind,ro ../net/hosts /etc/hosts" in lines and lines[-1] == 'exec "$@"'
+    assert (tmp_path / "volumes" / "kube-api-access-devcluster" / "namespace").read_text() == "ns"
+
+
+def test_configmap_items_become_files(tmp_path: Path) -> None:
+    pod = {"metadata": {"name": "p"}, "spec": {"automountServiceAccountToken": False, "volumes": [
+        {"name": "conf", "configMap": {"name": "cm", "items": [{"key": "a", "path": "sub/a.txt"}]}},
+    ]}}  # fmt: skip
+    paths = volumes.prepare_volumes(
+        pod, tmp_path, tmp_path, lambda kind, name: {"a": b"A", "b": b"B"}
+    )
+    assert (paths["conf"] / "sub" / "a.txt").read_bytes() == b"A"
+    assert not (paths["conf"] / "b").exists() and list(paths) == ["conf"]
+
+
+def test_ip_allocator_is_next_fit() -> None:
+    allocator = network.IpAllocator()
+    first, second = allocator.allocate(), allocator.allocate()
+    assert (first, second) == ("10.244.0.2", "10.244.0.3")
+    allocator.release(first)
+    assert allocator.allocate() == "10.244.0.4"  # a freed IP is not reused at once
