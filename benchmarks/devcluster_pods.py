@@ -89,9 +89,7 @@ async def main(pods: int, concurrency: int, delay: float) -> None:
                 await waiter
                 all_ready = time.monotonic() - started
                 rss = rss_mib(process.pid)
-                print(
-                    f"pods: {pods} (simulated runtime, ready delay {delay:g}s, {concurrency} writers)"
-                )
+                print(f"pods: {pods} (simulated, ready delay {delay:g}s, {concurrency} writers)")
                 print(f"created in {created:.1f}s ({pods / created:.0f}/s)")
                 print(f"all Ready after {all_ready:.1f}s")
                 print(f"devcluster RSS: {idle:.0f} MiB idle, {rss:.0f} MiB with {pods} Ready pods")

@@ -1,4 +1,4 @@
-"""`make run`'s loop: kubectl apply a CR, a workflow appears, objects are created, delete ends it."""
+"""`make run`'s loop: kubectl apply a CR, a workflow appears and creates objects; delete ends it."""
 
 from __future__ import annotations
 
