@@ -20,6 +20,7 @@ _COMPONENTS = (
     "devcluster.command",
     "worker.command",
     "bridge.command",
+    "kuberay_temporal.inspect",
 )
 
 Handler = Callable[[argparse.Namespace], int]

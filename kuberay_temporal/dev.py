@@ -30,6 +30,7 @@ from activities.kube import connect as connect_kube
 from activities.registry import build_activities
 from bridge.running import Bridge
 from bridge.signalling import Signaller
+from devcluster.kubelet import RUNTIMES, RuntimeUnavailable
 from devcluster.server import DevCluster
 from kuberay_temporal.binaries import BinaryNotFoundError, temporal_cli
 from kuberay_temporal.crd_install import install_crds
@@ -41,7 +42,14 @@ from worker.search_attributes import ALL_KEYS, SearchAttributeError, ensure_sear
 from worker.settings import WorkerSettings, describe_invalid
 
 # Errors that mean "the stack could not run"; reported in one line, exit code 1.
-_STACK_ERRORS = (BinaryNotFoundError, DevServerError, SearchAttributeError, RPCError, RuntimeError)
+_STACK_ERRORS = (
+    BinaryNotFoundError,
+    DevServerError,
+    SearchAttributeError,
+    RPCError,
+    RuntimeError,
+    RuntimeUnavailable,
+)
 
 
 @dataclass
@@ -56,6 +64,8 @@ class DevStack:
     """Set by a stop signal or by a component that failed while running."""
     kube_port: int = 6443
     """Where devcluster serves the Kubernetes API."""
+    runtime: str = "process"
+    """How devcluster runs pods: real processes, or `simulated` (Ready without processes)."""
     client: Client | None = None
     """Connected to the dev server once the Temporal component is up."""
     kube: KubeClient | None = None
@@ -127,7 +137,13 @@ async def run_temporal(stack: DevStack) -> AsyncIterator[None]:
 @asynccontextmanager
 async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
     """Run devcluster, install the CRDs and publish a Kubernetes client and kubeconfig."""
-    async with DevCluster(stack.temporal.state_dir, stack.kube_port) as cluster:
+    cluster = DevCluster(
+        stack.temporal.state_dir,
+        stack.kube_port,
+        runtime=stack.runtime,
+        pod_network=stack.runtime == "process",
+    )
+    async with cluster:
         kube = await connect_kube(str(cluster.kubeconfig_path))
         try:
             await install_crds(kube)
@@ -217,6 +233,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--kube-port", type=int, default=6443, help="devcluster API port (default 6443)"
     )
     parser.add_argument(
+        "--runtime",
+        choices=RUNTIMES,
+        default="process",
+        help="how devcluster runs pods: real processes (default; needs root) or simulated",
+    )
+    parser.add_argument(
         "--task-queue", help="task queue (env KUBERAY_TEMPORAL_TASK_QUEUE, default kuberay)"
     )
     parser.set_defaults(handler=run)
@@ -252,7 +274,7 @@ def _run(args: argparse.Namespace) -> int:
         _say(f"invalid settings: {describe_invalid(err)}", error=True)
         return 2
     try:
-        return asyncio.run(run_stack(temporal, settings, COMPONENTS, args.kube_port))
+        return asyncio.run(run_stack(temporal, settings, COMPONENTS, args.kube_port, args.runtime))
     except _STACK_ERRORS as err:
         _say(str(err), error=True)
         return 1
@@ -263,6 +285,7 @@ async def run_stack(
     settings: WorkerSettings,
     components: Sequence[Component],
     kube_port: int = 6443,
+    runtime: str = "process",
 ) -> int:
     """Start `components` in order, wait for a stop, stop them in reverse order.
 
@@ -271,12 +294,15 @@ async def run_stack(
         settings: Worker settings pointed at the dev server.
         components: The stack, in start order.
         kube_port: Where devcluster serves the Kubernetes API.
+        runtime: How devcluster runs pods.
 
     Returns:
         0 if stopped by a signal, 1 if a component failed while running.
     """
     with stop_on_signals() as stop:
-        stack = DevStack(temporal=temporal, settings=settings, stop=stop, kube_port=kube_port)
+        stack = DevStack(
+            temporal=temporal, settings=settings, stop=stop, kube_port=kube_port, runtime=runtime
+        )
         async with AsyncExitStack() as started:
             for component in components:
                 if stop.is_set():

@@ -108,7 +108,7 @@ def plan_pods(
     """Decide this pass's pod changes."""
     plan = PodPlan()
     if facts.suspend_phase == SuspendPhase.SUSPENDING:
-        if pods:
+        if any(not p.terminating for p in pods):
             plan.delete_all_reason = "the RayCluster is being suspended"
         return plan
     if facts.suspend_phase == SuspendPhase.SUSPENDED:

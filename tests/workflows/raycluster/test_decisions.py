@@ -171,6 +171,9 @@ def test_two_heads_stop_the_pass() -> None:
     [
         pytest.param(S.SUSPENDING, [head()], True, id="suspending-deletes-all"),
         pytest.param(S.SUSPENDING, [], False, id="suspending-nothing-left"),
+        pytest.param(
+            S.SUSPENDING, [head(terminating=True)], False, id="suspending-already-deleted"
+        ),
         pytest.param(S.SUSPENDED, [], False, id="suspended-creates-nothing"),
     ],
 )
