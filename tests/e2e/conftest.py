@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -44,6 +45,21 @@ class LocalStack:
 
 @pytest_asyncio.fixture
 async def local_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
+    """The stack as `make run` starts it: pods are real processes."""
+    async with running_stack(tmp_path, "process") as stack:
+        yield stack
+
+
+@pytest_asyncio.fixture
+async def simulated_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
+    """The stack with devcluster's simulated runtime: pods turn Ready without processes."""
+    async with running_stack(tmp_path, "simulated") as stack:
+        yield stack
+
+
+@contextlib.asynccontextmanager
+async def running_stack(tmp_path: Path, runtime: str) -> AsyncIterator[LocalStack]:
+    """Run `kuberay-temporal dev` until the block ends, then stop it with Ctrl-C."""
     state, log = tmp_path / "state", tmp_path / "dev.log"
     ports = [free_port() for _ in range(3)]
     with log.open("wb") as out:
@@ -60,6 +76,8 @@ async def local_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
             str(ports[1]),
             "--kube-port",
             str(ports[2]),
+            "--runtime",
+            runtime,
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "KUBERAY_TEMPORAL_RELIST_SECONDS": "30"},
