@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
 
@@ -12,7 +13,8 @@ from pydantic import ValidationError
 from activities.kube import connect as connect_kube
 from bridge.running import Bridge
 from bridge.signalling import Signaller
-from worker.client import connect
+from worker.client import connect, exit_without_finalizing
+from worker.health import serving_health
 from worker.settings import WorkerSettings, describe_invalid
 
 logger = logging.getLogger(__name__)
@@ -30,6 +32,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
+    parser.add_argument(
+        "--health-port",
+        type=int,
+        help="serve /healthz and /readyz on this port (env KUBERAY_TEMPORAL_HEALTH_PORT)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -37,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the bridge until interrupted."""
     try:
         settings = WorkerSettings.from_env()
+        if args.health_port is not None:
+            ports = {"health_port": args.health_port}
+            settings = WorkerSettings.model_validate(settings.model_dump() | ports)
     except ValidationError as err:
         print(
             f"kuberay-temporal bridge: invalid settings: {describe_invalid(err)}", file=sys.stderr
@@ -45,28 +55,34 @@ def run(args: argparse.Namespace) -> int:
     if args.kubeconfig:
         settings = settings.model_copy(update={"kubeconfig": args.kubeconfig})
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(settings))
-    except KeyboardInterrupt:
-        return 0
-    return 0
+    exit_without_finalizing(0)
 
 
 async def serve(settings: WorkerSettings) -> None:
     """Connect to both APIs and run the bridge until cancelled."""
-    client = await connect(settings)
-    kube = await connect_kube(settings.kubeconfig)
-    try:
-        bridge = Bridge(
-            kube,
-            Signaller(client, settings.task_queue),
-            namespaces=settings.namespaces,
-            relist_period=settings.relist_seconds,
-            concurrency=settings.bridge_concurrency,
-        )
-        logger.info(
-            "bridge watching %s", ", ".join(n or "all namespaces" for n in settings.namespaces)
-        )
-        await bridge.run()
-    finally:
-        await kube.close()
+    # The probes answer from the start: alive while connecting, ready once all is listed.
+    bridges: list[Bridge] = []
+
+    async def listed() -> bool:
+        return bool(bridges) and all(w.listed.is_set() for w in bridges[0].watchers)
+
+    async with serving_health(settings.health_port, listed):
+        client = await connect(settings)
+        kube = await connect_kube(settings.kubeconfig)
+        try:
+            bridge = Bridge(
+                kube,
+                Signaller(client, settings.task_queue),
+                namespaces=settings.namespaces,
+                relist_period=settings.relist_seconds,
+                concurrency=settings.bridge_concurrency,
+            )
+            bridges.append(bridge)
+            logger.info(
+                "bridge watching %s", ", ".join(n or "all namespaces" for n in settings.namespaces)
+            )
+            await bridge.run()
+        finally:
+            await kube.close()

@@ -35,9 +35,9 @@ from devcluster.server import DevCluster
 from kuberay_temporal.binaries import BinaryNotFoundError, temporal_cli
 from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.temporal_server import DevServer, DevServerError, DevServerOptions
-from worker.client import connect
+from worker.client import connect, exit_without_finalizing
 from worker.command import settings_from
-from worker.running import build_worker, exit_without_finalizing, stop_on_signals
+from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import ALL_KEYS, SearchAttributeError, ensure_search_attributes
 from worker.settings import WorkerSettings, describe_invalid
 
@@ -252,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
 
     Returns:
         Never returns: the process exits with 0 after a clean stop, 1 if a component
-        failed, 2 for bad settings (see `worker.running.exit_without_finalizing`).
+        failed, 2 for bad settings (see `worker.client.exit_without_finalizing`).
     """
     exit_without_finalizing(_run(args))
 

@@ -20,7 +20,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from crds.constants import KINDS
-from worker.client import connect
+from worker.client import connect, exit_without_finalizing
 from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_STATE
 from worker.settings import WorkerSettings, describe_invalid
 from workflows import messages
@@ -91,10 +91,11 @@ def _runner(command: Command) -> Callable[[argparse.Namespace], int]:
             print(f"kuberay-temporal: invalid settings: {describe_invalid(err)}", file=sys.stderr)
             return 2
         try:
-            return int(asyncio.run(_with_client(settings, command, args)))
+            code = int(asyncio.run(_with_client(settings, command, args)))
         except InspectError as err:
             print(f"kuberay-temporal {args.command}: {err}", file=sys.stderr)
-            return 1
+            code = 1
+        exit_without_finalizing(code)
 
     return run
 

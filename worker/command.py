@@ -15,12 +15,14 @@ import sys
 from kubernetes_asyncio.config import ConfigException
 from pydantic import ValidationError
 from temporalio.service import RPCError
+from temporalio.worker import Worker
 
 from activities.kube import KubeClient
 from activities.kube import connect as connect_kube
 from activities.registry import build_activities
-from worker.client import connect
-from worker.running import build_worker, exit_without_finalizing, stop_on_signals
+from worker.client import connect, exit_without_finalizing
+from worker.health import serving_health
+from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import SearchAttributeError, ensure_search_attributes
 from worker.settings import WorkerSettings, describe_invalid
 
@@ -43,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     add_connection_flags(parser)
+    add_health_flag(parser)
     parser.set_defaults(handler=run)
 
 
@@ -57,11 +60,25 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-queue", help="task queue to poll (env KUBERAY_TEMPORAL_TASK_QUEUE)")
 
 
+def add_health_flag(parser: argparse.ArgumentParser) -> None:
+    """Add `--health-port`, which overrides KUBERAY_TEMPORAL_HEALTH_PORT.
+
+    Args:
+        parser: The subcommand's parser.
+    """
+    parser.add_argument(
+        "--health-port",
+        type=int,
+        help="serve /healthz and /readyz on this port (env KUBERAY_TEMPORAL_HEALTH_PORT)",
+    )
+
+
 def settings_from(args: argparse.Namespace) -> WorkerSettings:
     """Return the environment's settings with the flags given on the command line applied.
 
     Args:
-        args: Parsed flags; `address`, `namespace` and `task_queue` are read if present.
+        args: Parsed flags; `address`, `namespace`, `task_queue` and `health_port` are read
+            if present.
 
     Returns:
         The settings to run with.
@@ -73,6 +90,7 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
         "temporal_address": getattr(args, "address", None),
         "temporal_namespace": getattr(args, "namespace", None),
         "task_queue": getattr(args, "task_queue", None),
+        "health_port": getattr(args, "health_port", None),
     }
     overrides = {name: value for name, value in flags.items() if value is not None}
     settings = WorkerSettings.from_env()
@@ -105,28 +123,36 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     try:
         asyncio.run(_serve(settings))
-    except (RuntimeError, RPCError, SearchAttributeError) as err:
+    except (RuntimeError, RPCError, SearchAttributeError, OSError) as err:
         print(f"kuberay-temporal worker: {err}", file=sys.stderr)
         return 1
     return 0
 
 
 async def _serve(settings: WorkerSettings) -> None:
+    # The probes answer from the start: alive while connecting, ready once polling.
+    running: list[Worker] = []
+
+    async def polling() -> bool:
+        return any(worker.is_running and not worker.is_shutdown for worker in running)
+
     with stop_on_signals() as stop:
-        client = await connect(settings)
-        await ensure_search_attributes(client, settings.temporal_namespace)
-        kube = await connect_kube_or_none(settings)
-        async with build_worker(client, settings, build_activities(kube)):
-            logger.info(
-                "polling task queue %s on %s (namespace %s)",
-                settings.task_queue,
-                settings.temporal_address,
-                settings.temporal_namespace,
-            )
-            await stop.wait()
-        if kube is not None:
-            await kube.close()
-            logger.info("stopping: draining for up to %s", settings.graceful_shutdown_timeout)
+        async with serving_health(settings.health_port, polling):
+            client = await connect(settings)
+            await ensure_search_attributes(client, settings.temporal_namespace)
+            kube = await connect_kube_or_none(settings)
+            async with build_worker(client, settings, build_activities(kube)) as worker:
+                running.append(worker)
+                logger.info(
+                    "polling task queue %s on %s (namespace %s)",
+                    settings.task_queue,
+                    settings.temporal_address,
+                    settings.temporal_namespace,
+                )
+                await stop.wait()
+            if kube is not None:
+                await kube.close()
+                logger.info("stopping: draining for up to %s", settings.graceful_shutdown_timeout)
 
 
 async def connect_kube_or_none(settings: WorkerSettings) -> KubeClient | None:

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -90,21 +88,3 @@ def stop_on_signals() -> Iterator[asyncio.Event]:
     finally:
         for signum in _STOP_SIGNALS:
             loop.remove_signal_handler(signum)
-
-
-def exit_without_finalizing(code: int) -> NoReturn:
-    """End the process with `code` once everything has been shut down explicitly.
-
-    The SDK's Rust threads outlive the event loop and sometimes touch Python while the
-    interpreter finalizes, aborting a finished, clean run with SIGABRT ("PyGILState_Release
-    ... finalizing"; seen in about one run in six here, TEMPORAL.md §2.7). Command handlers
-    that used a client call this after stopping their worker and servers, so the exit code
-    is the one they chose.
-
-    Args:
-        code: Process exit code.
-    """
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
