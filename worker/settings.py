@@ -11,7 +11,16 @@ import os
 from collections.abc import Mapping
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import ErrorDetails
 
 
 class WorkerSettings(BaseModel):
@@ -63,6 +72,53 @@ class WorkerSettings(BaseModel):
         ),
     )
 
+    # The TLS and API-key variables are the ones Temporal's own clients read (the `temporal`
+    # CLI, the SDKs' environment configuration), so one set of variables serves both.
+    temporal_tls: bool | None = Field(
+        default=None,
+        validation_alias="TEMPORAL_TLS",
+        description=(
+            "Use TLS to the frontend. Unset: on when a client certificate, a server CA or an "
+            "API key is given (Temporal Cloud), else off."
+        ),
+    )
+    temporal_tls_client_cert_path: str | None = Field(
+        default=None,
+        validation_alias="TEMPORAL_TLS_CLIENT_CERT_PATH",
+        description="PEM client certificate for mTLS; needs the key too.",
+    )
+    temporal_tls_client_key_path: str | None = Field(
+        default=None,
+        validation_alias="TEMPORAL_TLS_CLIENT_KEY_PATH",
+        validate_default=True,
+        description="PEM private key of the client certificate; needs the certificate too.",
+    )
+    temporal_tls_server_ca_cert_path: str | None = Field(
+        default=None,
+        validation_alias="TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+        description="PEM CA bundle that signed the frontend's certificate; unset: system roots.",
+    )
+    temporal_tls_server_name: str | None = Field(
+        default=None,
+        validation_alias="TEMPORAL_TLS_SERVER_NAME",
+        description="Name to verify in the frontend's certificate; unset: the address's host.",
+    )
+    temporal_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias="TEMPORAL_API_KEY",
+        description="API key sent with every request (Temporal Cloud); never logged.",
+    )
+    health_port: int | None = Field(
+        default=None,
+        validation_alias="KUBERAY_TEMPORAL_HEALTH_PORT",
+        ge=0,
+        le=65535,
+        description=(
+            "Port (all interfaces) serving `/healthz` and `/readyz` for Kubernetes probes; "
+            "unset: no health server."
+        ),
+    )
+
     kubeconfig: str | None = Field(
         default=None,
         validation_alias="KUBECONFIG",
@@ -97,6 +153,16 @@ class WorkerSettings(BaseModel):
         """`watch_namespaces` as a list; `[None]` means every namespace."""
         names = [n.strip() for n in self.watch_namespaces.split(",") if n.strip()]
         return list(names) or [None]
+
+    @field_validator("temporal_tls_client_key_path")
+    @classmethod
+    def _certificate_and_key_together(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """MTLS needs both halves; one alone is a configuration mistake, not plain TLS."""
+        if (value is None) != (info.data.get("temporal_tls_client_cert_path") is None):
+            raise ValueError(
+                "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together"
+            )
+        return value
 
     @field_validator("graceful_shutdown_timeout", mode="before")
     @classmethod
@@ -141,7 +207,18 @@ def describe_invalid(error: ValidationError) -> str:
         E.g. ``KUBERAY_TEMPORAL_MAX_CACHED_WORKFLOWS='lots': Input should be a valid integer``.
     """
     return "; ".join(
-        f"{'.'.join(str(part) for part in problem['loc'])}={problem['input']!r}: "
-        f"{problem['msg'].split(',')[0]}"
+        f"{'.'.join(str(part) for part in problem['loc'])}={_shown(problem)}: "
+        f"{problem['msg'].removeprefix('Value error, ').split(',')[0]}"
         for problem in error.errors()
     )
+
+
+_SECRET_NAMES = frozenset({"TEMPORAL_API_KEY", "temporal_api_key"})
+
+
+def _shown(problem: ErrorDetails) -> str:
+    """The offending value, unless it is a secret (or a whole input that may hold one)."""
+    loc = problem["loc"]
+    if not loc or _SECRET_NAMES & {str(part) for part in loc}:
+        return "<hidden>"
+    return repr(problem["input"])
