@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from workflows.diagnostics import PingWorkflow
 from workflows.raycluster.workflow import RayClusterWorkflow
+from workflows.rayjob.workflow import RayJobWorkflow
 
-WORKFLOWS: list[type] = [PingWorkflow, RayClusterWorkflow]
+WORKFLOWS: list[type] = [PingWorkflow, RayClusterWorkflow, RayJobWorkflow]
 """Workflow classes, each decorated with `@workflow.defn`."""

@@ -1,6 +1,6 @@
 """Record the canonical workflow histories that the replay test keeps replaying.
 
-    python -m tests.workflows.record_histories
+    python -m tests.workflows.record_histories [scenario ...]
 
 Each scenario runs a workflow on the time-skipping server against the in-memory cluster of
 the workflow tests, to completion, and writes its history under `tests/workflows/histories/`.
@@ -11,7 +11,9 @@ break, and the change needs `workflow.patched()` instead.
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
@@ -19,6 +21,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_test_server
 from tests.eventually import eventually
@@ -28,6 +31,8 @@ from worker.running import build_sandbox_runner
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
+from workflows.rayjob.state import RayJobInput
+from workflows.rayjob.workflow import RayJobWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -80,7 +85,46 @@ async def raycluster_lifecycle(client: Client) -> WorkflowHistory:
         return await handle.fetch_history()
 
 
-SCENARIOS = {"raycluster_lifecycle": raycluster_lifecycle}
+async def rayjob_lifecycle(client: Client) -> WorkflowHistory:
+    """K8sJobMode: first attempt fails and is retried, second succeeds, cleanup, CR deleted."""
+    from tests.workflows.rayjob.fake_world import FakeJobWorld
+    from tests.workflows.rayjob.test_workflow import job_spec
+
+    world = FakeJobWorld("train", job_spec(backoffLimit=1, shutdownAfterJobFinishes=True))
+    queue = f"record-{uuid.uuid4()}"
+    ref = ObjectRef(kind="RayJob", namespace="default", name="train", uid="uid-2")
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[RayJobWorkflow],
+        activities=world.activities(),
+        workflow_runner=build_sandbox_runner(),
+    ):
+        handle = await client.start_workflow(
+            RayJobWorkflow.run, RayJobInput(ref=ref), id=ref.workflow_id, task_queue=queue
+        )
+        owned = messages.OwnedChanged(kinds=["RayCluster"])
+        for attempt, outcome in enumerate((JobStatus.FAILED, JobStatus.SUCCEEDED), start=1):
+            await eventually(
+                lambda a=attempt: (
+                    len(world.created_clusters) == a
+                    and world.live_clusters() == world.created_clusters[-1:]
+                )
+            )
+            world.make_ready()
+            await handle.signal(messages.OWNED_CHANGED, owned)
+            await eventually(lambda: world.state == "Running" and world.submitter is not None)
+            world.finish(outcome, datetime.now(UTC))
+            await handle.signal(messages.OWNED_CHANGED, owned)
+            await eventually(lambda: world.state in ("Retrying", "New", "Initializing", "Complete"))
+        await eventually(lambda: world.state == "Complete" and not world.live_clusters())
+        world.deleting = True
+        await handle.signal(messages.DELETED, messages.Deleted(gone=False))
+        await handle.result()
+        return await handle.fetch_history()
+
+
+SCENARIOS = {"raycluster_lifecycle": raycluster_lifecycle, "rayjob_lifecycle": rayjob_lifecycle}
 
 
 async def main() -> None:
@@ -90,7 +134,10 @@ async def main() -> None:
     )
     try:
         await register_state_attribute(env)
+        only = set(sys.argv[1:]) or set(SCENARIOS)
         for name, scenario in SCENARIOS.items():
+            if name not in only:
+                continue
             history = await scenario(env.client)
             (HISTORIES / f"{name}.json").write_text(history.to_json())
             print(f"recorded {name}: {len(history.events)} events")

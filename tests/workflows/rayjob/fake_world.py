@@ -1,0 +1,294 @@
+"""An in-memory RayJob, its RayClusters, its submitter and a Ray job table.
+
+A test double at the activity boundary for the time-skipping workflow tests (layer 2): it
+implements the RayJob activities under their real names and keeps what the API server and a
+Ray dashboard would. Clusters start unready until the test calls `make_ready`; the submitter
+(K8sJobMode) and the sidecar (SidecarMode) "submit" the job as the real ones would; the test
+finishes jobs with `finish`. `wait_ray_job` answers at once: the workflow paces its polls
+with durable timers, which the tests skip with `env.sleep`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from temporalio import activity
+
+from activities import job_models as io
+from crds.enums import JobStatus
+from crds.raycluster import RayClusterStatus
+from crds.rayjob import RayJobSpec, RayJobStatus
+
+
+@dataclass
+class FakeRayCluster:
+    name: str
+    attempt: int
+    job_id: str
+    state: str = ""
+    deleting: bool = False
+    pods: int = 2
+    workers_suspended: bool = False
+
+
+@dataclass
+class FakeSubmitter:
+    job_id: str
+    attempt: int
+    finished_at: datetime | None = None
+    failed: bool = False
+
+
+@dataclass
+class RayRecord:
+    status: JobStatus = JobStatus.RUNNING
+    message: str = ""
+    start_ms: int = 1_000
+    end_ms: int = 0
+
+
+@dataclass
+class FakeJobWorld:
+    name: str
+    spec: dict[str, Any]
+    generation: int = 1
+    exists: bool = True
+    deleting: bool = False
+    finalizers: set[str] = field(default_factory=set)
+    status: RayJobStatus | None = None
+    status_writes: list[RayJobStatus] = field(default_factory=list)
+    clusters: dict[str, FakeRayCluster] = field(default_factory=dict)
+    created_clusters: list[str] = field(default_factory=list)
+    submitter: FakeSubmitter | None = None
+    submitters_created: int = 0
+    ray_jobs: dict[str, RayRecord] = field(default_factory=dict)
+    submissions: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    dashboard_up: bool = True
+    events: list[io.EventSpec] = field(default_factory=list)
+    deleted_self: bool = False
+    sidecar_end: datetime | None = None
+    gc_on_delete: bool = True
+    """Deleted clusters vanish at once (else they linger until `collect`)."""
+
+    # --- what tests do ------------------------------------------------------------------------
+
+    def edit(self, **fields: Any) -> None:
+        self.spec = {**self.spec, **fields}
+        self.generation += 1
+
+    def live_clusters(self) -> list[str]:
+        return sorted(n for n, c in self.clusters.items() if not c.deleting)
+
+    def current(self) -> FakeRayCluster | None:
+        name = self.status.ray_cluster_name if self.status else None
+        return self.clusters.get(name or "")
+
+    def make_ready(self) -> None:
+        for cluster in self.clusters.values():
+            if cluster.deleting:
+                continue
+            cluster.state = "ready"
+            if self.mode == "SidecarMode":
+                self.ray_jobs.setdefault(cluster.job_id, RayRecord())
+                self.submissions.append(cluster.job_id)
+
+    def finish(self, status: JobStatus, at: datetime, message: str = "") -> None:
+        """End the current attempt's Ray job; its submitter (if any) finishes with it."""
+        assert self.status is not None and self.status.job_id
+        record = self.ray_jobs[self.status.job_id]
+        record.status, record.message, record.end_ms = status, message, 2_000
+        self.sidecar_end = at
+        if self.submitter is not None:
+            self.submitter.finished_at = at
+            self.submitter.failed = status == JobStatus.FAILED
+
+    def collect(self) -> None:
+        self.clusters = {n: c for n, c in self.clusters.items() if not c.deleting}
+
+    @property
+    def mode(self) -> str:
+        return str(self.spec.get("submissionMode", "K8sJobMode"))
+
+    @property
+    def state(self) -> str:
+        return str(self.status.job_deployment_status) if self.status else ""
+
+    def reasons(self) -> list[str]:
+        return [e.reason for e in self.events]
+
+    # --- the activities -----------------------------------------------------------------------
+
+    def activities(self) -> list[Any]:
+        return [
+            self.read,
+            self.create_cluster,
+            self.create_submitter,
+            self.delete_attempt,
+            self.suspend_workers,
+            self.delete_rayjob,
+            self.ensure_head_service,
+            self.submit,
+            self.wait,
+            self.stop,
+            self.write_status,
+            self.set_suspend,
+            self.set_finalizer,
+            self.record_event,
+        ]
+
+    @activity.defn(name=io.READ_RAYJOB)
+    async def read(self, params: io.ReadJobInput) -> io.JobSnapshot:
+        if not self.exists:
+            return io.JobSnapshot(exists=False)
+        same = params.known_generation == self.generation
+        return io.JobSnapshot(
+            generation=self.generation,
+            deleting=self.deleting,
+            has_finalizer="ray.io/rayjob-finalizer" in self.finalizers,
+            spec=None if same else RayJobSpec.model_validate(self.spec),
+            status=self.status if params.known_generation is None else None,
+            cluster=self._cluster_view(params.cluster_name),
+            submitter=self._submitter_view(params.cluster_name),
+        )
+
+    def _cluster_view(self, name: str | None) -> io.ClusterView | None:
+        cluster = self.clusters.get(name or "")
+        if cluster is None:
+            return None if name is None else io.ClusterView(name=name, exists=False)
+        return io.ClusterView(
+            name=cluster.name,
+            deleting=cluster.deleting,
+            status=RayClusterStatus(state=cluster.state or None),
+            dashboard_url=f"{cluster.name}-head-svc.default.svc.cluster.local:8265",
+            head_pod=True,
+            pods=cluster.pods,
+            workers_suspended=cluster.workers_suspended,
+        )
+
+    def _submitter_view(self, cluster_name: str | None) -> io.SubmitterView | None:
+        if self.mode == "SidecarMode":
+            cluster = self.clusters.get(cluster_name or "")
+            record = self.ray_jobs.get(cluster.job_id) if cluster else None
+            if record is None or not record.status.is_terminal:
+                return None
+            failed = record.status == JobStatus.FAILED
+            return io.SubmitterView(finished_at=self.sidecar_end, failed=failed)
+        if self.submitter is None:
+            return None
+        return io.SubmitterView(
+            finished_at=self.submitter.finished_at,
+            failed=self.submitter.failed,
+            reason="BackoffLimitExceeded" if self.submitter.failed else "",
+        )
+
+    @activity.defn(name=io.CREATE_RAYJOB_CLUSTER)
+    async def create_cluster(self, params: io.CreateClusterInput) -> io.CreateResult:
+        if params.cluster_name in self.clusters:
+            return io.CreateResult(created=False)
+        self.clusters[params.cluster_name] = FakeRayCluster(
+            params.cluster_name, params.attempt, params.job_id
+        )
+        self.created_clusters.append(params.cluster_name)
+        self._event("CreatedRayCluster", f"Created RayCluster default/{params.cluster_name}")
+        return io.CreateResult()
+
+    @activity.defn(name=io.CREATE_SUBMITTER_JOB)
+    async def create_submitter(self, params: io.CreateSubmitterInput) -> io.CreateResult:
+        if self.submitter is not None:
+            return io.CreateResult(created=False)
+        self.submitter = FakeSubmitter(params.job_id, params.attempt)
+        self.submitters_created += 1
+        self._event("CreatedRayJobSubmitter", f"Created Kubernetes Job default/{self.name}")
+        if params.job_id not in self.ray_jobs:  # the submitter's `ray job submit`
+            self.ray_jobs[params.job_id] = RayRecord()
+            self.submissions.append(params.job_id)
+        return io.CreateResult()
+
+    @activity.defn(name=io.DELETE_ATTEMPT)
+    async def delete_attempt(self, params: io.DeleteAttemptInput) -> io.DeleteAttemptResult:
+        cluster = self.clusters.get(params.cluster_name or "")
+        if params.delete_cluster and cluster is not None and not cluster.deleting:
+            cluster.deleting = True
+            self._event("DeletedRayCluster", f"Deleted cluster default/{cluster.name}")
+        if params.delete_submitter and self.submitter is not None:
+            self.submitter = None
+            self._event("DeletedRayJobSubmitter", f"Deleted submitter K8s Job default/{self.name}")
+        if self.gc_on_delete:
+            self.collect()
+        remaining = [n for n in self.clusters if n == params.cluster_name]
+        return io.DeleteAttemptResult(remaining=remaining)
+
+    @activity.defn(name=io.SUSPEND_WORKERS)
+    async def suspend_workers(self, params: io.SuspendWorkersInput) -> None:
+        self.clusters[params.cluster_name].workers_suspended = True
+        self._event("UpdatedRayCluster", f"Set suspend on workers of {params.cluster_name}")
+
+    @activity.defn(name=io.DELETE_RAYJOB)
+    async def delete_rayjob(self, params: io.RayJobRef) -> None:
+        self.deleted_self = True
+        self.deleting = True
+
+    @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE)
+    async def ensure_head_service(self, params: io.EnsureHeadServiceInput) -> None:
+        pass
+
+    @activity.defn(name=io.SUBMIT_RAY_JOB)
+    async def submit(self, params: io.SubmitRayJobInput) -> io.SubmitRayJobResult:
+        if not self.dashboard_up:
+            return io.SubmitRayJobResult(submitted=False, error="connection refused")
+        if params.job_id in self.ray_jobs:
+            return io.SubmitRayJobResult(duplicate=True)
+        self.ray_jobs[params.job_id] = RayRecord()
+        self.submissions.append(params.job_id)
+        return io.SubmitRayJobResult()
+
+    @activity.defn(name=io.WAIT_RAY_JOB)
+    async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
+        activity.heartbeat()
+        if not self.dashboard_up:
+            return io.RayJobView(reachable=False, error="connection refused")
+        record = self.ray_jobs.get(params.job_id)
+        if record is None:
+            return io.RayJobView(found=False)
+        return io.RayJobView(
+            found=True,
+            status=record.status,
+            message=record.message,
+            start_time_ms=record.start_ms,
+            end_time_ms=record.end_ms,
+        )
+
+    @activity.defn(name=io.STOP_RAY_JOB)
+    async def stop(self, params: io.StopRayJobInput) -> None:
+        self.stopped.append(params.job_id)
+        if params.job_id in self.ray_jobs:
+            self.ray_jobs[params.job_id].status = JobStatus.STOPPED
+
+    @activity.defn(name=io.WRITE_RAYJOB_STATUS)
+    async def write_status(self, params: io.WriteJobStatusInput) -> None:
+        self.status = params.status
+        self.status_writes.append(params.status)
+
+    @activity.defn(name=io.SET_RAYJOB_SUSPEND)
+    async def set_suspend(self, params: io.SetJobSuspendInput) -> None:
+        if bool(self.spec.get("suspend")) != params.suspend:
+            self.edit(suspend=params.suspend)
+
+    @activity.defn(name=io.SET_RAYJOB_FINALIZER)
+    async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
+        if params.present:
+            self.finalizers.add("ray.io/rayjob-finalizer")
+        else:
+            self.finalizers.discard("ray.io/rayjob-finalizer")
+            if self.deleting:
+                self.exists = False
+
+    @activity.defn(name=io.RECORD_EVENT)
+    async def record_event(self, params: io.RecordEventInput) -> None:
+        self.events.append(params.event)
+
+    def _event(self, reason: str, message: str) -> None:
+        self.events.append(io.EventSpec(reason=reason, message=message))

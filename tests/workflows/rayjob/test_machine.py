@@ -1,0 +1,416 @@
+"""Pure table tests of the RayJob state machine: every transition of REFERENCE §1.2."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from activities.job_models import ClusterView, RayJobView, SubmitterView
+from crds.enums import JobDeploymentStatus as D
+from crds.enums import JobFailedReason as R
+from crds.enums import JobStatus as J
+from crds.raycluster import RayClusterStatus
+from crds.rayjob import RayJobSpec, RayJobStatus, RayJobStatusInfo
+from workflows.rayjob import actions as act
+from workflows.rayjob import machine
+from workflows.rayjob.facts import Facts
+from workflows.rayjob.state import Attempt
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+READY = ClusterView(name="c", status=RayClusterStatus(state="ready"), dashboard_url="c-svc:8265")
+UNREADY = ClusterView(name="c", status=RayClusterStatus(state=""))
+SEEN = Attempt(number=1, job_seen=True, head_service=True, submitted=True)
+
+
+def s(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def facts(state: D, spec: dict[str, Any] | None = None, **fields: Any) -> Facts:
+    status_fields = {
+        "job_deployment_status": state,
+        "start_time": T0,
+        "job_id": "train-abcde",
+        "ray_cluster_name": "c",
+        **fields.pop("status", {}),
+    }
+    if state in (D.RUNNING,):
+        status_fields.setdefault("dashboard_url", "c-svc:8265")
+    return Facts(
+        name="train",
+        spec=RayJobSpec.model_validate({"entrypoint": "x", **(spec or {})}),
+        status=RayJobStatus(**status_fields),
+        attempt=fields.pop("attempt", SEEN),
+        **fields,
+    )
+
+
+def decide(f: Facts, at: float = 1) -> machine.Step:
+    return machine.decide(f, s(at), random.Random(7))
+
+
+def kinds(step: machine.Step) -> list[str]:
+    return [type(a).__name__ for a in step.actions]
+
+
+def test_new_names_the_attempt_before_creating_anything() -> None:
+    f = facts(D.NEW, status={"job_id": None, "ray_cluster_name": None}, has_finalizer=False)
+    step = decide(f)
+    assert step.status.job_deployment_status == D.INITIALIZING
+    assert step.status.job_id and step.status.job_id.startswith("train-")
+    assert step.status.ray_cluster_name and step.status.ray_cluster_name != step.status.job_id
+    assert step.status.start_time == s(1) and step.attempt.number == 2
+    assert kinds(step) == ["AddFinalizer"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "job_id", "cluster"),
+    [
+        pytest.param({"jobId": "mine"}, "mine", None, id="spec-job-id"),
+        pytest.param(
+            {"clusterSelector": {"ray.io/cluster": "shared"}}, None, "shared", id="selector"
+        ),
+        pytest.param({"submissionMode": "InteractiveMode"}, "", None, id="interactive-no-id"),
+    ],
+)
+def test_new_respects_user_names(
+    spec: dict[str, Any], job_id: str | None, cluster: str | None
+) -> None:
+    step = decide(facts(D.NEW, spec, status={"job_id": None, "ray_cluster_name": None}))
+    if job_id is not None:
+        assert (step.status.job_id or "") == job_id
+    if cluster is not None:
+        assert step.status.ray_cluster_name == cluster
+
+
+@pytest.mark.parametrize(
+    ("state", "spec", "fields", "to", "reason", "actions"),
+    [
+        # Initializing
+        pytest.param(
+            D.INITIALIZING, {}, {}, D.INITIALIZING, None, ["CreateCluster"], id="i-create"
+        ),
+        pytest.param(
+            D.INITIALIZING, {}, {"cluster": UNREADY}, D.INITIALIZING, None, [], id="i-wait-ready"
+        ),
+        pytest.param(
+            D.INITIALIZING, {}, {"cluster": READY}, D.RUNNING, None, ["CreateSubmitter"], id="i-k8s"
+        ),
+        pytest.param(
+            D.INITIALIZING,
+            {"submissionMode": "HTTPMode"},
+            {"cluster": READY},
+            D.RUNNING,
+            None,
+            [],
+            id="i-http",
+        ),
+        pytest.param(
+            D.INITIALIZING,
+            {"submissionMode": "InteractiveMode"},
+            {"cluster": READY},
+            D.WAITING,
+            None,
+            [],
+            id="i-interactive",
+        ),
+        pytest.param(D.INITIALIZING, {"suspend": True}, {}, D.SUSPENDING, None, [], id="i-suspend"),
+        pytest.param(
+            D.INITIALIZING,
+            {"activeDeadlineSeconds": 1},
+            {},
+            D.FAILED,
+            R.DEADLINE_EXCEEDED,
+            [],
+            id="i-active",
+        ),
+        pytest.param(
+            D.INITIALIZING,
+            {"preRunningDeadlineSeconds": 1},
+            {},
+            D.FAILED,
+            R.PRE_RUNNING_DEADLINE_EXCEEDED,
+            [],
+            id="i-prerunning",
+        ),
+        pytest.param(
+            D.INITIALIZING,
+            {"clusterSelector": {"ray.io/cluster": "c"}},
+            {},
+            D.INITIALIZING,
+            None,
+            ["RecordEvent"],
+            id="i-selector-missing",
+        ),
+        # Waiting
+        pytest.param(
+            D.WAITING, {"submissionMode": "InteractiveMode"}, {}, D.WAITING, None, [], id="w-no-id"
+        ),
+        pytest.param(
+            D.WAITING,
+            {"submissionMode": "InteractiveMode", "jobId": "u"},
+            {},
+            D.RUNNING,
+            None,
+            [],
+            id="w-id",
+        ),
+        pytest.param(
+            D.WAITING,
+            {"submissionMode": "InteractiveMode", "preRunningDeadlineSeconds": 1},
+            {},
+            D.FAILED,
+            R.PRE_RUNNING_DEADLINE_EXCEEDED,
+            [],
+            id="w-prerunning",
+        ),
+        # Suspended
+        pytest.param(D.SUSPENDED, {"suspend": True}, {}, D.SUSPENDED, None, [], id="s-stay"),
+        pytest.param(D.SUSPENDED, {}, {}, D.NEW, None, [], id="s-resume"),
+        # Tear-down (atomic suspend; retry waits until gone)
+        pytest.param(
+            D.SUSPENDING,
+            {},
+            {"cluster": READY},
+            D.SUSPENDING,
+            None,
+            ["DeleteAttempt"],
+            id="sg-delete",
+        ),
+        pytest.param(
+            D.SUSPENDING,
+            {},
+            {"cluster": READY.model_copy(update={"exists": False, "pods": 1})},
+            D.SUSPENDING,
+            None,
+            ["DeleteAttempt"],
+            id="sg-pods-left",
+        ),
+        pytest.param(D.SUSPENDING, {}, {}, D.SUSPENDED, None, [], id="sg-done"),
+        pytest.param(
+            D.RETRYING,
+            {},
+            {"submitter": SubmitterView()},
+            D.RETRYING,
+            None,
+            ["DeleteAttempt"],
+            id="r-submitter",
+        ),
+        pytest.param(D.RETRYING, {}, {}, D.NEW, None, [], id="r-done"),
+        pytest.param(
+            D.VALIDATION_FAILED, {}, {}, D.VALIDATION_FAILED, None, [], id="validation-final"
+        ),
+    ],
+)
+def test_transitions(
+    state: D,
+    spec: dict[str, Any],
+    fields: dict[str, Any],
+    to: D,
+    reason: R | None,
+    actions: list[str],
+) -> None:
+    step = decide(facts(state, spec, **fields), at=2)
+    assert step.status.job_deployment_status == to
+    assert step.status.reason == reason
+    assert kinds(step) == actions
+    assert to in machine.TRANSITIONS[state]
+
+
+def running(
+    spec: dict[str, Any] | None = None, view: RayJobView | None = None, **fields: Any
+) -> Facts:
+    attempt = SEEN.model_copy(update={"ray_job": view})
+    fields.setdefault("cluster", READY)
+    return facts(D.RUNNING, spec, attempt=attempt, **fields)
+
+
+FINISHED = SubmitterView(finished_at=s(0))
+FAILED_SUBMITTER = SubmitterView(finished_at=s(0), failed=True, reason="BackoffLimitExceeded")
+
+
+def view(status: J, **fields: Any) -> RayJobView:
+    return RayJobView(
+        found=True, status=status, end_time_ms=1000 if status.is_terminal else 0, **fields
+    )
+
+
+@pytest.mark.parametrize(
+    ("f", "at", "to", "reason", "poll"),
+    [
+        pytest.param(running(view=view(J.RUNNING)), 1, D.RUNNING, None, True, id="poll"),
+        pytest.param(
+            running(view=view(J.SUCCEEDED)), 1, D.RUNNING, None, False, id="k8s-waits-submitter"
+        ),
+        pytest.param(
+            running(view=view(J.SUCCEEDED), submitter=FINISHED),
+            1,
+            D.COMPLETE,
+            None,
+            False,
+            id="k8s-complete",
+        ),
+        pytest.param(
+            running(view=view(J.FAILED), submitter=FINISHED),
+            1,
+            D.FAILED,
+            R.APP_FAILED,
+            False,
+            id="k8s-app-failed",
+        ),
+        pytest.param(
+            running({"submissionMode": "HTTPMode"}, view(J.STOPPED)),
+            1,
+            D.COMPLETE,
+            None,
+            False,
+            id="http-stopped",
+        ),
+        pytest.param(
+            running(view=view(J.RUNNING), submitter=FAILED_SUBMITTER),
+            1,
+            D.FAILED,
+            R.SUBMISSION_FAILED,
+            False,
+            id="submitter-failed",
+        ),
+        pytest.param(
+            running(view=view(J.RUNNING), submitter=FINISHED),
+            29,
+            D.RUNNING,
+            None,
+            True,
+            id="submitter-29s",
+        ),
+        pytest.param(
+            running(view=view(J.RUNNING), submitter=FINISHED),
+            30,
+            D.FAILED,
+            R.TRANSITION_GRACE_PERIOD_EXCEEDED,
+            False,
+            id="submitter-30s",
+        ),
+        pytest.param(
+            running(view=RayJobView(found=False), submitter=FINISHED),
+            1,
+            D.FAILED,
+            R.APP_FAILED,
+            False,
+            id="submitter-done-no-job",
+        ),
+        pytest.param(
+            running(view=RayJobView(found=False)),
+            1,
+            D.FAILED,
+            R.APP_FAILED,
+            False,
+            id="k8s-job-lost",
+        ),
+        pytest.param(
+            running(
+                {"submissionMode": "SidecarMode"},
+                view(J.RUNNING),
+                cluster=READY.model_copy(update={"head_pod": False}),
+            ),
+            1,
+            D.FAILED,
+            R.APP_FAILED,
+            False,
+            id="sidecar-no-head",
+        ),
+        pytest.param(
+            running({"activeDeadlineSeconds": 5}, view(J.RUNNING)),
+            5,
+            D.FAILED,
+            R.DEADLINE_EXCEEDED,
+            False,
+            id="active",
+        ),
+        pytest.param(
+            running(view=view(J.RUNNING), status={"job_status_check_failure_start_time": s(0)}),
+            300,
+            D.FAILED,
+            R.STATUS_CHECK_TIMEOUT_EXCEEDED,
+            False,
+            id="status-check",
+        ),
+        pytest.param(
+            running(
+                view=view(J.SUCCEEDED),
+                status={"job_status": J.SUCCEEDED, "ray_job_info": RayJobStatusInfo(end_time=s(0))},
+            ),
+            300,
+            D.COMPLETE,
+            R.TRANSITION_GRACE_PERIOD_EXCEEDED,
+            False,
+            id="grace",
+        ),
+        pytest.param(
+            running({"suspend": True}, view(J.RUNNING)), 1, D.SUSPENDING, None, False, id="suspend"
+        ),
+    ],
+)
+def test_running(f: Facts, at: float, to: D, reason: R | None, poll: bool) -> None:
+    step = decide(f, at)
+    assert (step.status.job_deployment_status, step.status.reason, step.poll) == (to, reason, poll)
+
+
+def test_unreachable_dashboard_starts_the_failure_clock_once() -> None:
+    step = decide(running(view=RayJobView(reachable=False)), at=3)
+    assert step.status.job_status_check_failure_start_time == s(3) and step.poll
+    assert step.wake_at == s(303)
+    back = decide(
+        running(view=view(J.RUNNING), status={"job_status_check_failure_start_time": s(3)})
+    )
+    assert back.status.job_status_check_failure_start_time is None
+
+
+@pytest.mark.parametrize(
+    ("attempt", "expect"),
+    [
+        pytest.param(Attempt(number=1), ["EnsureHeadService", "SubmitJob"], id="first-submit"),
+        pytest.param(
+            SEEN.model_copy(update={"ray_job": RayJobView(found=False)}),
+            ["SubmitJob"],
+            id="resubmit-lost",
+        ),
+    ],
+)
+def test_http_submits_only_when_ray_has_no_record(attempt: Attempt, expect: list[str]) -> None:
+    step = decide(facts(D.RUNNING, {"submissionMode": "HTTPMode"}, attempt=attempt, cluster=READY))
+    assert kinds(step) == expect and step.status.job_deployment_status == D.RUNNING
+    submit = step.actions[-1]
+    assert isinstance(submit, act.SubmitJob) and submit.job_id == "train-abcde"
+
+
+def test_finished_job_runs_cleanup_rules() -> None:
+    f = facts(
+        D.COMPLETE,
+        {"shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": 10},
+        status={"job_status": J.SUCCEEDED, "end_time": T0},
+        cluster=READY,
+    )
+    assert decide(f, at=9).wake_at == s(10) and not decide(f, at=9).actions
+    assert kinds(decide(f, at=10)) == ["ApplyDeletionRule"]
+
+
+def test_validation_failure_reports_paths_once() -> None:
+    f = facts(D.NEW)
+    step = machine.validation_failed(f, ["spec.suspend: needs shutdownAfterJobFinishes"])
+    assert step.status.job_deployment_status == D.VALIDATION_FAILED
+    assert step.status.reason == R.VALIDATION_FAILED and "spec.suspend" in (
+        step.status.message or ""
+    )
+    assert kinds(step) == ["RecordEvent"]
+    again = machine.validation_failed(
+        Facts(**{**f.__dict__, "status": step.status}),
+        ["spec.suspend: needs shutdownAfterJobFinishes"],
+    )
+    assert kinds(again) == []
+
+
+def test_every_state_has_a_handler_and_edges() -> None:
+    assert set(machine.HANDLERS) == set(D) == set(machine.TRANSITIONS)

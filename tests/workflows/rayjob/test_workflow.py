@@ -1,0 +1,346 @@
+"""The RayJob workflow on the time-skipping server, against `FakeJobWorld`.
+
+Time only moves when a test says so (`env.sleep`): the workflow paces its Ray polls and its
+deadlines with durable timers, so each test skips exactly the time it means to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from crds.enums import JobStatus
+from crds.refs import ObjectRef
+from kuberay_temporal.binaries import temporal_test_server
+from tests.eventually import eventually
+from tests.workflows.raycluster.test_workflow import register_state_attribute
+from worker.running import build_sandbox_runner
+from workflows import messages
+from workflows.rayjob.state import RayJobInput
+from workflows.rayjob.workflow import RayJobWorkflow
+
+from .fake_world import FakeJobWorld, RayRecord
+
+IMAGE = "rayproject/ray:2.9.0"
+CLUSTER: dict[str, Any] = {
+    "headGroupSpec": {
+        "rayStartParams": {},
+        "template": {"spec": {"containers": [{"name": "ray-head", "image": IMAGE}]}},
+    },
+    "workerGroupSpecs": [
+        {
+            "groupName": "g",
+            "replicas": 1,
+            "minReplicas": 0,
+            "maxReplicas": 2,
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [{"name": "w", "image": IMAGE}]}},
+        }
+    ],
+}
+SPEC: dict[str, Any] = {"entrypoint": "python train.py", "rayClusterSpec": CLUSTER}
+TICK = timedelta(seconds=121)
+"""Longer than the workflow's longest pause between two quick polls of Ray."""
+
+
+def job_spec(**fields: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(SPEC)
+    if fields.get("submissionMode") == "SidecarMode":
+        spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["restartPolicy"] = "Never"
+    return {**spec, **fields}
+
+
+@pytest_asyncio.fixture
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server per test: skipping time must not wake other tests' workflows."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    await register_state_attribute(env)
+    yield env
+    await env.shutdown()
+
+
+class Harness:
+    def __init__(self, env: WorkflowEnvironment, queue: str) -> None:
+        self.env, self.queue = env, queue
+        self.world = FakeJobWorld("train", job_spec())
+        self.ref = ObjectRef(
+            kind="RayJob", namespace="default", name="train", uid=str(uuid.uuid4())
+        )
+        self.handle: WorkflowHandle[Any, Any] | None = None
+
+    def worker(self) -> Worker:
+        return Worker(
+            self.env.client,
+            task_queue=self.queue,
+            workflows=[RayJobWorkflow],
+            activities=self.world.activities(),
+            workflow_runner=build_sandbox_runner(),
+        )
+
+    async def start(self, **params: Any) -> WorkflowHandle[Any, Any]:
+        self.handle = await self.env.client.start_workflow(
+            RayJobWorkflow.run,
+            RayJobInput(ref=self.ref, **params),
+            id=self.ref.workflow_id,
+            task_queue=self.queue,
+        )
+        return self.handle
+
+    async def signal(self, name: str, arg: Any) -> None:
+        assert self.handle is not None
+        await self.handle.signal(name, arg)
+
+    async def owned_changed(self) -> None:
+        await self.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["RayCluster"]))
+
+    async def spec_changed(self) -> None:
+        await self.signal(
+            messages.SPEC_CHANGED, messages.SpecChanged(generation=self.world.generation)
+        )
+
+    async def state(self, wanted: str, within: float = 10.0) -> None:
+        await eventually(lambda: self.world.state == wanted, within=within, message=wanted)
+
+    async def ready_and_running(self) -> str:
+        """Wait for the cluster, make it ready, wait for Running; returns the job id."""
+        world = self.world
+        await eventually(lambda: world.live_clusters(), message="a RayCluster")
+        world.make_ready()
+        await self.owned_changed()
+        await self.state("Running")
+        assert world.status is not None and world.status.job_id
+        return world.status.job_id
+
+    async def finish(self, status: JobStatus = JobStatus.SUCCEEDED) -> None:
+        self.world.finish(status, await self.env.get_current_time())
+        await self.owned_changed()
+
+    async def progress(self) -> messages.Progress:
+        assert self.handle is not None
+        return await self.handle.query(messages.PROGRESS, result_type=messages.Progress)
+
+
+@pytest_asyncio.fixture
+async def harness(env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Harness]:
+    harness = Harness(env, task_queue)
+    async with harness.worker():
+        yield harness
+        if harness.handle is not None:
+            with contextlib.suppress(RPCError):
+                await harness.handle.terminate("test finished")
+
+
+@pytest.mark.parametrize("mode", ["K8sJobMode", "HTTPMode", "SidecarMode", "InteractiveMode"])
+async def test_success_in_each_mode(harness: Harness, mode: str) -> None:
+    world = harness.world
+    world.spec = job_spec(submissionMode=mode, shutdownAfterJobFinishes=True)
+    await harness.start()
+    await eventually(lambda: world.live_clusters(), message="a RayCluster")
+    assert "ray.io/rayjob-finalizer" in world.finalizers
+    assert world.status is not None and world.status.start_time is not None
+    world.make_ready()
+    await harness.owned_changed()
+    if mode == "InteractiveMode":
+        await harness.state("Waiting")
+        world.edit(jobId="my-job")
+        world.ray_jobs["my-job"] = RayRecord()  # the user's own `ray job submit`
+        world.submissions.append("my-job")
+        await harness.spec_changed()
+    await harness.state("Running")
+    await harness.env.sleep(TICK)
+    await harness.finish()
+    await harness.state("Complete")
+    status = world.status
+    assert status is not None and status.job_status == JobStatus.SUCCEEDED
+    assert status.succeeded == 1 and status.failed == 0 and status.end_time is not None
+    assert len(world.submissions) == 1
+    if mode == "K8sJobMode":
+        assert "CreatedRayJobSubmitter" in world.reasons()
+    await eventually(lambda: world.live_clusters() == [], message="cluster deleted after TTL 0")
+    progress = await harness.progress()
+    assert progress.state == "Complete"
+
+
+async def test_backoff_limit_one_makes_exactly_two_attempts(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(backoffLimit=1)
+    await harness.start()
+    first = await harness.ready_and_running()
+    await harness.env.sleep(TICK)
+    await harness.finish(JobStatus.FAILED)
+    await eventually(lambda: len(world.created_clusters) == 2, message="a second cluster")
+    second = await harness.ready_and_running()
+    await harness.env.sleep(TICK)
+    await harness.finish(JobStatus.FAILED)
+    await harness.state("Failed")
+    assert first != second and world.submissions == [first, second]
+    assert len(set(world.created_clusters)) == 2
+    assert world.status is not None and world.status.failed == 2
+    assert world.status.reason == "AppFailed"
+    await harness.env.sleep(TICK)
+    assert len(world.created_clusters) == 2
+
+
+async def test_active_deadline_fails_without_retry(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(activeDeadlineSeconds=600, backoffLimit=2)
+    await harness.start()
+    await harness.ready_and_running()
+    await harness.env.sleep(timedelta(seconds=601))
+    await harness.state("Failed")
+    assert world.status is not None and world.status.reason == "DeadlineExceeded"
+    assert world.status.start_time and world.status.end_time
+    elapsed = world.status.end_time - world.status.start_time
+    assert timedelta(seconds=600) <= elapsed < timedelta(seconds=700)
+    await harness.env.sleep(TICK)
+    assert len(world.created_clusters) == 1
+
+
+async def test_pre_running_deadline_is_retried(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(preRunningDeadlineSeconds=30, backoffLimit=1)
+    await harness.start()
+    await eventually(lambda: world.live_clusters(), message="a RayCluster")
+    await harness.env.sleep(timedelta(seconds=31))
+    await eventually(lambda: len(world.created_clusters) == 2, message="a retry")
+    await harness.env.sleep(timedelta(seconds=31))
+    await harness.state("Failed")
+    assert world.status is not None
+    assert world.status.reason == "PreRunningDeadlineExceeded" and world.status.failed == 2
+
+
+async def test_suspend_then_resume_starts_a_new_attempt(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(shutdownAfterJobFinishes=True)
+    await harness.start()
+    first = await harness.ready_and_running()
+    await harness.signal(messages.SUSPEND, messages.UserRequest(reason="test"))
+    await harness.state("Suspended")
+    assert world.spec["suspend"] is True and world.live_clusters() == []
+    assert world.submitter is None and world.status is not None and not world.status.job_id
+    await harness.signal(messages.RESUME, messages.UserRequest(reason="test"))
+    second = await harness.ready_and_running()
+    assert second != first and len(world.created_clusters) == 2
+
+
+async def test_created_suspended_never_creates_a_cluster(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(suspend=True, shutdownAfterJobFinishes=True)
+    await harness.start()
+    await harness.state("Suspended")
+    await harness.env.sleep(TICK)
+    assert world.created_clusters == []
+
+
+async def test_invalid_rayjob_creates_nothing(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(suspend=True)  # suspend needs shutdownAfterJobFinishes
+    await harness.start()
+    await harness.state("ValidationFailed")
+    assert world.status is not None and "spec.suspend" in (world.status.message or "")
+    assert world.reasons() == ["InvalidRayJobSpec"] and world.created_clusters == []
+
+
+async def test_deletion_rules_fire_in_order_at_their_ttls(harness: Harness) -> None:
+    world = harness.world
+    rules = [
+        ("DeleteWorkers", 15),
+        ("DeleteCluster", 35),
+        ("DeleteSelf", 55),
+    ]
+    world.spec = job_spec(
+        deletionStrategy={
+            "deletionRules": [
+                {"policy": p, "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": t}}
+                for p, t in rules
+            ]
+        }
+    )
+    await harness.start()
+    await harness.ready_and_running()
+    await harness.finish()
+    await harness.state("Complete")
+    world.gc_on_delete = False
+    cluster = world.current()
+    assert cluster is not None and not cluster.workers_suspended
+    await harness.env.sleep(timedelta(seconds=16))
+    await eventually(lambda: cluster.workers_suspended, message="workers suspended at 15 s")
+    assert not cluster.deleting
+    await harness.env.sleep(timedelta(seconds=20))
+    await eventually(lambda: cluster.deleting, message="cluster deleted at 35 s")
+    assert not world.deleted_self
+    await harness.env.sleep(timedelta(seconds=20))
+    await eventually(lambda: world.deleted_self, message="RayJob deleted at 55 s")
+    assert harness.handle is not None
+    assert "is gone" in await harness.handle.result()
+    assert not world.finalizers
+
+
+async def test_shutdown_after_finish_waits_for_ttl(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=100)
+    await harness.start()
+    await harness.ready_and_running()
+    await harness.finish()
+    await harness.state("Complete")
+    assert world.live_clusters()
+    await harness.env.sleep(timedelta(seconds=50))
+    assert world.live_clusters()
+    await harness.env.sleep(timedelta(seconds=60))
+    await eventually(lambda: world.live_clusters() == [], message="cluster gone after TTL")
+    assert world.submitter is not None  # kept for its logs
+
+
+async def test_cr_deleted_mid_run_stops_the_job(harness: Harness) -> None:
+    world = harness.world
+    await harness.start()
+    job_id = await harness.ready_and_running()
+    world.deleting = True
+    await harness.signal(messages.DELETED, messages.Deleted(gone=False))
+    assert harness.handle is not None
+    assert "is gone" in await harness.handle.result()
+    assert world.stopped == [job_id] and not world.finalizers
+
+
+async def test_http_resubmits_when_ray_lost_the_job(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(submissionMode="HTTPMode")
+    await harness.start()
+    job_id = await harness.ready_and_running()
+    await harness.env.sleep(TICK)
+    world.ray_jobs.clear()  # the head restarted without GCS fault tolerance
+    await harness.env.sleep(TICK)
+    await eventually(lambda: world.submissions == [job_id, job_id], message="a re-submission")
+    assert world.state == "Running"
+
+
+async def test_continue_as_new_keeps_deadlines(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(activeDeadlineSeconds=600)
+    handle = await harness.start(max_history_events=60)
+    await harness.ready_and_running()
+    for _ in range(6):
+        await harness.env.sleep(TICK)
+    described = await handle.describe()
+    assert described.run_id != handle.first_execution_run_id
+    await harness.env.sleep(timedelta(seconds=600))
+    await harness.state("Failed")
+    assert world.status is not None and world.status.reason == "DeadlineExceeded"
+    assert world.status.start_time and world.status.end_time
+    elapsed = world.status.end_time - world.status.start_time
+    assert timedelta(seconds=600) <= elapsed < timedelta(seconds=700)

@@ -1,0 +1,1 @@
+"""The RayJob workflow: KubeRay's RayJob state machine as one durable workflow per CR."""

@@ -1,0 +1,74 @@
+"""What the RayJob state machine asks the workflow to do: small, typed, in order.
+
+Each action maps to one idempotent activity. Actions carry names, never manifests: the
+activities build objects from the RayJob CR they read (STYLE 3, DESIGN §9).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from crds.enums import DeletionPolicyType
+
+
+class Action(BaseModel):
+    """Base of every action."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class AddFinalizer(Action):
+    """Add `ray.io/rayjob-finalizer` so a deletion waits until the Ray job is stopped."""
+
+
+class CreateCluster(Action):
+    """Create the attempt's RayCluster."""
+
+    cluster_name: str
+    job_id: str
+
+
+class CreateSubmitter(Action):
+    """Create the K8sJobMode submitter Job."""
+
+    cluster_name: str
+    job_id: str
+    dashboard_url: str
+
+
+class EnsureHeadService(Action):
+    """Point `<rayjob>-head-svc` at the attempt's head."""
+
+    cluster_name: str
+
+
+class SubmitJob(Action):
+    """HTTPMode: submit the attempt's Ray job under its fixed submission id."""
+
+    job_id: str
+    dashboard_url: str
+    resubmit: bool = False
+
+
+class DeleteAttempt(Action):
+    """Suspending / Retrying: delete the attempt's cluster and submitter, wait until gone."""
+
+    cluster_name: str | None
+    delete_cluster: bool
+    delete_submitter: bool
+
+
+class ApplyDeletionRule(Action):
+    """Run one cleanup policy of a finished RayJob."""
+
+    policy: DeletionPolicyType
+    cluster_name: str | None
+    source: str
+
+
+class RecordEvent(Action):
+    """Record a Kubernetes Event on the RayJob."""
+
+    type: str
+    reason: str
+    message: str

@@ -1,0 +1,210 @@
+"""Carry out the RayJob state machine's actions as activities, and fold their results back.
+
+Part of the workflow's glue (it runs inside the workflow sandbox): each action becomes one
+activity with a timeout and an explicit retry policy. Kubernetes writes retry until they
+succeed, as KubeRay requeues; calls to Ray give up after a few tries and report the dashboard
+as unreachable instead, because the state machine has a rule (and a clock) for that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from activities import job_models as io
+    from crds.enums import DeletionPolicyType
+    from crds.rayjob import RayJobStatus
+    from crds.refs import ObjectRef
+    from workflows.rayjob import actions as act
+    from workflows.rayjob.state import RayJobState
+
+T = TypeVar("T")
+
+KUBE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+)
+RAY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
+)
+KUBE_TIMEOUT = timedelta(seconds=60)
+Policy = DeletionPolicyType
+
+
+class Applier:
+    """Runs actions for one RayJob workflow; shares the workflow's state object."""
+
+    def __init__(self, ref: ObjectRef, state: RayJobState) -> None:
+        self._ref, self._state = ref, state
+
+    async def read(self) -> io.JobSnapshot:
+        """One snapshot of the RayJob, its cluster and its submitter."""
+        state = self._state
+        known = state.generation if state.spec is not None else None
+        cluster = state.status.ray_cluster_name if state.status else None
+        return await self._call(
+            io.READ_RAYJOB,
+            io.ReadJobInput(ref=self._ref, known_generation=known, cluster_name=cluster),
+            io.JobSnapshot,
+            "read the RayJob, its RayCluster and its submitter",
+        )
+
+    async def run(self, action: act.Action) -> bool:
+        """Carry out one action; True when the pass should be repeated at once."""
+        # Dispatch by class name: the sandbox may hold its own copy of the action classes, so
+        # isinstance() against this module's classes is not reliable across that boundary.
+        handlers: dict[str, Callable[[Any], Awaitable[bool]]] = {
+            "AddFinalizer": self._add_finalizer,
+            "CreateCluster": self._create_cluster,
+            "CreateSubmitter": self._create_submitter,
+            "EnsureHeadService": self._ensure_head_service,
+            "SubmitJob": self._submit,
+            "DeleteAttempt": self._delete_attempt,
+            "ApplyDeletionRule": self._deletion_rule,
+            "RecordEvent": self._record_event,
+        }
+        return await handlers[type(action).__name__](action)
+
+    async def write_status(self, status: RayJobStatus) -> None:
+        """Replace the RayJob's status subresource."""
+        params = io.WriteJobStatusInput(ref=self._ref, status=status)
+        summary = f"write status {status.job_deployment_status or 'New'}"
+        await self._call(io.WRITE_RAYJOB_STATUS, params, None, summary)
+
+    async def set_finalizer(self, present: bool) -> None:
+        """Add or remove the RayJob finalizer."""
+        params = io.SetFinalizerInput(ref=self._ref, present=present)
+        verb = "add" if present else "remove"
+        await self._call(io.SET_RAYJOB_FINALIZER, params, None, f"{verb} the finalizer")
+        self._state.has_finalizer = present
+
+    async def set_suspend(self, wanted: bool) -> None:
+        """Write a person's suspend/resume to `spec.suspend`, so kubectl agrees."""
+        verb = "suspend" if wanted else "resume"
+        params = io.SetJobSuspendInput(ref=self._ref, suspend=wanted)
+        summary = f"write spec.suspend={str(wanted).lower()} ({verb} signal)"
+        await self._call(io.SET_RAYJOB_SUSPEND, params, None, summary)
+        self._state.remember(f"{verb} requested by signal: spec.suspend set to {wanted}")
+
+    # --- one function per action --------------------------------------------------------------
+
+    async def _add_finalizer(self, action: act.AddFinalizer) -> bool:
+        await self.set_finalizer(True)
+        return False
+
+    async def _ensure_head_service(self, action: act.EnsureHeadService) -> bool:
+        params = io.EnsureHeadServiceInput(ref=self._ref, cluster_name=action.cluster_name)
+        summary = f"point {self._ref.name}-head-svc at {action.cluster_name}"
+        await self._call(io.ENSURE_RAYJOB_HEAD_SERVICE, params, None, summary)
+        return False
+
+    async def _record_event(self, action: act.RecordEvent) -> bool:
+        event = io.EventSpec(type=action.type, reason=action.reason, message=action.message)
+        params = io.RecordEventInput(ref=self._ref, event=event)
+        await self._call(io.RECORD_EVENT, params, None, f"record Event {action.reason}")
+        return False
+
+    async def _create_cluster(self, action: act.CreateCluster) -> bool:
+        params = io.CreateClusterInput(
+            ref=self._ref,
+            cluster_name=action.cluster_name,
+            job_id=action.job_id,
+            attempt=self._state.attempt.number,
+        )
+        summary = f"create RayCluster {action.cluster_name}"
+        result = await self._call(io.CREATE_RAYJOB_CLUSTER, params, io.CreateResult, summary)
+        if result.created:
+            self._remember(f"created RayCluster {action.cluster_name}")
+        return False
+
+    async def _create_submitter(self, action: act.CreateSubmitter) -> bool:
+        params = io.CreateSubmitterInput(
+            ref=self._ref,
+            cluster_name=action.cluster_name,
+            job_id=action.job_id,
+            attempt=self._state.attempt.number,
+            dashboard_url=action.dashboard_url,
+        )
+        summary = f"create the submitter Job for {action.job_id}"
+        result = await self._call(io.CREATE_SUBMITTER_JOB, params, io.CreateResult, summary)
+        if result.created:
+            self._remember(f"created the submitter Job for job {action.job_id}")
+        return False
+
+    async def _submit(self, action: act.SubmitJob) -> bool:
+        state = self._state
+        params = io.SubmitRayJobInput(
+            ref=self._ref, dashboard_url=action.dashboard_url, job_id=action.job_id
+        )
+        try:
+            result = await workflow.execute_activity(
+                io.SUBMIT_RAY_JOB,
+                params,
+                result_type=io.SubmitRayJobResult,
+                start_to_close_timeout=KUBE_TIMEOUT,
+                retry_policy=RAY_RETRY,
+                summary=f"submit Ray job {action.job_id}",
+            )
+        except ActivityError as err:
+            result = io.SubmitRayJobResult(submitted=False, error=str(err.cause or err))
+        if not result.submitted:
+            # The state machine starts (or keeps) the status-check failure clock.
+            view = io.RayJobView(reachable=False, error=result.error)
+            state.attempt = state.attempt.model_copy(update={"ray_job": view})
+            state.poll_at = workflow.now() + timedelta(seconds=3)
+            return False
+        verb = "re-submitted" if action.resubmit else "submitted"
+        already = " (Ray already had it)" if result.duplicate else ""
+        self._remember(f"{verb} Ray job {action.job_id}{already}")
+        state.attempt = state.attempt.model_copy(update={"submitted": True, "ray_job": None})
+        return True
+
+    async def _delete_attempt(self, action: act.DeleteAttempt) -> bool:
+        params = io.DeleteAttemptInput(
+            ref=self._ref,
+            cluster_name=action.cluster_name,
+            delete_cluster=action.delete_cluster,
+            delete_submitter=action.delete_submitter,
+        )
+        summary = f"delete attempt {self._state.attempt.number} ({action.cluster_name})"
+        result = await self._call(io.DELETE_ATTEMPT, params, io.DeleteAttemptResult, summary)
+        return not result.remaining
+
+    async def _deletion_rule(self, action: act.ApplyDeletionRule) -> bool:
+        name = action.cluster_name or ""
+        if action.policy == Policy.DELETE_WORKERS:
+            params: io.RayJobRef = io.SuspendWorkersInput(ref=self._ref, cluster_name=name)
+            await self._call(io.SUSPEND_WORKERS, params, None, f"suspend workers of {name}")
+        elif action.policy == Policy.DELETE_CLUSTER:
+            params = io.DeleteAttemptInput(
+                ref=self._ref, cluster_name=name, delete_cluster=True, delete_submitter=False
+            )
+            await self._call(io.DELETE_ATTEMPT, params, io.DeleteAttemptResult, f"delete {name}")
+        elif action.policy == Policy.DELETE_SELF:
+            params = io.RayJobRef(ref=self._ref)
+            await self._call(io.DELETE_RAYJOB, params, None, "delete the RayJob")
+        self._remember(f"cleanup {action.policy} ({action.source})")
+        return action.policy != Policy.DELETE_NONE
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _remember(self, line: str) -> None:
+        self._state.remember(f"attempt {self._state.attempt.number}: {line}")
+
+    async def _call(self, name: str, arg: object, result_type: type[T] | None, summary: str) -> T:
+        result: T = await workflow.execute_activity(
+            name,
+            arg,
+            result_type=result_type,
+            start_to_close_timeout=KUBE_TIMEOUT,
+            retry_policy=KUBE_RETRY,
+            summary=summary,
+        )
+        return result

@@ -1,0 +1,333 @@
+"""The RayJob workflow: the Temporal glue around the pure RayJob state machine.
+
+One workflow per RayJob, alive as long as the CR. A pass reads a snapshot, validates, asks
+`machine.decide` for the next step, runs its actions, settles and writes the status, and, in
+Running, waits on Ray through one heartbeating activity. Signals only mark a pass as due;
+deadlines and cleanup TTLs are absolute times in the status, re-armed as durable timers after
+every pass and after a continue-as-new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import replace
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from activities import job_models as io
+    from crds import constants
+    from crds.common import ObjectMeta
+    from crds.enums import JobDeploymentStatus as Deploy
+    from crds.rayjob import RayJob, RayJobStatus
+    from crds.validation import validate
+    from workflows import messages
+    from workflows.rayjob import machine
+    from workflows.rayjob.apply import Applier
+    from workflows.rayjob.facts import Facts, Step
+    from workflows.rayjob.state import RayJobInput, RayJobState
+    from workflows.rayjob.status import settle, status_changed
+
+RESYNC = timedelta(seconds=300)
+"""KubeRay's RayCluster resync; RayJob polls Ray through `wait_ray_job` instead of a requeue."""
+BUSY_RESYNC = timedelta(seconds=5)
+POLL_GAP = timedelta(seconds=3)
+"""Ask Ray at most this often (KubeRay's 3 s requeue) when it answers quickly..."""
+MAX_POLL_GAP = timedelta(seconds=120)
+"""...and back off to this while quick answers keep saying nothing changed (a signal or
+a deadline asks Ray at once anyway)."""
+WAIT_BOUND = timedelta(minutes=3)
+RAY_STATE = SearchAttributeKey.for_keyword("RayState")
+
+_RAY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
+)
+
+
+@workflow.defn(name="RayJob")
+class RayJobWorkflow:
+    """Run one RayJob through KubeRay's state machine, for as long as the CR exists."""
+
+    @workflow.init
+    def __init__(self, params: RayJobInput) -> None:
+        self._ref = params.ref
+        self._state = params.state or RayJobState()
+        self._max_history = params.max_history_events
+        self._apply = Applier(self._ref, self._state)
+        self._nudged = False
+        """A signal came in since the last poll: ask Ray now, even within the poll gap."""
+
+    # --- signals and queries ------------------------------------------------------------------
+
+    @workflow.signal(name=messages.SPEC_CHANGED)
+    def spec_changed(self, change: messages.SpecChanged) -> None:
+        """The bridge saw a new generation (or resyncs)."""
+        self._state.dirty = self._nudged = True
+
+    @workflow.signal(name=messages.OWNED_CHANGED)
+    def owned_changed(self, change: messages.OwnedChanged) -> None:
+        """The RayCluster, the submitter Job or the head pod changed."""
+        self._state.dirty = self._nudged = True
+
+    @workflow.signal(name=messages.DELETED)
+    def deleted(self, change: messages.Deleted) -> None:
+        """The CR is being deleted, or is gone."""
+        self._state.gone = self._state.gone or change.gone
+        self._state.dirty = True
+
+    @workflow.signal(name=messages.SUSPEND)
+    def suspend(self, request: messages.UserRequest) -> None:
+        """A person asks to suspend the job: written to `spec.suspend`, then reconciled."""
+        self._state.user_suspend = True
+        self._state.dirty = True
+
+    @workflow.signal(name=messages.RESUME)
+    def resume(self, request: messages.UserRequest) -> None:
+        """A person asks to resume a suspended job."""
+        self._state.user_suspend = False
+        self._state.dirty = True
+
+    @workflow.query(name=messages.PROGRESS)
+    def progress(self) -> messages.Progress:
+        """Headline state, what the job waits for, and the last decisions."""
+        return messages.Progress(
+            ref=self._ref,
+            state=self._headline(),
+            summary=self._summary(),
+            waiting_for=[self._state.waiting] if self._state.waiting else [],
+            last_decisions=list(self._state.decisions),
+            observed_generation=self._state.generation,
+        )
+
+    # --- main loop ------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, params: RayJobInput) -> str:
+        """Drive the RayJob until the CR is gone; returns a one-line epitaph."""
+        while True:
+            await self._wait_for_work()
+            if self._state.gone:
+                break
+            if self._state.user_suspend is not None:
+                await self._write_user_suspend()
+            await self._pass()
+            if self._state.gone:
+                break
+            if self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(
+                    RayJobInput(
+                        ref=self._ref, state=self._state, max_history_events=self._max_history
+                    )
+                )
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return f"{self._ref} is gone after {self._state.passes} passes ({self._headline()})"
+
+    async def _wait_for_work(self) -> None:
+        state, now = self._state, workflow.now()
+        wake = now + (BUSY_RESYNC if state.busy else RESYNC)
+        for moment in (state.wake_at, state.poll_at):
+            if moment is not None:
+                wake = min(wake, moment)
+        if not state.dirty and wake > now:
+            with contextlib.suppress(asyncio.TimeoutError):  # a timer: the pass is due anyway
+                await workflow.wait_condition(
+                    lambda: state.dirty or state.gone,
+                    timeout=wake - now,
+                    timeout_summary=f"waiting for {state.waiting or 'a change'}",
+                )
+        state.dirty = False
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        too_long = self._max_history is not None and (
+            info.get_current_history_length() >= self._max_history
+        )
+        return (too_long or info.is_continue_as_new_suggested()) and not self._state.dirty
+
+    # --- one pass -------------------------------------------------------------------------------
+
+    async def _pass(self) -> None:
+        state = self._state
+        state.passes += 1
+        snap = await self._apply.read()
+        if not snap.exists:
+            state.gone = True
+            return
+        self._absorb(snap)
+        if snap.deleting:
+            await self._finalize()
+            return
+        spec = state.spec
+        if spec is None or spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
+            self._set_waiting("nothing: the RayJob is managed elsewhere or unreadable")
+            return
+        facts = Facts(
+            name=self._ref.name,
+            spec=spec,
+            status=state.status or RayJobStatus(),
+            attempt=state.attempt,
+            cluster=snap.cluster,
+            submitter=snap.submitter,
+            has_finalizer=state.has_finalizer,
+        )
+        deadline = state.wake_at is not None and workflow.now() >= state.wake_at
+        if (self._nudged or deadline) and facts.status.job_deployment_status == Deploy.RUNNING:
+            # Something changed (the submitter, the cluster) or a clock ran out: decide on
+            # Ray's state as of now, not as of the last poll.
+            await self._poll(peek=True)
+            facts = replace(facts, attempt=state.attempt)
+        violations = snap.schema_violations or [str(v) for v in validate(self._rayjob(facts))]
+        if violations:
+            step = machine.validation_failed(facts, violations)
+        else:
+            step = machine.decide(facts, workflow.now(), workflow.random())
+        await self._carry_out(facts, step)
+
+    async def _carry_out(self, facts: Facts, step: Step) -> None:
+        state = self._state
+        state.attempt = step.attempt
+        for note in step.notes:
+            state.remember(f"attempt {state.attempt.number}: {note}")
+        again = step.again
+        for action in step.actions:
+            again = await self._apply.run(action) or again
+        status = settle(facts.spec, facts.status, step.status, workflow.now())
+        status.observed_generation = state.generation
+        if status_changed(state.status, status):
+            await self._apply.write_status(status)
+        state.status = status
+        state.wake_at, state.busy = step.wake_at, step.busy
+        self._set_waiting(step.waiting)
+        self._publish_state()
+        if not step.poll:
+            state.poll_at = None  # only a job being polled has a next poll
+        elif not again:
+            again = await self._poll()
+        state.dirty = state.dirty or again
+
+    async def _poll(self, peek: bool = False) -> bool:
+        """Wait on Ray inside one activity; a signal interrupts it. True when Ray moved.
+
+        A `peek` asks once and returns at once, without waiting for a change.
+        """
+        state = self._state
+        status = state.status or RayJobStatus()
+        now = workflow.now()
+        recent = state.poll_at is not None and now < state.poll_at and state.attempt.ray_job
+        if recent and not self._nudged and not peek:
+            return False  # asked moments ago: `_wait_for_work` comes back at poll_at
+        self._nudged = False
+        known = state.attempt.ray_job
+        wait = workflow.start_activity(
+            io.WAIT_RAY_JOB,
+            io.WaitRayJobInput(
+                ref=self._ref,
+                dashboard_url=status.dashboard_url or "",
+                job_id=status.job_id or "",
+                known=known,
+                return_by=state.wake_at,
+                max_wait_seconds=0 if peek else int(WAIT_BOUND.total_seconds()),
+            ),
+            result_type=io.RayJobView,
+            start_to_close_timeout=WAIT_BOUND + timedelta(minutes=1),
+            heartbeat_timeout=timedelta(seconds=30),
+            retry_policy=_RAY_RETRY,
+            summary=f"wait for Ray job {status.job_id}",
+        )
+        await workflow.wait_condition(
+            lambda: wait.done() or (state.dirty and not peek) or state.gone
+        )
+        state.poll_at = now + state.poll_gap
+        if not wait.done():
+            wait.cancel()
+            with contextlib.suppress(ActivityError, asyncio.CancelledError):
+                await wait
+            return False
+        try:
+            view = wait.result()
+        except ActivityError as err:
+            view = io.RayJobView(reachable=False, error=str(err.cause or err))
+        state.attempt = state.attempt.model_copy(update={"ray_job": view})
+        changed = not view.same_as(known)
+        # A long wait already paced itself; quick unchanged answers back off (up to a minute).
+        quick = workflow.now() - now < POLL_GAP
+        gap = state.poll_gap * 2 if quick and not changed else POLL_GAP
+        state.poll_gap = min(gap, MAX_POLL_GAP)
+        return changed
+
+    async def _finalize(self) -> None:
+        """The CR is being deleted: stop the Ray job (best effort), release the finalizer (J26)."""
+        state = self._state
+        status = state.status or RayJobStatus()
+        job_status = status.job_status
+        if status.job_id and status.dashboard_url and not (job_status and job_status.is_terminal):
+            with contextlib.suppress(ActivityError):
+                await workflow.execute_activity(
+                    io.STOP_RAY_JOB,
+                    io.StopRayJobInput(
+                        ref=self._ref, dashboard_url=status.dashboard_url, job_id=status.job_id
+                    ),
+                    start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=_RAY_RETRY,
+                    summary=f"stop Ray job {status.job_id} (the RayJob is being deleted)",
+                )
+            state.remember(f"stopped Ray job {status.job_id} (best effort): the RayJob is deleted")
+        if state.has_finalizer:
+            await self._apply.set_finalizer(False)
+        state.gone = True
+
+    async def _write_user_suspend(self) -> None:
+        wanted = self._state.user_suspend
+        self._state.user_suspend = None
+        assert wanted is not None
+        await self._apply.set_suspend(wanted)
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _absorb(self, snap: io.JobSnapshot) -> None:
+        state = self._state
+        if snap.spec is not None:
+            state.spec, state.generation = snap.spec, snap.generation
+        if snap.status is not None and state.status is None:
+            state.status = snap.status
+        state.labels, state.annotations = snap.labels, snap.annotations
+        state.has_finalizer = snap.has_finalizer
+        state.deleting = snap.deleting
+
+    def _rayjob(self, facts: Facts) -> RayJob:
+        meta = ObjectMeta(
+            name=self._ref.name,
+            namespace=self._ref.namespace,
+            uid=self._ref.uid,
+            generation=self._state.generation,
+            labels=self._state.labels or None,
+            annotations=self._state.annotations or None,
+        )
+        return RayJob(metadata=meta, spec=facts.spec, status=facts.status)
+
+    def _set_waiting(self, waiting: str) -> None:
+        self._state.waiting = waiting
+        workflow.set_current_details(self._summary())
+
+    def _headline(self) -> str:
+        status = self._state.status
+        return (status.job_deployment_status if status else None) or "New"
+
+    def _publish_state(self) -> None:
+        headline = self._headline()
+        if workflow.info().typed_search_attributes.get(RAY_STATE) != headline:
+            workflow.upsert_search_attributes([RAY_STATE.value_set(headline)])
+
+    def _summary(self) -> str:
+        state = self._state
+        status = state.status or RayJobStatus()
+        line = f"**{self._ref}**: {self._headline()}"
+        if status.job_status:
+            line += f", Ray job {status.job_id} {status.job_status}"
+        doing = f"attempt {state.attempt.number}: waiting for {state.waiting}"
+        return f"{line}\n\n{doing}" if state.waiting else line
