@@ -9,6 +9,9 @@ from __future__ import annotations
 from workflows.diagnostics import PingWorkflow
 from workflows.raycluster.workflow import RayClusterWorkflow
 from workflows.rayjob.workflow import RayJobWorkflow
+from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+from workflows.rayservice.workflow import RayServiceWorkflow
 
 WORKFLOWS: list[type] = [PingWorkflow, RayClusterWorkflow, RayJobWorkflow]
+WORKFLOWS += [RayServiceWorkflow, RayServiceUpgradeWorkflow]
 """Workflow classes, each decorated with `@workflow.defn`."""

@@ -33,6 +33,9 @@ from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
 from workflows.rayjob.state import RayJobInput
 from workflows.rayjob.workflow import RayJobWorkflow
+from workflows.rayservice.state import RayServiceInput
+from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+from workflows.rayservice.workflow import RayServiceWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -124,7 +127,41 @@ async def rayjob_lifecycle(client: Client) -> WorkflowHistory:
         return await handle.fetch_history()
 
 
-SCENARIOS = {"raycluster_lifecycle": raycluster_lifecycle, "rayjob_lifecycle": rayjob_lifecycle}
+async def rayservice_lifecycle(client: Client) -> WorkflowHistory:
+    """First deploy, a blue-green upgrade, the old cluster's delayed deletion, CR deletion."""
+    from tests.workflows.rayservice.fake_world import FakeServiceWorld
+    from tests.workflows.rayservice.test_workflow import SPEC as SERVICE_SPEC
+
+    world = FakeServiceWorld("lifecycle", SERVICE_SPEC)
+    queue = f"record-{uuid.uuid4()}"
+    ref = ObjectRef(kind="RayService", namespace="default", name="lifecycle", uid="uid-3")
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[RayServiceWorkflow, RayServiceUpgradeWorkflow],
+        activities=world.activities(),
+        workflow_runner=build_sandbox_runner(),
+    ):
+        handle = await client.start_workflow(
+            RayServiceWorkflow.run, RayServiceInput(ref=ref), id=ref.workflow_id, task_queue=queue
+        )
+        old = await eventually(
+            lambda: world.active() if world.serving() == world.active() else None
+        )
+        world.edit_cluster(rayVersion="2.50.0")
+        await handle.signal(messages.SPEC_CHANGED, messages.SpecChanged(generation=2))
+        await eventually(lambda: world.active() not in (None, old))
+        world.deleted_at = datetime.now(UTC)
+        await handle.signal(messages.DELETED, messages.Deleted(gone=False))
+        await handle.result()
+        return await handle.fetch_history()
+
+
+SCENARIOS = {
+    "raycluster_lifecycle": raycluster_lifecycle,
+    "rayjob_lifecycle": rayjob_lifecycle,
+    "rayservice_lifecycle": rayservice_lifecycle,
+}
 
 
 async def main() -> None:

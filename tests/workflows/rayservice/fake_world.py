@@ -1,0 +1,247 @@
+"""An in-memory RayService world standing in for Kubernetes and the Ray dashboards.
+
+A test double at the activity boundary for the time-skipping workflow tests only: it keeps
+the RayService CR (generation, annotations, finalizers, status), the RayClusters the workflow
+creates (not ready until the test flips them, unless `auto_ready`), each cluster's Serve
+applications, the Services' selectors, and the HTTPRoute weights with the (skipped) time at
+which each was set.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from temporalio import activity
+
+from activities import service_models as io
+from activities.dashboard_models import ServeStatus
+from crds.rayservice import RayServiceSpec, RayServiceStatuses
+
+
+def _hash(value: object) -> str:
+    return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@dataclass
+class FakeRayCluster:
+    name: str
+    config: dict[str, Any]
+    head_ready: bool = False
+    apps: dict[str, str] = field(default_factory=dict)
+    applied: list[tuple[str, int | None]] = field(default_factory=list)
+
+    @property
+    def spec_hash(self) -> str:
+        return _hash({k: v for k, v in self.config.items() if k != "suspend"})
+
+
+class FakeServiceWorld:
+    """One RayService and everything it owns."""
+
+    def __init__(self, name: str, spec: dict[str, Any], auto_ready: bool = True) -> None:
+        self.name = name
+        self.spec = copy.deepcopy(spec)
+        self.generation = 1
+        self.annotations: dict[str, str] = {}
+        self.exists = True
+        self.deleted_at: datetime | None = None
+        self.finalizers: list[str] = []
+        self.status: RayServiceStatuses | None = None
+        self.events: list[io.EventSpec] = []
+        self.clusters: dict[str, FakeRayCluster] = {}
+        self.created: list[str] = []
+        self.deleted: list[tuple[str, datetime]] = []
+        self.head_svc: str | None = None
+        self.serve_svc: str | None = None
+        self.routes: list[tuple[datetime, dict[str, int]]] = []
+        self.auto_ready = auto_ready
+
+    # --- what tests do -------------------------------------------------------------------------
+
+    def edit(self, **fields: Any) -> None:
+        self.spec.update(copy.deepcopy(fields))
+        self.generation += 1
+
+    def edit_cluster(self, **fields: Any) -> None:
+        self.edit(rayClusterConfig={**self.spec["rayClusterConfig"], **fields})
+
+    def flip_ready(self, name: str) -> None:
+        cluster = self.clusters[name]
+        cluster.head_ready = True
+        cluster.apps = {app: "RUNNING" for app in cluster.apps}
+
+    def serving(self) -> str | None:
+        return self.serve_svc if self.serve_svc == self.head_svc else None
+
+    def condition(self, kind: str) -> tuple[str, str] | None:
+        for cond in (self.status.conditions or []) if self.status else []:
+            if cond.type == kind:
+                return cond.status, cond.reason
+        return None
+
+    def active(self) -> str | None:
+        side = self.status.active_service_status if self.status else None
+        return side.ray_cluster_name if side else None
+
+    # --- the activities ------------------------------------------------------------------------
+
+    def activities(self) -> list[Any]:
+        return [
+            self.read, self.create_cluster, self.update_cluster, self.delete_cluster,
+            self.delete_objects, self.apply_serve, self.read_serve, self.wait_healthy,
+            self.switch, self.serve_label, self.gateway, self.write_status, self.set_suspend,
+            self.set_finalizer, self.record_rollback, self.record_event,
+        ]  # fmt: skip
+
+    def _goal(self) -> dict[str, Any]:
+        return {k: v for k, v in self.spec["rayClusterConfig"].items() if k != "suspend"}
+
+    def _app_names(self) -> list[str]:
+        config = self.spec.get("serveConfigV2") or ""
+        return [line.split(":", 1)[1].strip() for line in config.splitlines() if "name:" in line]
+
+    def _view(self, cluster: FakeRayCluster) -> io.ClusterView:
+        groups = cluster.config.get("workerGroupSpecs", [])
+        goal = self._goal()
+        prefix = {**goal, "workerGroupSpecs": goal.get("workerGroupSpecs", [])[: len(groups)]}
+        enough = len(goal.get("workerGroupSpecs", [])) >= len(groups)
+        return io.ClusterView(
+            name=cluster.name,
+            spec_hash=cluster.spec_hash,
+            goal_prefix_hash=_hash(prefix) if enough else "",
+            num_worker_groups=len(groups),
+            kuberay_version="v1.7.0",
+            head_pod_ready=cluster.head_ready,
+            ready=cluster.head_ready,
+        )
+
+    def _running(self, name: str | None) -> bool:
+        cluster = self.clusters.get(name or "")
+        return bool(cluster and cluster.apps and all(s == "RUNNING" for s in cluster.apps.values()))
+
+    @activity.defn(name=io.READ_SERVICE)
+    async def read(self, params: io.ReadServiceInput) -> io.ServiceSnapshot:
+        if not self.exists:
+            return io.ServiceSnapshot(exists=False)
+        spec = RayServiceSpec.model_validate({**self.spec, "serveConfigV2": None})
+        light = params.clusters_only or params.known_generation == self.generation
+        endpoints = {f"{self.name}-serve-svc": 2 if self._running(self.serve_svc) else 0}
+        endpoints |= {f"{n}-serve-svc": 1 for n in self.clusters if self._running(n)}
+        config = self.spec.get("serveConfigV2") or ""
+        owned = [f"Service/{self.name}-serve-svc"] if self.serve_svc else []
+        return io.ServiceSnapshot(
+            generation=self.generation,
+            deleting=self.deleted_at is not None,
+            finalizers=list(self.finalizers),
+            annotations=dict(self.annotations),
+            spec=None if light else spec,
+            status=self.status if params.known_generation is None else None,
+            goal_hash=_hash(self._goal()),
+            serve_config_hash=hashlib.sha256(config.encode()).hexdigest() if config else "",
+            clusters=[self._view(c) for c in self.clusters.values()],
+            head_service_cluster=self.head_svc,
+            serve_service_cluster=self.serve_svc,
+            serve_endpoints=endpoints,
+            route_weights=self.routes[-1][1] if self.routes else None,
+            gateway_ready=bool(self.routes),
+            owned_objects=owned,
+        )
+
+    @activity.defn(name=io.CREATE_SERVICE_CLUSTER)
+    async def create_cluster(
+        self, params: io.CreateServiceClusterInput
+    ) -> io.CreateServiceClusterResult:
+        if params.goal_hash != _hash(self._goal()):
+            return io.CreateServiceClusterResult(stale=True)
+        if params.name not in self.clusters:
+            self.clusters[params.name] = FakeRayCluster(
+                params.name, copy.deepcopy(self.spec["rayClusterConfig"]), self.auto_ready
+            )
+            self.created.append(params.name)
+        return io.CreateServiceClusterResult()
+
+    @activity.defn(name=io.UPDATE_SERVICE_CLUSTER)
+    async def update_cluster(self, params: io.ClusterNameInput) -> None:
+        self.clusters[params.cluster].config = copy.deepcopy(self.spec["rayClusterConfig"])
+
+    @activity.defn(name=io.DELETE_SERVICE_CLUSTER)
+    async def delete_cluster(self, params: io.ClusterNameInput) -> None:
+        if self.clusters.pop(params.cluster, None) is not None:
+            self.deleted.append((params.cluster, activity.info().current_attempt_scheduled_time))
+
+    @activity.defn(name=io.DELETE_SERVICE_OBJECTS)
+    async def delete_objects(self, params: io.ServiceObjectsInput) -> None:
+        self.head_svc = self.serve_svc = None
+
+    @activity.defn(name=io.APPLY_SERVE_CONFIG)
+    async def apply_serve(self, params: io.ApplyServeConfigInput) -> io.ApplyServeConfigResult:
+        cluster = self.clusters[params.cluster]
+        config = self.spec.get("serveConfigV2") or ""
+        cluster.applied.append((config, params.target_capacity))
+        state = "RUNNING" if self.auto_ready else "DEPLOYING"
+        cluster.apps = {app: cluster.apps.get(app, state) for app in self._app_names()}
+        return io.ApplyServeConfigResult(config_hash=hashlib.sha256(config.encode()).hexdigest())
+
+    def _serve(self, name: str) -> ServeStatus:
+        apps = self.clusters[name].apps if name in self.clusters else {}
+        return ServeStatus.model_validate(
+            {"applications": {a: {"status": s, "deployments": {}} for a, s in apps.items()}}
+        )
+
+    @activity.defn(name=io.READ_SERVE_STATUS)
+    async def read_serve(self, params: io.ReadServeStatusInput) -> ServeStatus:
+        return self._serve(params.cluster)
+
+    @activity.defn(name=io.WAIT_SERVE_HEALTHY)
+    async def wait_healthy(self, params: io.WaitServeHealthyInput) -> io.ServeHealth:
+        healthy = self._running(params.cluster)
+        return io.ServeHealth(
+            healthy=healthy,
+            consecutive_healthy=params.consecutive if healthy else 0,
+            status=self._serve(params.cluster),
+        )
+
+    @activity.defn(name=io.SWITCH_SERVICES)
+    async def switch(self, params: io.SwitchServicesInput) -> None:
+        self.head_svc = self.serve_svc = params.cluster
+
+    @activity.defn(name=io.SET_HEAD_SERVE_LABEL)
+    async def serve_label(self, params: io.HeadServeLabelInput) -> None:
+        return None
+
+    @activity.defn(name=io.RECONCILE_GATEWAY)
+    async def gateway(self, params: io.GatewayInput) -> None:
+        at = activity.info().current_attempt_scheduled_time
+        if not self.routes or self.routes[-1][1] != params.weights:
+            self.routes.append((at, dict(params.weights)))
+
+    @activity.defn(name=io.WRITE_SERVICE_STATUS)
+    async def write_status(self, params: io.WriteServiceStatusInput) -> None:
+        self.status = params.status
+
+    @activity.defn(name=io.SET_SERVICE_SUSPEND)
+    async def set_suspend(self, params: io.SetServiceSuspendInput) -> None:
+        if bool(self.spec.get("suspend")) != params.suspend:
+            self.edit(suspend=params.suspend)
+
+    @activity.defn(name=io.SET_SERVICE_FINALIZER)
+    async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
+        if params.present and not self.finalizers:
+            self.finalizers.append("ray.io/rayservice-finalizer")
+        elif not params.present:
+            self.finalizers = []
+            if self.deleted_at is not None:
+                self.exists = False
+
+    @activity.defn(name=io.RECORD_ROLLBACK)
+    async def record_rollback(self, params: io.RollbackAnnotationInput) -> None:
+        self.annotations["ray.io/rollback-requested"] = params.goal_hash
+
+    @activity.defn(name=io.RECORD_EVENT)
+    async def record_event(self, params: io.RecordEventInput) -> None:
+        self.events.append(params.event)

@@ -1,0 +1,168 @@
+"""Table tests of the pure RayService decisions and the incremental traffic arithmetic."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from activities.service_models import ClusterView
+from crds.common import Condition
+from crds.enums import RayServiceUpgradeType as Upgrade
+from workflows.rayservice import decisions as d
+from workflows.rayservice.incremental import (
+    MoveKind,
+    Options,
+    Traffic,
+    next_move,
+    next_rollback_move,
+)
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def view(spec_hash: str = "g", prefix: str = "", version: str = "v1.7.0") -> ClusterView:
+    return ClusterView(
+        name="a", spec_hash=spec_hash, goal_prefix_hash=prefix, kuberay_version=version
+    )
+
+
+@pytest.mark.parametrize(
+    ("active", "kind", "refused", "expected"),
+    [
+        pytest.param(None, Upgrade.NEW_CLUSTER, None, d.ClusterMove.CREATE_FIRST, id="first"),
+        pytest.param(view(), Upgrade.NEW_CLUSTER, None, d.ClusterMove.NONE, id="same-hash"),
+        pytest.param(
+            view(version="v1.6.0"),
+            Upgrade.NEW_CLUSTER,
+            None,
+            d.ClusterMove.UPDATE_IN_PLACE,
+            id="operator-upgrade",
+        ),
+        pytest.param(
+            view("old", "old"),
+            Upgrade.NEW_CLUSTER,
+            None,
+            d.ClusterMove.UPDATE_IN_PLACE,
+            id="appended-groups",
+        ),
+        pytest.param(
+            view("old"), Upgrade.NEW_CLUSTER, None, d.ClusterMove.UPGRADE, id="blue-green"
+        ),
+        pytest.param(view("old"), Upgrade.NONE, None, d.ClusterMove.NONE, id="strategy-none"),
+        pytest.param(
+            view("old"), Upgrade.NEW_CLUSTER, "g", d.ClusterMove.REFUSED, id="rolled-back"
+        ),
+    ],
+)
+def test_cluster_move(
+    active: ClusterView | None, kind: Upgrade, refused: str | None, expected: d.ClusterMove
+) -> None:
+    assert d.cluster_move("g", active, kind, refused) == expected
+
+
+@pytest.mark.parametrize(
+    ("applied", "apps", "expected"),
+    [(None, 1, True), ("h", 0, True), ("x", 1, True), ("h", 1, False)],
+    ids=["never-applied", "head-restarted", "config-changed", "up-to-date"],
+)
+def test_serve_apply_reason(applied: str | None, apps: int, expected: bool) -> None:
+    assert bool(d.serve_apply_reason(applied, "h", apps)) == expected
+
+
+def test_health_streak_resets_on_one_bad_poll() -> None:
+    assert [d.next_streak(s, h) for s, h in [(0, True), (2, True), (3, False)]] == [1, 3, 0]
+
+
+def test_deletions_keep_their_deadline_and_fall_due() -> None:
+    first = d.schedule_deletions(["a", "b"], {"a"}, {}, timedelta(seconds=60), NOW)
+    assert first.scheduled == {"b": NOW + timedelta(seconds=60)} and first.due == []
+    later = d.schedule_deletions(
+        ["a", "b"], {"a"}, first.scheduled, timedelta(seconds=5), NOW + timedelta(seconds=60)
+    )
+    assert later.due == ["b"]
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("5m", 300), ("90", 90), ("0", None), ("", None)])
+def test_initializing_timeout(value: str, seconds: int | None) -> None:
+    got = d.initializing_timeout({"ray.io/initializing-timeout": value})
+    assert got == (timedelta(seconds=seconds) if seconds else None)
+
+
+def test_initializing_deadline_counts_from_the_initializing_transition() -> None:
+    ready = Condition(type="Ready", status="False", reason="Initializing", last_transition_time=NOW)
+    deadline = d.initializing_deadline({"ray.io/initializing-timeout": "1m"}, [ready])
+    assert deadline == NOW + timedelta(minutes=1)
+
+
+@pytest.mark.parametrize(
+    ("phase", "suspend", "left", "step"),
+    [
+        (d.SuspendPhase.NONE, True, 2, d.SuspendStep.BEGIN),
+        (d.SuspendPhase.SUSPENDING, False, 2, d.SuspendStep.DELETE),  # atomic: spec flips ignored
+        (d.SuspendPhase.SUSPENDING, True, 0, d.SuspendStep.COMPLETE),
+        (d.SuspendPhase.SUSPENDED, True, 0, d.SuspendStep.STAY),
+        (d.SuspendPhase.SUSPENDED, False, 0, d.SuspendStep.RESUME),
+        (d.SuspendPhase.NONE, False, 2, d.SuspendStep.NONE),
+    ],
+)
+def test_suspend_step(phase: d.SuspendPhase, suspend: bool, left: int, step: d.SuspendStep) -> None:
+    assert d.suspend_step(phase, suspend, left) == step
+
+
+def _run(
+    options: Options, rollback: bool = False, start: Traffic | None = None
+) -> list[tuple[str, int, int, int, int]]:
+    traffic, now, seen = start or Traffic(), NOW, []
+    for _ in range(50):
+        move = (
+            next_rollback_move(traffic, options, now, True)
+            if rollback
+            else next_move(traffic, options, now)
+        )
+        if move.kind in (MoveKind.DONE, MoveKind.ROLLED_BACK):
+            seen.append((move.kind, 0, 0, 0, 0))
+            return seen
+        if move.kind == MoveKind.WAIT:
+            assert move.until is not None
+            now = move.until
+            continue
+        traffic = move.traffic
+        seen.append(
+            (
+                move.kind,
+                traffic.active_capacity,
+                traffic.pending_capacity,
+                traffic.active_weight,
+                traffic.pending_weight,
+            )
+        )
+    raise AssertionError("no end")
+
+
+def test_incremental_steps_follow_kuberays_a_b_c_loop() -> None:
+    moves = _run(Options(max_surge=50, step=25, interval=timedelta(seconds=30)))
+    assert [m[0] for m in moves] == [
+        "PendingCapacity",
+        "Weights",
+        "Weights",
+        "ActiveCapacity",
+        "PendingCapacity",
+        "Weights",
+        "Weights",
+        "ActiveCapacity",
+        "Done",
+    ]
+    assert moves[-2][1:] == (0, 100, 0, 100)
+
+
+def test_rollback_returns_capacity_and_traffic_then_completes() -> None:
+    midway = Traffic(active_capacity=50, pending_capacity=100, active_weight=25, pending_weight=75)
+    moves = _run(Options(max_surge=50, step=25), rollback=True, start=midway)
+    assert moves[-1][0] == "RolledBack"
+    assert moves[-2][1:] == (100, 0, 100, 0)
+
+
+def test_rollback_completes_at_once_when_the_pending_head_is_gone() -> None:
+    back = Traffic(active_capacity=100, pending_capacity=50, active_weight=100, pending_weight=0)
+    assert next_rollback_move(back, Options(), NOW, False).kind == MoveKind.ROLLED_BACK

@@ -1,0 +1,317 @@
+"""The RayService workflow and its upgrade child on the time-skipping server.
+
+Kubernetes and the dashboards are replaced at the activity boundary by `FakeServiceWorld`.
+Each test gets its own server: skipping time for one test must not fire another's timers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest_asyncio
+from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from crds.refs import ObjectRef
+from kuberay_temporal.binaries import temporal_test_server
+from tests.eventually import eventually
+from tests.workflows.raycluster.test_workflow import register_state_attribute
+from worker.running import build_sandbox_runner
+from workflows import messages
+from workflows.rayservice.state import RayServiceInput
+from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+from workflows.rayservice.workflow import RayServiceWorkflow
+
+from .fake_world import FakeServiceWorld
+
+CLUSTER: dict[str, Any] = {
+    "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{"name": "h"}]}}},
+    "workerGroupSpecs": [
+        {
+            "groupName": "g",
+            "replicas": 1,
+            "minReplicas": 0,
+            "maxReplicas": 5,
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [{"name": "w"}]}},
+        }
+    ],
+}
+SPEC: dict[str, Any] = {
+    "serveConfigV2": "applications:\n  - name: app1\n    import_path: a:b\n",
+    "rayClusterConfig": CLUSTER,
+}
+INCREMENTAL: dict[str, Any] = {
+    **SPEC,
+    "rayClusterConfig": {**CLUSTER, "enableInTreeAutoscaling": True},
+    "upgradeStrategy": {
+        "type": "NewClusterWithIncrementalUpgrade",
+        "clusterUpgradeOptions": {
+            "maxSurgePercent": 50,
+            "stepSizePercent": 25,
+            "intervalSeconds": 30,
+            "gatewayClassName": "istio",
+        },
+    },
+}
+
+
+@pytest_asyncio.fixture
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    await register_state_attribute(env)
+    yield env
+    await env.shutdown()
+
+
+class Harness:
+    def __init__(self, env: WorkflowEnvironment, world: FakeServiceWorld, queue: str) -> None:
+        self.env, self.world, self.queue = env, world, queue
+        self.ref = ObjectRef(
+            kind="RayService", namespace="default", name=world.name, uid=str(uuid.uuid4())
+        )
+        self.handle: WorkflowHandle[Any, Any] | None = None
+
+    async def start(self, **params: Any) -> WorkflowHandle[Any, Any]:
+        self.handle = await self.env.client.start_workflow(
+            RayServiceWorkflow.run,
+            RayServiceInput(ref=self.ref, **params),
+            id=self.ref.workflow_id,
+            task_queue=self.queue,
+        )
+        return self.handle
+
+    async def signal(self, name: str, arg: Any) -> None:
+        assert self.handle is not None
+        await self.handle.signal(name, arg)
+
+    async def spec_changed(self) -> None:
+        await self.signal(
+            messages.SPEC_CHANGED, messages.SpecChanged(generation=self.world.generation)
+        )
+
+    async def nudge(self) -> None:
+        await self.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["RayCluster"]))
+
+    async def ready(self) -> str:
+        """Wait until the first cluster serves and the status says Ready."""
+        world = self.world
+        ready = ("True", "NonZeroServeEndpoints")
+        return await eventually(
+            lambda: (
+                world.active()
+                if world.condition("Ready") == ready and world.serving() == world.active()
+                else None
+            ),
+            message="a ready, serving active cluster",
+        )
+
+
+@pytest_asyncio.fixture
+async def make(env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Any]:
+    harnesses: list[Harness] = []
+    workers: list[Worker] = []
+
+    async def build(spec: dict[str, Any], auto_ready: bool = True) -> Harness:
+        world = FakeServiceWorld(f"svc{uuid.uuid4().hex[:4]}", spec, auto_ready)
+        worker = Worker(
+            env.client,
+            task_queue=task_queue,
+            workflows=[RayServiceWorkflow, RayServiceUpgradeWorkflow],
+            activities=world.activities(),
+            workflow_runner=build_sandbox_runner(),
+        )
+        await worker.__aenter__()
+        workers.append(worker)
+        harness = Harness(env, world, task_queue)
+        harnesses.append(harness)
+        return harness
+
+    yield build
+    for harness in harnesses:
+        if harness.handle is not None:
+            with contextlib.suppress(RPCError):
+                await harness.handle.terminate("test finished")
+    for worker in workers:
+        await worker.__aexit__(None, None, None)
+
+
+async def test_first_deploy_becomes_ready(make: Any) -> None:
+    h = await make(SPEC)
+    await h.start()
+    active = await h.ready()
+    world = h.world
+    assert world.created == [active] and world.finalizers
+    assert world.clusters[active].applied == [(SPEC["serveConfigV2"], None)]
+    assert world.status and world.status.active_service_status
+    apps = world.status.active_service_status.applications or {}
+    assert apps["app1"].status == "RUNNING"
+    assert (await h.handle.query(messages.PROGRESS, result_type=messages.Progress)).state == "Ready"
+
+
+async def test_serve_config_change_is_applied_in_place(make: Any) -> None:
+    h = await make(SPEC)
+    await h.start()
+    active = await h.ready()
+    new_config = "applications:\n  - name: app1\n    import_path: a:c\n"
+    h.world.edit(serveConfigV2=new_config)
+    await h.spec_changed()
+    await eventually(lambda: len(h.world.clusters[active].applied) == 2)
+    assert h.world.clusters[active].applied[-1] == (new_config, None)
+    assert h.world.created == [active]
+
+
+async def test_cluster_change_is_blue_green_and_the_old_cluster_goes_after_the_delay(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    h = await make({**SPEC, "rayClusterDeletionDelaySeconds": 120})
+    await h.start()
+    old = await h.ready()
+    h.world.edit_cluster(headGroupSpec={**CLUSTER["headGroupSpec"], "rayStartParams": {"x": "1"}})
+    await h.spec_changed()
+    new = await eventually(lambda: h.world.active() if h.world.active() != old else None)
+    assert h.world.serving() == new and old in h.world.clusters
+    promoted_at = await env.get_current_time()
+    await env.sleep(timedelta(seconds=130))
+    (name, at), *_ = await eventually(lambda: h.world.deleted)
+    assert name == old
+    assert timedelta(seconds=110) <= at - promoted_at <= timedelta(seconds=125)
+
+
+async def test_incremental_upgrade_moves_weights_in_steps_at_the_interval(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    h = await make(INCREMENTAL)
+    await h.start()
+    old = await h.ready()
+    h.world.edit_cluster(rayVersion="2.50.0")
+    await h.spec_changed()
+    for _ in range(8):  # the interval timers fire only when the server skips time
+        await env.sleep(timedelta(seconds=31))
+    new = await eventually(lambda: h.world.active() if h.world.active() != old else None)
+    weights = [w[new] for _, w in h.world.routes if old in w and new in w]
+    assert weights == [0, 25, 50, 75, 100]
+    times = [at for at, w in h.world.routes if old in w and w.get(new, 0) > 0]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert all(gap >= timedelta(seconds=30) for gap in gaps)
+    capacities = [c for _, c in h.world.clusters[new].applied]
+    assert capacities == [0, 50, 100]
+    assert h.world.serving() == new
+
+
+async def test_rollback_signal_returns_traffic_and_deletes_the_pending_cluster(
+    make: Any,
+) -> None:
+    h = await make(INCREMENTAL)
+    await h.start()
+    old = await h.ready()
+    h.world.auto_ready = False  # the new cluster never gets ready on its own
+    h.world.edit_cluster(rayVersion="2.50.0")
+    await h.spec_changed()
+    pending = await eventually(lambda: next((n for n in h.world.clusters if n != old), None))
+    await eventually(
+        lambda: h.world.condition("UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
+    )
+    await h.signal(messages.ROLLBACK, messages.UserRequest(reason="bad release"))
+    await eventually(lambda: pending not in h.world.clusters, message="pending deleted")
+    assert h.world.routes[-1][1] == {old: 100, pending: 0}
+    assert h.world.annotations["ray.io/rollback-requested"]
+    assert any(e.reason == "RollbackRequested" for e in h.world.events)
+    await eventually(lambda: h.world.condition("UpgradeInProgress") == ("False", "RolledBack"))
+    await h.nudge()
+    await eventually(lambda: h.world.condition("Ready") == ("True", "NonZeroServeEndpoints"))
+    assert list(h.world.clusters) == [old] and h.world.active() == old
+
+
+async def test_a_pending_cluster_that_never_gets_ready_aborts_at_its_deadline(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    h = await make(SPEC)
+    await h.start(ready_timeout=timedelta(minutes=10))
+    old = await h.ready()
+    h.world.auto_ready = False
+    h.world.edit_cluster(rayVersion="2.50.0")
+    await h.spec_changed()
+    await eventually(lambda: len(h.world.created) == 2)
+    await env.sleep(timedelta(minutes=11))
+    await eventually(
+        lambda: h.world.condition("UpgradeInProgress") == ("False", "UpgradeAborted"),
+        message="the upgrade aborted",
+    )
+    (event,) = [e for e in h.world.events if e.reason == "UpgradeAborted"]
+    assert event.type == "Warning" and "not ready within" in event.message
+    assert list(h.world.clusters) == [old] and h.world.serving() == old
+
+
+async def test_initializing_timeout_is_terminal(make: Any, env: WorkflowEnvironment) -> None:
+    h = await make(SPEC, auto_ready=False)
+    h.world.annotations["ray.io/initializing-timeout"] = "5m"
+    await h.start()
+    await eventually(lambda: h.world.created)
+    await env.sleep(timedelta(minutes=6))
+    await eventually(lambda: h.world.condition("Ready") == ("False", "InitializingTimeout"))
+    assert any(e.reason == "RayServiceInitializingTimeout" for e in h.world.events)
+    await env.sleep(timedelta(seconds=61))
+    await eventually(lambda: not h.world.clusters, message="the cluster cleaned up")
+    assert len(h.world.created) == 1
+
+
+async def test_suspend_and_resume(make: Any) -> None:
+    h = await make(SPEC)
+    await h.start()
+    await h.ready()
+    await h.signal(messages.SUSPEND, messages.UserRequest(reason="test"))
+    await eventually(lambda: not h.world.clusters, message="clusters deleted")
+    await h.nudge()  # the bridge reports the clusters gone
+    await eventually(lambda: h.world.condition("Suspended") == ("True", "SuspendComplete"))
+    assert not h.world.clusters and h.world.spec["suspend"] is True
+    await h.signal(messages.RESUME, messages.UserRequest(reason="test"))
+    await eventually(lambda: h.world.condition("Ready") == ("True", "NonZeroServeEndpoints"))
+    assert len(h.world.created) == 2
+
+
+async def test_deletion_deletes_clusters_and_ends_the_workflow(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    h = await make(SPEC)
+    handle = await h.start()
+    await h.ready()
+    h.world.deleted_at = await env.get_current_time()
+    await h.signal(messages.DELETED, messages.Deleted(gone=False))
+    assert "is gone" in await handle.result()
+    assert not h.world.clusters and not h.world.exists
+
+
+async def test_continue_as_new_keeps_the_deletion_deadline(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    h = await make(SPEC)
+    handle = await h.start(max_history_events=60)
+    old = await h.ready()
+    h.world.edit_cluster(rayVersion="2.50.0")
+    await h.spec_changed()
+    await eventually(lambda: h.world.active() not in (None, old))
+    promoted_at = await env.get_current_time()
+    for _ in range(6):
+        await h.nudge()
+    await eventually(lambda: _continued(handle), message="a continued run")
+    assert old in h.world.clusters
+    await env.sleep(timedelta(seconds=70))
+    (name, at), *_ = await eventually(lambda: h.world.deleted)
+    assert name == old and at - promoted_at <= timedelta(seconds=65)
+
+
+async def _continued(handle: WorkflowHandle[Any, Any]) -> bool:
+    described = await handle.describe()
+    return described.run_id != handle.first_execution_run_id

@@ -1,0 +1,1 @@
+"""The RayService workflow and its upgrade child (KubeRay's RayService controller)."""

@@ -1,0 +1,148 @@
+"""The traffic arithmetic of an incremental upgrade, one move at a time (S14, S15).
+
+KubeRay re-derives every step from the status on each 2-second pass. Here a pure function
+gets the current capacities and weights and returns the single next move; the upgrade child
+carries it out, records the new numbers and asks again. Moves are KubeRay's (a)(b)(c):
+(a) raise the pending cluster's `target_capacity` by maxSurge once its traffic caught up,
+(b) every intervalSeconds move stepSize% of the route weight to it, capped at its capacity,
+(c) lower the active capacity by maxSurge while the total exceeds 100. A rollback runs the
+same loop the other way round.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from crds.rayservice import RayServiceSpec
+
+_DEFAULT_MAX_SURGE = 100
+
+
+class Options(BaseModel):
+    """`clusterUpgradeOptions`, defaulted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_surge: int = _DEFAULT_MAX_SURGE
+    step: int = 100
+    interval: timedelta = timedelta(seconds=30)
+
+
+class Traffic(BaseModel):
+    """Target capacities and route weights of both clusters (percent)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    active_capacity: int = 100
+    pending_capacity: int = 0
+    active_weight: int = 100
+    pending_weight: int = 0
+    migrated_at: datetime | None = None
+    """When the weights last moved (KubeRay's lastTrafficMigratedTime)."""
+
+
+class MoveKind(StrEnum):
+    """One step of the loop."""
+
+    PENDING_CAPACITY = "PendingCapacity"
+    ACTIVE_CAPACITY = "ActiveCapacity"
+    WEIGHTS = "Weights"
+    WAIT = "Wait"
+    DONE = "Done"
+    ROLLED_BACK = "RolledBack"
+
+
+class Move(BaseModel):
+    """The next move and the numbers after it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: MoveKind
+    traffic: Traffic
+    until: datetime | None = None
+    """For WAIT: when the next weight step is allowed."""
+    needs_healthy_pending: bool = False
+    """For WEIGHTS: traffic moves to the pending cluster only while its apps all run."""
+
+
+def options_of(spec: RayServiceSpec) -> Options:
+    """The incremental options of a validated spec."""
+    strategy = spec.upgrade_strategy
+    given = strategy.cluster_upgrade_options if strategy else None
+    if given is None:
+        return Options()
+    surge = _DEFAULT_MAX_SURGE if given.max_surge_percent is None else given.max_surge_percent
+    # A zero surge or step would never finish; validation allows 0, so move by 1 at least.
+    surge = max(1, surge)
+    return Options(
+        max_surge=surge,
+        step=max(1, given.step_size_percent or surge),
+        interval=timedelta(seconds=given.interval_seconds or 30),
+    )
+
+
+def next_move(traffic: Traffic, options: Options, now: datetime) -> Move:
+    """The next move of an upgrade towards the pending cluster."""
+    t = traffic
+    if t.active_capacity == 0 and t.pending_weight == 100:
+        return Move(kind=MoveKind.DONE, traffic=t)
+    if t.pending_weight == t.pending_capacity:
+        # Capacity changes wait until the traffic caught up with the last one.
+        if t.active_capacity + t.pending_capacity > 100:
+            lower = max(0, t.active_capacity - options.max_surge)
+            return _capacity(
+                MoveKind.ACTIVE_CAPACITY, t.model_copy(update={"active_capacity": lower})
+            )
+        if t.pending_capacity < 100:
+            raise_to = min(100, t.pending_capacity + options.max_surge)
+            return _capacity(
+                MoveKind.PENDING_CAPACITY, t.model_copy(update={"pending_capacity": raise_to})
+            )
+    due = _due(t.migrated_at, options.interval)
+    if due is not None and due > now:
+        return Move(kind=MoveKind.WAIT, traffic=t, until=due)
+    pending = min(100, t.pending_weight + options.step, t.pending_capacity)
+    moved = t.model_copy(
+        update={"pending_weight": pending, "active_weight": 100 - pending, "migrated_at": now}
+    )
+    return Move(kind=MoveKind.WEIGHTS, traffic=moved, needs_healthy_pending=True)
+
+
+def next_rollback_move(
+    traffic: Traffic, options: Options, now: datetime, pending_healthy: bool
+) -> Move:
+    """The next move of a rollback towards the active cluster (S15)."""
+    t = traffic
+    back = t.active_capacity == 100 and t.active_weight == 100
+    if back and (not pending_healthy or (t.pending_capacity == 0 and t.pending_weight == 0)):
+        return Move(kind=MoveKind.ROLLED_BACK, traffic=t)
+    if t.active_weight == t.active_capacity:
+        if t.active_capacity + t.pending_capacity > 100:
+            lower = max(0, t.pending_capacity - options.max_surge)
+            return _capacity(
+                MoveKind.PENDING_CAPACITY, t.model_copy(update={"pending_capacity": lower})
+            )
+        if t.active_capacity < 100:
+            raise_to = min(100, t.active_capacity + options.max_surge)
+            return _capacity(
+                MoveKind.ACTIVE_CAPACITY, t.model_copy(update={"active_capacity": raise_to})
+            )
+    due = _due(t.migrated_at, options.interval)
+    if due is not None and due > now:
+        return Move(kind=MoveKind.WAIT, traffic=t, until=due)
+    active = min(100, t.active_weight + options.step, t.active_capacity)
+    moved = t.model_copy(
+        update={"active_weight": active, "pending_weight": 100 - active, "migrated_at": now}
+    )
+    return Move(kind=MoveKind.WEIGHTS, traffic=moved)
+
+
+def _capacity(kind: MoveKind, traffic: Traffic) -> Move:
+    return Move(kind=kind, traffic=traffic)
+
+
+def _due(migrated_at: datetime | None, interval: timedelta) -> datetime | None:
+    return None if migrated_at is None else migrated_at + interval

@@ -1,0 +1,480 @@
+"""The RayService workflow: the Temporal glue around the pure RayService decisions.
+
+One workflow per RayService, alive as long as the CR. A pass reads a snapshot, validates,
+runs the suspend steps, decides what the serving cluster needs (`decisions.cluster_move`),
+keeps Serve applied to it, deletes retired clusters on their durable deadlines, and writes
+the status. A new cluster — the first one or an upgrade — is the job of a child workflow
+(`upgrade.py`); while it runs the parent forwards nudges and spec changes to it, keeps the
+status current from its reports, and never continues-as-new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ChildWorkflowError
+from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    import workflows.rayservice.decisions as rules
+    import workflows.rayservice.status as st
+    from activities import service_models as io
+    from activities.dashboard_models import ServeStatus
+    from crds import constants
+    from crds.common import ObjectMeta
+    from crds.rayservice import RayService, RayServiceStatus, RayServiceStatuses
+    from crds.validation import validate
+    from workflows import messages
+    from workflows.rayservice.calls import call, event, run
+    from workflows.rayservice.decisions import SuspendStep
+    from workflows.rayservice.incremental import Traffic, options_of
+    from workflows.rayservice.serving import ServingMixin
+    from workflows.rayservice.state import (
+        ABORT,
+        GOAL_CHANGED,
+        UPGRADE_PROGRESS,
+        AbortRequest,
+        GoalChanged,
+        Outcome,
+        RayServiceInput,
+        RayServiceState,
+        UpgradeInput,
+        UpgradeProgress,
+        UpgradeRecord,
+        UpgradeResult,
+    )
+    from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+    from workflows.rayservice.views import active_name, details, status_inputs
+
+RESYNC = timedelta(seconds=300)
+RAY_STATE = SearchAttributeKey.for_keyword("RayState")
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes generateName
+
+
+@workflow.defn(name="RayService")
+class RayServiceWorkflow(ServingMixin):
+    """Serve one RayService for as long as it exists."""
+
+    @workflow.init
+    def __init__(self, params: RayServiceInput) -> None:
+        self._p = params
+        self._ref = params.ref
+        self._state = params.state or RayServiceState()
+        self._child: ChildWorkflowHandle[RayServiceUpgradeWorkflow, UpgradeResult] | None = None
+        self._nudge_child = False
+
+    # --- signals and queries ------------------------------------------------------------------
+
+    @workflow.signal(name=messages.SPEC_CHANGED)
+    def spec_changed(self, change: messages.SpecChanged) -> None:
+        """The bridge saw a new generation, annotation change, or resyncs."""
+        self._state.dirty = True
+
+    @workflow.signal(name=messages.OWNED_CHANGED)
+    def owned_changed(self, change: messages.OwnedChanged) -> None:
+        """A RayCluster, Service or route of the RayService changed."""
+        self._state.dirty = self._nudge_child = True
+
+    @workflow.signal(name=messages.DELETED)
+    def deleted(self, change: messages.Deleted) -> None:
+        """The CR is being deleted, or is gone."""
+        self._state.gone = self._state.gone or change.gone
+        self._state.dirty = True
+
+    @workflow.signal(name=messages.SUSPEND)
+    def suspend(self, request: messages.UserRequest) -> None:
+        """A person asks to suspend: written to `spec.suspend`, then reconciled."""
+        self._state.user_suspend, self._state.dirty = True, True
+
+    @workflow.signal(name=messages.RESUME)
+    def resume(self, request: messages.UserRequest) -> None:
+        """A person asks to resume a suspended RayService."""
+        self._state.user_suspend, self._state.dirty = False, True
+
+    @workflow.signal(name=messages.ROLLBACK)
+    def rollback(self, request: messages.UserRequest) -> None:
+        """A person asks to stop the running upgrade and keep the active cluster."""
+        self._state.rollback_request = request.reason or "rollback signal"
+        self._state.dirty = True
+
+    @workflow.signal(name=UPGRADE_PROGRESS)
+    def upgrade_progress(self, progress: UpgradeProgress) -> None:
+        """The upgrade child moved on; the status follows."""
+        upgrade = self._state.upgrade
+        if upgrade is not None and upgrade.number == progress.number:
+            upgrade.progress = progress
+            self._state.dirty = True
+
+    @workflow.query(name=messages.PROGRESS)
+    def progress(self) -> messages.Progress:
+        """Headline state, what the RayService waits for, and the last decisions."""
+        return messages.Progress(
+            ref=self._ref,
+            state=self._headline(),
+            summary=details(self._ref, self._headline(), self._state),
+            waiting_for=list(self._state.waiting),
+            last_decisions=list(self._state.decisions),
+            observed_generation=self._state.generation,
+        )
+
+    # --- main loop ------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, params: RayServiceInput) -> str:
+        """Reconcile until the CR is gone; returns a one-line epitaph."""
+        while True:
+            await self._wait_for_work()
+            if self._child is not None and self._child.done():
+                await self._finish_upgrade()
+            if self._state.gone and self._child is None:
+                break
+            if self._state.user_suspend is not None:
+                await self._write_user_suspend()
+            await self._pass()
+            if self._state.gone and self._child is None:
+                break
+            if self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(
+                    RayServiceInput(
+                        ref=self._ref,
+                        state=self._state,
+                        max_history_events=self._p.max_history_events,
+                        ready_timeout=self._p.ready_timeout,
+                        healthy_timeout=self._p.healthy_timeout,
+                    )
+                )
+        return f"{self._ref} is gone after {self._state.passes} reconcile passes"
+
+    async def _wait_for_work(self) -> None:
+        timeout = RESYNC
+        if self._state.wake_at is not None:
+            timeout = min(timeout, self._state.wake_at - workflow.now())
+        timeout = max(timeout, timedelta(seconds=1))
+        with contextlib.suppress(TimeoutError):  # a deadline or a resync: the pass is due anyway
+            await workflow.wait_condition(
+                lambda: (
+                    self._state.dirty
+                    or self._state.gone
+                    or (self._child is not None and self._child.done())
+                ),
+                timeout=timeout,
+                timeout_summary=f"waiting for a change (look again in {timeout})",
+            )
+        self._state.dirty = False
+
+    def _should_continue_as_new(self) -> bool:
+        if self._child is not None or self._state.dirty:
+            return False  # an upgrade child would be cancelled by the parent-close policy
+        info = workflow.info()
+        limit = self._p.max_history_events
+        too_long = limit is not None and info.get_current_history_length() >= limit
+        return too_long or info.is_continue_as_new_suggested()
+
+    # --- one pass -------------------------------------------------------------------------------
+
+    async def _pass(self) -> None:
+        state = self._state
+        state.passes += 1
+        known = state.generation if state.spec is not None else None
+        snap = await call(
+            io.READ_SERVICE,
+            io.ReadServiceInput(ref=self._ref, known_generation=known),
+            io.ServiceSnapshot,
+            "read the RayService, its clusters, Services and routes",
+        )
+        if not snap.exists:
+            state.gone = True
+            return
+        self._absorb(snap)
+        if snap.deleting:
+            await self._delete_everything(snap)
+            return
+        if constants.FINALIZER_RAYSERVICE not in snap.finalizers:
+            finalizer = io.SetFinalizerInput(ref=self._ref, present=True)
+            await run(io.SET_SERVICE_FINALIZER, finalizer, "add the RayService finalizer")
+        assert state.spec is not None
+        if state.spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
+            self._set_waiting([f"nothing: managed by {constants.MANAGED_BY_MULTIKUEUE}"])
+            return
+        if not await self._valid(snap.schema_violations):
+            return
+        if await self._suspension(snap):
+            return
+        await self._forward_to_upgrade()
+        active_serve = None
+        if not rules.timed_out(state.status.conditions if state.status else None):
+            active_serve = await self._serve_active(snap)
+        await self._retire(snap)
+        await self._write_status(snap, active_serve)
+
+    def _absorb(self, snap: io.ServiceSnapshot) -> None:
+        state = self._state
+        if snap.spec is not None:
+            state.spec, state.generation = snap.spec, snap.generation
+        if snap.status is not None and state.status is None:
+            state.status = snap.status
+        state.annotations, state.labels = snap.annotations, snap.labels
+        if snap.goal_hash != state.goal_hash and snap.goal_hash != state.refused_hash:
+            state.refused = None
+        state.goal_hash, state.serve_config_hash = snap.goal_hash, snap.serve_config_hash
+        rolled_back = snap.annotations.get(constants.ANNOTATION_ROLLBACK_REQUESTED)
+        if rolled_back and state.refused_hash is None:
+            # A rollback written to the CR before this run's memory began.
+            state.refused_hash = rolled_back
+            state.refused = (st.ROLLED_BACK, "rolled back by request")
+
+    async def _valid(self, schema_violations: list[str]) -> bool:
+        state = self._state
+        assert state.spec is not None
+        meta = ObjectMeta(
+            name=self._ref.name,
+            namespace=self._ref.namespace,
+            uid=self._ref.uid,
+            generation=state.generation,
+            annotations=state.annotations or None,
+            labels=state.labels or None,
+        )
+        found = schema_violations or [
+            str(v) for v in validate(RayService(metadata=meta, spec=state.spec))
+        ]
+        if found and found != state.reported_violations:
+            message = "; ".join(found)
+            state.remember(f"invalid spec: {message}")
+            await event(self._ref, "Warning", "InvalidRayServiceSpec", message)
+            failed = st.validation_failed(state.status, message, workflow.now())
+            await self._write(failed)
+        state.reported_violations = found
+        if found:
+            self._set_waiting(["a valid spec (see the InvalidRayServiceSpec Event)"])
+        return not found
+
+    async def _suspension(self, snap: io.ServiceSnapshot) -> bool:
+        """KubeRay's atomic suspend (S19); True while it keeps the rest of the pass away."""
+        state = self._state
+        assert state.spec is not None
+        conds = state.status.conditions if state.status else None
+        leftovers = [c.name for c in snap.clusters] + snap.owned_objects
+        step = rules.suspend_step(
+            rules.suspend_phase(conds), bool(state.spec.suspend), len(leftovers)
+        )
+        now = workflow.now()
+        if step == SuspendStep.NONE:
+            return False
+        if step == SuspendStep.BEGIN:
+            if await self._abort_upgrade("the RayService is being suspended", None):
+                return True
+            await self._write(st.suspend_begun(state.status, state.generation, now))
+            state.dirty = True
+        elif step == SuspendStep.DELETE:
+            await self._delete_clusters(
+                [c.name for c in snap.clusters if not c.deleting], "suspend"
+            )
+            await run(
+                io.DELETE_SERVICE_OBJECTS,
+                io.ServiceObjectsInput(ref=self._ref),
+                "delete Services and routes",
+            )
+            self._set_waiting(["owned RayClusters, Services and routes to go (suspending)"])
+        elif step == SuspendStep.COMPLETE:
+            assert state.status is not None
+            state.applied, state.streaks, state.deletions, state.traffic = {}, {}, {}, None
+            await self._write(st.suspend_completed(state.status, now))
+            self._set_waiting([])
+        elif step == SuspendStep.RESUME:
+            assert state.status is not None
+            await self._write(st.resumed(state.status, state.generation, now))
+            state.dirty = True
+            return True
+        self._publish_state()
+        return True
+
+    async def _forward_to_upgrade(self) -> None:
+        """Tell the running upgrade what changed; carry out a person's rollback."""
+        state, upgrade = self._state, self._state.upgrade
+        if state.rollback_request is not None:
+            reason, state.rollback_request = state.rollback_request, None
+            if upgrade is None:
+                state.remember(f"rollback ignored: no upgrade in progress ({reason})")
+                await event(self._ref, "Normal", "RollbackIgnored", "No upgrade in progress")
+                return
+            record = io.RollbackAnnotationInput(
+                ref=self._ref, goal_hash=upgrade.goal_hash, reason=reason, at=workflow.now()
+            )
+            await run(io.RECORD_ROLLBACK, record, "write the ray.io/rollback-requested annotation")
+            message = f"Rolling back upgrade {upgrade.number} ({upgrade.pending}): {reason}"
+            await event(self._ref, "Normal", "RollbackRequested", message)
+            state.refused_hash = upgrade.goal_hash
+            state.refused = (st.ROLLED_BACK, f"upgrade rolled back by request: {reason}")
+            await self._abort_upgrade(reason, st.ROLLBACK_REQUESTED)
+            return
+        if upgrade is None or self._child is None:
+            return
+        if state.goal_hash != upgrade.forwarded_goal:
+            upgrade.forwarded_goal = state.goal_hash
+            await self._child.signal(GOAL_CHANGED, GoalChanged(goal_hash=state.goal_hash))
+        if self._nudge_child:
+            self._nudge_child = False
+            await self._child.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
+
+    # --- upgrades -------------------------------------------------------------------------------
+
+    async def _start_upgrade(self, active: str | None) -> None:
+        state = self._state
+        assert state.spec is not None
+        state.upgrades += 1
+        rng = workflow.random()
+        pending = f"{self._ref.name}-" + "".join(rng.choice(_NAME_ALPHABET) for _ in range(5))
+        params = UpgradeInput(
+            ref=self._ref,
+            number=state.upgrades,
+            incremental=rules.is_incremental(state.spec),
+            active=active,
+            pending=pending,
+            goal_hash=state.goal_hash,
+            serve_config_hash=state.serve_config_hash,
+            options=options_of(state.spec),
+            ready_timeout=self._p.ready_timeout,
+            healthy_timeout=self._p.healthy_timeout,
+            healthy_observations=rules.HEALTHY_OBSERVATIONS,
+            deletion_delay=rules.deletion_delay(state.spec),
+        )
+        child_id = f"{self._ref.workflow_id}/upgrade/{state.upgrades}"
+        self._child = await workflow.start_child_workflow(
+            RayServiceUpgradeWorkflow.run,
+            params,
+            id=child_id,
+            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+            static_summary=f"{self._ref}: upgrade {state.upgrades} to {pending}",
+        )
+        state.upgrade = UpgradeRecord(
+            number=state.upgrades,
+            child_id=child_id,
+            pending=pending,
+            goal_hash=state.goal_hash,
+            forwarded_goal=state.goal_hash,
+        )
+        verb = "first cluster" if active is None else f"upgrade {state.upgrades} from {active}"
+        state.remember(f"{verb}: pending cluster {pending}")
+
+    async def _abort_upgrade(self, reason: str, rollback_reason: str | None) -> bool:
+        """Ask the running upgrade to give up; True if there is one to wait for."""
+        upgrade = self._state.upgrade
+        if upgrade is None or self._child is None:
+            return False
+        if upgrade.aborting is None:
+            upgrade.aborting = rollback_reason or reason
+            await self._child.signal(ABORT, AbortRequest(reason=reason))
+        self._set_waiting([f"upgrade {upgrade.number} to remove {upgrade.pending}"])
+        return True
+
+    async def _finish_upgrade(self) -> None:
+        state, child = self._state, self._child
+        upgrade = state.upgrade
+        assert child is not None and upgrade is not None
+        self._child, state.upgrade, state.dirty = None, None, True
+        try:
+            result = child.result()
+        except ChildWorkflowError as err:  # a bug or a termination: decide afresh
+            state.remember(f"upgrade {upgrade.number} failed: {err.cause or err}")
+            return
+        state.applied.update(result.applied)
+        state.remember(f"upgrade {upgrade.number}: {result.outcome} ({result.reason})")
+        if result.outcome == Outcome.PROMOTED:
+            await self._promote(upgrade, result)
+        elif result.outcome == Outcome.ABORTED:
+            state.refused_hash = upgrade.goal_hash
+            state.refused = (st.UPGRADE_ABORTED, result.reason)
+            await event(self._ref, "Warning", st.UPGRADE_ABORTED, result.reason)
+
+    async def _promote(self, upgrade: UpgradeRecord, result: UpgradeResult) -> None:
+        state = self._state
+        status = state.status.model_copy(deep=True) if state.status else RayServiceStatuses()
+        status.active_service_status = RayServiceStatus(ray_cluster_name=result.pending)
+        status.pending_service_status = RayServiceStatus()
+        state.status = status
+        state.traffic = Traffic() if result.traffic is not None else None
+        state.streaks = {}
+        message = f"Promoted the RayCluster {result.pending} to active"
+        await event(self._ref, "Normal", "PromotedRayCluster", message)
+
+    # --- cleanup --------------------------------------------------------------------------------
+
+    async def _delete_everything(self, snap: io.ServiceSnapshot) -> None:
+        """The CR is being deleted: clusters go at once, then the finalizer (S3)."""
+        if await self._abort_upgrade("the RayService is being deleted", None):
+            return
+        alive = [c.name for c in snap.clusters if not c.deleting]
+        await self._delete_clusters(alive, "the RayService is being deleted")
+        if snap.clusters:
+            self._set_waiting([f"{len(snap.clusters)} RayCluster(s) to go before the finalizer"])
+            return
+        if constants.FINALIZER_RAYSERVICE in snap.finalizers:
+            finalizer = io.SetFinalizerInput(ref=self._ref, present=False)
+            await run(io.SET_SERVICE_FINALIZER, finalizer, "remove the RayService finalizer")
+            self._state.dirty = True
+
+    # --- status ---------------------------------------------------------------------------------
+
+    async def _write_status(
+        self, snap: io.ServiceSnapshot, active_serve: ServeStatus | None
+    ) -> None:
+        state = self._state
+        assert state.spec is not None
+        now = workflow.now()
+        inputs = status_inputs(
+            state, snap, self._ref, active_serve, rules.is_incremental(state.spec)
+        )
+        status = st.compute_status(inputs, now)
+        deadline = rules.initializing_deadline(state.annotations, status.conditions)
+        if deadline is not None and now >= deadline:
+            timeout = rules.initializing_timeout(state.annotations)
+            message = (
+                f"RayService failed to become ready within the configured timeout of {timeout}"
+            )
+            await self._abort_upgrade("initializing timeout", None)
+            status = st.initializing_timed_out(status, message, now)
+            await event(self._ref, "Warning", "RayServiceInitializingTimeout", message)
+            state.dirty = True  # the next pass retires the clusters
+        await self._write(status)
+        self._set_waiting(self._waiting(snap))
+
+    async def _write(self, status: RayServiceStatuses) -> None:
+        if st.status_changed(self._state.status, status):
+            arg = io.WriteServiceStatusInput(ref=self._ref, status=status)
+            await run(io.WRITE_SERVICE_STATUS, arg, "write the RayService status")
+        self._state.status = status
+        self._publish_state()
+
+    def _waiting(self, snap: io.ServiceSnapshot) -> list[str]:
+        state = self._state
+        if state.upgrade is not None:
+            return [f"upgrade {state.upgrade.number}: {state.upgrade.progress.phase}"]
+        waiting = [f"deletion of {n} at {at:%H:%M:%S}" for n, at in sorted(state.deletions.items())]
+        if not active_name(state):
+            waiting.insert(0, "a serving cluster")
+        return waiting
+
+    async def _write_user_suspend(self) -> None:
+        wanted, self._state.user_suspend = self._state.user_suspend, None
+        assert wanted is not None
+        arg = io.SetServiceSuspendInput(ref=self._ref, suspend=wanted)
+        await run(io.SET_SERVICE_SUSPEND, arg, f"write spec.suspend={str(wanted).lower()}")
+        self._state.remember(f"spec.suspend set to {wanted} by signal")
+
+    def _set_waiting(self, waiting: list[str]) -> None:
+        self._state.waiting = waiting
+        workflow.set_current_details(details(self._ref, self._headline(), self._state))
+
+    def _headline(self) -> str:
+        return st.headline(
+            self._state.status, self._state.upgrade is not None and bool(active_name(self._state))
+        )
+
+    def _publish_state(self) -> None:
+        headline = self._headline()
+        if workflow.info().typed_search_attributes.get(RAY_STATE) != headline:
+            workflow.upsert_search_attributes([RAY_STATE.value_set(headline)])
