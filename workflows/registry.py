@@ -12,6 +12,11 @@ from workflows.rayjob.workflow import RayJobWorkflow
 from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
 
-WORKFLOWS: list[type] = [PingWorkflow, RayClusterWorkflow, RayJobWorkflow]
-WORKFLOWS += [RayServiceWorkflow, RayServiceUpgradeWorkflow]
+WORKFLOWS: list[type] = [
+    PingWorkflow,
+    RayClusterWorkflow,
+    RayJobWorkflow,
+    RayServiceWorkflow,
+    RayServiceUpgradeWorkflow,
+]
 """Workflow classes, each decorated with `@workflow.defn`."""
