@@ -169,6 +169,11 @@ def builtin_kinds() -> list[Kind]:
         *_rbac_kinds(),
         Kind("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",),
              merge_keys=_META_KEYS, top_fields=_SPEC_STATUS),
+        # cert-manager's kinds, stored for mTLS clusters; nothing here issues certificates.
+        Kind("cert-manager.io", "v1", "issuers", "Issuer", True, merge_keys=_META_KEYS,
+             top_fields=_SPEC_STATUS),
+        Kind("cert-manager.io", "v1", "certificates", "Certificate", True, ("cert", "certs"),
+             frozenset({"status"}), merge_keys=_META_KEYS, top_fields=_SPEC_STATUS),
         Kind("networking.k8s.io", "v1", "ingresses", "Ingress", True, ("ing",),
              frozenset({"status"}), merge_keys=_META_KEYS, top_fields=_SPEC_STATUS,
              columns=(_col("Class", ".spec.ingressClassName"), _AGE)),

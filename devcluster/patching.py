@@ -95,8 +95,11 @@ def _apply_operation(doc: Any, op: JsonObject) -> Any:
     if isinstance(parent, list):
         _list_operation(parent, last, kind, op, path)
     elif isinstance(parent, dict):
-        if kind != "add" and last not in parent:
-            message = f'{kind} operation does not apply: doc is missing key: "{path}"'
+        # kube-apiserver's json-patch (evanphx v4) lets `replace` set a missing object key, and
+        # clients rely on it: the Ray autoscaler replaces `scaleStrategy` whether or not the
+        # RayCluster has one. Only `remove` needs the key.
+        if kind == "remove" and last not in parent:
+            message = f"Unable to remove nonexistent key: {last}: missing value"
             raise statuses.ApiError(500, "InternalError", message)
         if kind == "remove":
             del parent[last]

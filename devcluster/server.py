@@ -7,6 +7,9 @@ writes a kubeconfig that kubectl and kubernetes_asyncio accept as is.
 Controllers are the hook for later work (process kubelet, Job controller, service proxy):
 anything with `async run(handler)` is started with the server and cancelled when it stops,
 and sees the cluster through the same verbs and store events as the garbage collector.
+
+With the process kubelet the same routes are also served over HTTPS on the node's pod-network
+address, for in-cluster clients such as the Ray autoscaler (see `pod_api`).
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ from devcluster.endpoints import Endpoints
 from devcluster.faults import Faults
 from devcluster.handler import Handler, WriteOptions
 from devcluster.kinds import KindTable
-from devcluster.kubelet import make_kubelet
+from devcluster.kubelet import Kubelet, make_kubelet
+from devcluster.kubelet import network as pod_network_setup
+from devcluster.kubelet.pods import ProcessRuntime
 from devcluster.networking import network_controllers
 from devcluster.networking.proxy_subresource import ProxySubresource
+from devcluster.pod_api import PodApi, server_tls
 from devcluster.routes import Routes
 from devcluster.store import Event, Store
 
@@ -96,10 +102,13 @@ class DevCluster:
             *network_controllers(self.state_dir, pod_network=pod_network),
             *controllers,
         ]
+        self._kubelet: Kubelet | None = None
         if runtime is not None:  # a node: the process kubelet, or the simulated one
             kubelet = make_kubelet(runtime, self.state_dir, ready_delay=ready_delay)
             self.endpoints.logs = kubelet.serve_log
             self._controllers.append(kubelet)
+            self._kubelet = kubelet
+        self.pod_api: PodApi | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
 
@@ -125,16 +134,33 @@ class DevCluster:
             crds.serve_crd_change(self.kinds, "ADDED", crd)
         self.store.add_listener(self._on_event)
         self._seed_namespaces()
-        for controller in self._controllers:
-            self._tasks.append(asyncio.create_task(self._run_controller(controller)))
         app = Routes(self.kinds, self.endpoints, self._faults, self.proxy).app()
         self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)
         await site.start()
         self._port = self._runner.addresses[0][1]
+        runtime = self._kubelet.runtime if self._kubelet is not None else None
+        if isinstance(runtime, ProcessRuntime):
+            await self._serve_pods(self._runner, runtime)
+        # Controllers start once the pod-facing address is known, so no pod starts without it.
+        for controller in self._controllers:
+            self._tasks.append(asyncio.create_task(self._run_controller(controller)))
         self.kubeconfig_path.write_text(kubeconfig(self.url))
         log.info("devcluster serving on %s, state in %s", self.url, self.state_dir)
+
+    async def _serve_pods(self, runner: web.AppRunner, runtime: ProcessRuntime) -> None:
+        # Pods cannot reach the host's loopback; in-cluster clients (the Ray autoscaler) reach
+        # the API server over HTTPS on the node's bridge address instead (see pod_api).
+        host = pod_network_setup.HOST_IP
+        await asyncio.to_thread(pod_network_setup.ensure_bridge)
+        context, ca_crt = await asyncio.to_thread(server_tls, self.state_dir / "pki", host)
+        site = web.TCPSite(runner, host, 0, ssl_context=context)
+        await site.start()
+        port = next(a[1] for a in runner.addresses if a[0] == host)
+        self.pod_api = PodApi(host, port, ca_crt)
+        runtime.pod_api = self.pod_api
+        log.info("devcluster serving pods on https://%s:%d", host, port)
 
     async def stop(self) -> None:
         """Stop serving, end watches and controllers, and close the store."""

@@ -24,6 +24,7 @@ from devcluster.kubelet.processes import ContainerProcess
 from devcluster.kubelet.runtime import PodContext
 from devcluster.kubelet.status import RUNNING, TERMINATED, WAITING, ContainerRecord
 from devcluster.lifecycle import now_rfc3339
+from devcluster.pod_api import PodApi
 
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -39,6 +40,8 @@ class ProcessRuntime:
         self.images = image_map or images.default_image_map()
         self.backoff = backoff
         self.state_dir = Path(".")
+        # Set by DevCluster once it serves pods: the `kubernetes` Service env and `ca.crt`.
+        self.pod_api: PodApi | None = None
         self._pods: dict[str, ProcessPod] = {}
 
     def setup(self, state_dir: Path) -> None:
@@ -127,7 +130,11 @@ class ProcessPod:
 
     def _prepare_volumes(self) -> dict[str, Path]:
         claims = self.runtime.state_dir / "claims"
-        return volumes.prepare_volumes(self.ctx.pod(), self.ctx.pod_dir, claims, self.ctx.lookup)
+        api = self.runtime.pod_api
+        ca_crt = api.ca_crt if api is not None else b""
+        return volumes.prepare_volumes(
+            self.ctx.pod(), self.ctx.pod_dir, claims, self.ctx.lookup, ca_crt=ca_crt
+        )
 
     async def _lifecycle(self) -> None:
         sidecars: list[asyncio.Task[None]] = []
@@ -208,6 +215,8 @@ class ProcessPod:
         pod = self.ctx.pod()
         base = {"PATH": images.path_for(image), "HOME": image.home, **dict(image.env)}
         base["HOSTNAME"] = hostname(pod)
+        if self.runtime.pod_api is not None:  # always, as kubelet does, despite enableServiceLinks
+            base.update(self.runtime.pod_api.env())
         env = envs.container_env(pod, container, self._text_lookup, base, os.cpu_count() or 1)
         command = images.command_line(
             image, container.get("command") or [], container.get("args") or []

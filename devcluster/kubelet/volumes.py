@@ -88,9 +88,12 @@ def _keyed_files(volume: JsonObject, kind: str, lookup: SourceLookup) -> dict[st
 
 
 def prepare_volumes(
-    pod: JsonObject, pod_dir: Path, claims_dir: Path, lookup: SourceLookup
+    pod: JsonObject, pod_dir: Path, claims_dir: Path, lookup: SourceLookup, *, ca_crt: bytes = b""
 ) -> dict[str, Path]:
-    """Create every volume of a pod on the host; return volume name -> host path."""
+    """Create every volume of a pod on the host; return volume name -> host path.
+
+    `ca_crt` is the CA of the API server's pod-facing certificate (empty when there is none).
+    """
     paths: dict[str, Path] = {}
     for volume in pod.get("spec", {}).get("volumes") or []:
         name = volume["name"]
@@ -114,7 +117,7 @@ def prepare_volumes(
         paths[name] = path
     if pod.get("spec", {}).get("automountServiceAccountToken", True):
         namespace = pod["metadata"].get("namespace", "default")
-        files = {"token": b"devcluster", "namespace": namespace.encode(), "ca.crt": b""}
+        files = {"token": b"devcluster", "namespace": namespace.encode(), "ca.crt": ca_crt}
         _write_files(pod_dir / "volumes" / _SA_VOLUME, files)
         paths[_SA_VOLUME] = pod_dir / "volumes" / _SA_VOLUME
     return paths

@@ -13,6 +13,7 @@ from typing import Any
 
 from devcluster.controllers.reconciling import Loop
 from devcluster.networking.endpoint_slices import EndpointsController
+from devcluster.networking.gateway import GatewayDataPlane
 from devcluster.networking.hosts import HostsWriter
 from devcluster.networking.service_proxy import ServiceProxy
 
@@ -23,8 +24,8 @@ def hosts_path(state_dir: Path) -> Path:
 
 
 def network_controllers(state_dir: Path, *, pod_network: bool) -> list[Any]:
-    """Return the Services controllers to run; with `pod_network`, also DNS and ClusterIPs."""
+    """Return the Services controllers; with `pod_network`, DNS, ClusterIPs and Gateways too."""
     controllers: list[Any] = [Loop(EndpointsController())]
     if pod_network:
-        controllers += [HostsWriter(hosts_path(state_dir)), ServiceProxy()]
+        controllers += [HostsWriter(hosts_path(state_dir)), ServiceProxy(), GatewayDataPlane()]
     return controllers

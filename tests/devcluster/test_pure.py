@@ -46,6 +46,9 @@ def test_json_patch_operations_and_failures() -> None:
     with pytest.raises(statuses.ApiError) as caught:
         patching.json_patch(doc, [{"op": "remove", "path": "/missing"}])
     assert caught.value.code == 500 and "missing" in caught.value.message
+    # As kube-apiserver (json-patch v4), `replace` sets a missing key; the Ray autoscaler needs it.
+    replaced = patching.json_patch(doc, [{"op": "replace", "path": "/a/s", "value": {"w": []}}])
+    assert replaced == {"a": {"b": [1, 2], "s": {"w": []}}}
 
 
 @pytest.mark.parametrize(
