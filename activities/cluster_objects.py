@@ -1,16 +1,24 @@
 """The objects a RayCluster owns besides its pods, in KubeRay's creation order.
 
 Autoscaler ServiceAccount, Role and RoleBinding, head Service, headless worker Service, serve
-Service, and the GCS storage PVC: each is created when missing and otherwise left alone
-(KubeRay creates them once and never updates them), always before the pods that need them.
+Service, the GCS storage PVC, the NetworkPolicies and the cert-manager Issuers and
+Certificates of mTLS: each is created when missing, always before the pods that need it. Most
+are then left alone (KubeRay creates them once and never updates them); the exceptions are
+KubeRay's too: a NetworkPolicy follows the spec, a leaf Certificate follows the pod IPs, and a
+NetworkPolicy of a worker group that is gone is deleted.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from activities import builders, kube
+from activities.builders import network_policies, tls
 from activities.builders.autoscaler import is_autoscaling_enabled
+from crds.constants import LABEL_NODE_TYPE
+from crds.enums import RayNodeType
 from crds.raycluster import RayCluster
 
 # The Event reason KubeRay records when it creates each kind.
@@ -20,6 +28,12 @@ CREATED_REASONS = {
     "Role": "CreatedRole",
     "RoleBinding": "CreatedRoleBinding",
     "PersistentVolumeClaim": "CreatedPVC",
+    "NetworkPolicy": "CreatedNetworkPolicy",
+}
+# KubeRay's reasons when it rewrites an object to match the spec (or the pod IPs).
+UPDATED_REASONS = {
+    "NetworkPolicy": "UpdatedNetworkPolicy",
+    "Certificate": "MTLSCertificatesUpdated",
 }
 
 _RESOURCES = {
@@ -28,6 +42,22 @@ _RESOURCES = {
     "Role": kube.ROLES,
     "RoleBinding": kube.ROLE_BINDINGS,
     "PersistentVolumeClaim": kube.PVCS,
+    "NetworkPolicy": kube.NETWORK_POLICIES,
+    "Issuer": kube.ISSUERS,
+    "Certificate": kube.CERTIFICATES,
+}
+UpdateRule = Callable[[kube.JSON, kube.JSON], bool]
+"""(existing, desired) -> whether the existing object must be rewritten."""
+
+
+def never(_existing: kube.JSON, _desired: kube.JSON) -> bool:
+    """The rule of the objects KubeRay creates once and never updates."""
+    return False
+
+
+_UPDATE_RULES: dict[str, UpdateRule] = {
+    "NetworkPolicy": network_policies.needs_update,
+    "Certificate": tls.certificate_needs_update,
 }
 
 
@@ -37,14 +67,50 @@ class Owned:
 
     resource: kube.Resource
     manifest: kube.JSON
+    needs_update: UpdateRule = never
 
     @property
     def key(self) -> str:
         """`Kind/name`, as reported to the workflow."""
         return f"{self.manifest['kind']}/{self.manifest['metadata']['name']}"
 
+    def updated(self, existing: kube.JSON) -> kube.JSON | None:
+        """The existing object rewritten to the wanted spec and labels, or None if it is."""
+        if not self.needs_update(existing, self.manifest):
+            return None
+        new = copy.deepcopy(existing)
+        new["spec"] = copy.deepcopy(self.manifest["spec"])
+        new["metadata"]["labels"] = dict(self.manifest["metadata"]["labels"])
+        return new
 
-def wanted_objects(cluster: RayCluster, options: builders.BuildOptions) -> list[Owned]:
+
+@dataclass(frozen=True)
+class PodIps:
+    """Live pod IPs by node type: what the mTLS leaf certificates must name."""
+
+    head: tuple[str, ...] = ()
+    worker: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, pods: Iterable[kube.JSON]) -> PodIps:
+        """The IPs of pods that are neither deleting nor finished, by `ray.io/node-type`."""
+        found: dict[str, list[str]] = {RayNodeType.HEAD.value: [], RayNodeType.WORKER.value: []}
+        for pod in pods:
+            status = pod.get("status") or {}
+            if pod["metadata"].get("deletionTimestamp") or status.get("phase") in (
+                "Succeeded",
+                "Failed",
+            ):
+                continue
+            node_type = (pod["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE, "")
+            if status.get("podIP") and node_type in found:
+                found[node_type].append(status["podIP"])
+        return cls(tuple(found["head"]), tuple(found["worker"]))
+
+
+def wanted_objects(
+    cluster: RayCluster, options: builders.BuildOptions, ips: PodIps | None = None
+) -> list[Owned]:
     """Every non-pod object the cluster should own, in creation order."""
     manifests = []
     if is_autoscaling_enabled(cluster.spec):
@@ -63,4 +129,12 @@ def wanted_objects(cluster: RayCluster, options: builders.BuildOptions) -> list[
     pvc = builders.build_gcs_storage_pvc(cluster)
     if pvc is not None:
         manifests.append(pvc)
-    return [Owned(_RESOURCES[m["kind"]], m) for m in manifests]
+    manifests += network_policies.build_network_policies(cluster)
+    ips = ips or PodIps()
+    manifests += tls.build_tls_objects(cluster, ips.head, ips.worker, options.cluster_domain)
+    return [_owned(m) for m in manifests]
+
+
+def _owned(manifest: kube.JSON) -> Owned:
+    kind = manifest["kind"]
+    return Owned(_RESOURCES[kind], manifest, _UPDATE_RULES.get(kind, never))

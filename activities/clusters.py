@@ -18,7 +18,15 @@ from activities import builders, events, kube
 from activities import cluster_models as io
 from activities.builders import names
 from activities.builders.jobs import cleanup_job_name
-from activities.cluster_objects import CREATED_REASONS, wanted_objects
+from activities.builders.network_policies import is_controlled_by, stale_policy_names
+from activities.builders.tls import is_tls_enabled
+from activities.cluster_objects import (
+    CREATED_REASONS,
+    UPDATED_REASONS,
+    Owned,
+    PodIps,
+    wanted_objects,
+)
 from activities.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.kube import KubeClient
 from activities.snapshots import (
@@ -71,7 +79,7 @@ class ClusterActivities:
             snapshot.spec = redacted_cluster_spec(cluster.spec)
         if params.known_generation is None:
             snapshot.status = cluster.status
-        await self._observe(cluster, snapshot)
+        await self._observe(cluster, snapshot, params.known_generation != snapshot.generation)
         if meta.get("deletionTimestamp"):
             await self._observe_deletion(cluster, snapshot)
         return snapshot
@@ -95,7 +103,9 @@ class ClusterActivities:
             namespace is None or namespace["metadata"].get("deletionTimestamp")
         )
 
-    async def _observe(self, cluster: RayCluster, snapshot: io.ClusterSnapshot) -> None:
+    async def _observe(
+        self, cluster: RayCluster, snapshot: io.ClusterSnapshot, spec_changed: bool
+    ) -> None:
         ns = cluster.namespace
         pods = await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
         snapshot.pods = [
@@ -104,17 +114,25 @@ class ClusterActivities:
         head_name = names.head_service_name(cluster.name, cluster.spec)
         head = await self._kube.get_or_none(kube.SERVICES, ns, head_name)
         snapshot.head_service = summarize_service(head) if head else None
-        for owned in wanted_objects(cluster, self._options):
+        wanted = wanted_objects(cluster, self._options, PodIps.of(pods))
+        for owned in wanted:
             if (
                 owned.manifest["kind"] == "Service"
                 and owned.manifest["metadata"]["name"] == head_name
             ):
-                exists = head is not None
+                existing = head
             else:
                 name = owned.manifest["metadata"]["name"]
-                exists = await self._kube.get_or_none(owned.resource, ns, name) is not None
-            if not exists:
+                existing = await self._kube.get_or_none(owned.resource, ns, name)
+            # "Missing" covers objects to rewrite too: the same apply step fixes both. A foreign
+            # object of the same name is never rewritten, so it would only cause idle passes.
+            if existing is None or (
+                owned.updated(existing) is not None and is_controlled_by(existing, cluster)
+            ):
                 snapshot.missing_objects.append(owned.key)
+        if spec_changed:  # only a spec change (a group or the option removed) leaves stale ones
+            for stale in await self._stale_policies(cluster, wanted):
+                snapshot.missing_objects.append(f"NetworkPolicy/{stale}")
         snapshot.spec_hash = builders.recreate_hash(cluster.spec)
         snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
         snapshot.worker_prefixes = {
@@ -149,14 +167,58 @@ class ClusterActivities:
         return RayCluster.model_validate(obj)
 
     async def _ensure_objects(self, cluster: RayCluster) -> None:
-        for owned in wanted_objects(cluster, self._options):
-            _, created = await self._kube.create_or_get(
-                owned.resource, cluster.namespace, owned.manifest
+        ns = cluster.namespace
+        ips = PodIps()
+        if is_tls_enabled(cluster.spec):  # the leaf certificates name the live pod IPs
+            ips = PodIps.of(
+                await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
             )
+        wanted = wanted_objects(cluster, self._options, ips)
+        for owned in wanted:
+            existing, created = await self._kube.create_or_get(owned.resource, ns, owned.manifest)
+            kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
             if created:
-                kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
-                reason = CREATED_REASONS[kind]
-                await self._event(cluster, "Normal", reason, f"Created {kind} {name}", owned.key)
+                if kind in CREATED_REASONS:  # cert-manager objects get none in KubeRay either
+                    shown = f"{ns}/{name}" if kind == "NetworkPolicy" else name
+                    message = f"Created {kind} {shown}"
+                    await self._event(cluster, "Normal", CREATED_REASONS[kind], message, owned.key)
+                continue
+            await self._update(cluster, owned, existing)
+        for stale in await self._stale_policies(cluster, wanted):
+            if await self._kube.delete(kube.NETWORK_POLICIES, ns, stale):
+                message = f"Deleted NetworkPolicy {ns}/{stale}"
+                await self._event(cluster, "Normal", "DeletedNetworkPolicy", message, stale)
+
+    async def _update(self, cluster: RayCluster, owned: Owned, existing: kube.JSON) -> None:
+        """Rewrite an object KubeRay keeps in line with the spec; never one it does not own."""
+        new = owned.updated(existing)
+        if new is None:
+            return
+        kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+        if not is_controlled_by(existing, cluster):
+            message = (
+                f"{kind} {cluster.namespace}/{name} already exists and is not owned by this "
+                "RayCluster; it is left as it is"
+            )
+            await self._event(cluster, "Warning", f"{kind}NameCollision", message, owned.key)
+            return
+        await self._kube.request("PUT", owned.resource.path(cluster.namespace, name), body=new)
+        if kind == "NetworkPolicy":
+            message = f"Updated NetworkPolicy {cluster.namespace}/{name}"
+        else:
+            message = f"Updated certificate {name} SANs (IPs: {new['spec']['ipAddresses']})"
+        version = existing["metadata"].get("resourceVersion", "")
+        await self._event(
+            cluster, "Normal", UPDATED_REASONS[kind], message, f"{owned.key}/{version}"
+        )
+
+    async def _stale_policies(self, cluster: RayCluster, wanted: list[Owned]) -> list[str]:
+        """NetworkPolicies of this cluster that the spec no longer asks for (removed groups)."""
+        existing = await self._kube.list_all(
+            kube.NETWORK_POLICIES, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"
+        )
+        desired = [o.manifest for o in wanted if o.manifest["kind"] == "NetworkPolicy"]
+        return stale_policy_names(cluster, existing, desired)
 
     async def _delete_all(
         self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult

@@ -74,6 +74,8 @@ RAYJOBS = Resource("ray.io", "v1", "rayjobs")
 RAYSERVICES = Resource("ray.io", "v1", "rayservices")
 GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways")
 HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes")
+ISSUERS = Resource("cert-manager.io", "v1", "issuers")
+CERTIFICATES = Resource("cert-manager.io", "v1", "certificates")
 
 
 async def connect(kubeconfig: str | None = None) -> KubeClient:
@@ -98,6 +100,12 @@ class KubeClient:
     async def close(self) -> None:
         """Release the connection pool."""
         await self._api.close()
+
+    @property
+    def configuration(self) -> Configuration:
+        """Where the API server is and how to authenticate (for its service proxy)."""
+        configuration: Configuration = self._api.configuration
+        return configuration
 
     async def request(
         self,

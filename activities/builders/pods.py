@@ -40,6 +40,7 @@ from activities.builders.gcs_ft import configure_gcs_ft
 from activities.builders.hashing import recreate_hash
 from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
 from activities.builders.probes import add_default_probes
+from activities.builders.tls import configure_tls, is_tls_enabled, set_container_tls_config
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import AutoscalerVersion, RayNodeType
@@ -95,6 +96,7 @@ def build_head_pod(
     ensure_metrics_port(draft.ray_container)
     if is_auth_enabled(cluster.spec):
         configure_token_auth(draft.template, cluster.name, cluster.spec.auth_options)
+    configure_tls(draft.template, cluster, RayNodeType.HEAD)
     pod = _finish(draft, cluster, options)
     pod["metadata"]["annotations"][k.ANNOTATION_RECREATE_HASH] = recreate_hash(cluster.spec)
     pod["metadata"]["annotations"][k.ANNOTATION_KUBERAY_VERSION] = k.KUBERAY_VERSION
@@ -151,6 +153,7 @@ def build_worker_pod(
         draft.spec["restartPolicy"] = "Never"
     if is_auth_enabled(cluster.spec):
         configure_token_auth(draft.template, cluster.name, cluster.spec.auth_options)
+    configure_tls(draft.template, cluster, RayNodeType.WORKER)
     return _finish(draft, cluster, options)
 
 
@@ -225,6 +228,8 @@ def _add_autoscaler(draft: _Draft, cluster: RayCluster, options: BuildOptions) -
     )
     if is_auth_enabled(cluster.spec):
         add_token_env(sidecar, cluster.name, cluster.spec.auth_options)
+    if is_tls_enabled(cluster.spec):  # before the overrides, which may not touch TLS settings
+        set_container_tls_config(sidecar)
     if cluster.spec.autoscaler_options is not None:
         apply_autoscaler_overrides(sidecar, cluster.spec.autoscaler_options)
     draft.spec["containers"] = [*draft.spec["containers"], sidecar]
