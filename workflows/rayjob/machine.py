@@ -91,7 +91,12 @@ def _initializing(facts: Facts, now: datetime, rng: random.Random) -> Step:
     facts = replace(facts, status=status)
     url = status.dashboard_url
     if not url:
-        if not cluster.ready:
+        # A quick job can finish in SidecarMode before the cluster is ever `ready`: its
+        # terminated sidecar makes the head pod not Ready for good, so waiting would hang.
+        sidecar_done = facts.mode == Mode.SIDECAR and (
+            facts.submitter is not None and facts.submitter.finished_at is not None
+        )
+        if not cluster.ready and not sidecar_done:
             state = (cluster.status.state if cluster.status else None) or "provisioning"
             return stay(facts, f"cluster {name} to be ready (state: {state})")
         if not cluster.dashboard_url:

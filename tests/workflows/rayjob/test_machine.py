@@ -414,3 +414,15 @@ def test_validation_failure_reports_paths_once() -> None:
 
 def test_every_state_has_a_handler_and_edges() -> None:
     assert set(machine.HANDLERS) == set(D) == set(machine.TRANSITIONS)
+
+
+def test_sidecar_job_that_finished_before_the_cluster_was_ready_is_tracked() -> None:
+    """The terminated sidecar keeps the head pod unready forever: go on and read Ray's verdict."""
+    unready = UNREADY.model_copy(update={"dashboard_url": "c-svc:8265", "head_pod": True})
+    spec = {"submissionMode": "SidecarMode"}
+    waiting = decide(facts(D.INITIALIZING, spec, cluster=unready))
+    assert waiting.status.job_deployment_status == D.INITIALIZING
+    done = SubmitterView(finished_at=s(0))
+    step = decide(facts(D.INITIALIZING, spec, cluster=unready, submitter=done))
+    assert step.status.job_deployment_status == D.RUNNING
+    assert step.status.dashboard_url == "c-svc:8265"

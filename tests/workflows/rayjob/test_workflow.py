@@ -344,3 +344,30 @@ async def test_continue_as_new_keeps_deadlines(harness: Harness) -> None:
     assert world.status.start_time and world.status.end_time
     elapsed = world.status.end_time - world.status.start_time
     assert timedelta(seconds=600) <= elapsed < timedelta(seconds=700)
+
+
+async def test_submitted_exactly_once_across_a_worker_restart(
+    local_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    """A new worker replays the history and carries on: Ray sees one submission.
+
+    On the real dev server, not the time-skipping one: a stopped worker leaves its long polls
+    (and its sticky queue) behind on the Java test server, which hands the next activity or
+    workflow task to that dead poll and refuses to skip time while the task sits scheduled,
+    so `env.sleep` hangs in real time until its RPC times out (30 s). The dev server drops a
+    stopped worker's polls at once, and nothing here needs time skipped: the signal of the
+    finished job wakes the workflow.
+    """
+    harness = Harness(local_env, task_queue)
+    world = harness.world
+    world.spec = job_spec(submissionMode="HTTPMode")
+    async with harness.worker():
+        await harness.start()
+        await harness.ready_and_running()
+        await eventually(lambda: world.submissions, message="a submission")
+    async with harness.worker():
+        await harness.finish()
+        await harness.state("Complete", within=30)
+        assert harness.handle is not None
+        await harness.handle.terminate("test finished")
+    assert len(world.submissions) == 1

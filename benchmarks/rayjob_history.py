@@ -1,0 +1,123 @@
+"""Temporal history events and billable actions per RayJob lifecycle (issue 8, DESIGN §8).
+
+Runs one HTTPMode RayJob lifecycle (New → Running → Complete → cluster deleted) for a Ray job
+of each given duration on the time-skipping test server against the in-memory `FakeJobWorld`,
+and prints, per duration, the history length and the actions counted from the history:
+activity executions (scheduled), timers started, signals received, child workflows started
+and workflow starts (including continue-as-new runs). The figure that matters: the columns
+should not grow with the job's duration.
+
+    python -m benchmarks.rayjob_history            # a 10-second and a 10-hour job
+    python -m benchmarks.rayjob_history 60 3600    # other durations, in seconds
+
+The latency from the Ray job's end to `Complete` on the CR is measured on the real local stack
+by `tests/e2e/test_rayjob_real.py::test_http_mode_and_end_to_complete_latency` (printed with
+`pytest -s`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from collections import Counter
+from datetime import timedelta
+
+from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from crds.enums import JobStatus
+from crds.refs import ObjectRef
+from kuberay_temporal.binaries import temporal_test_server
+from tests.eventually import eventually
+from tests.workflows.raycluster.test_workflow import register_state_attribute
+from tests.workflows.rayjob.fake_world import FakeJobWorld
+from tests.workflows.rayjob.test_workflow import job_spec
+from worker.running import build_sandbox_runner
+from workflows import messages
+from workflows.rayjob.state import RayJobInput
+from workflows.rayjob.workflow import RayJobWorkflow
+
+ACTIONS = {
+    "activity_task_scheduled_event_attributes": "activities",
+    "timer_started_event_attributes": "timers",
+    "workflow_execution_signaled_event_attributes": "signals",
+    "start_child_workflow_execution_initiated_event_attributes": "children",
+    "workflow_execution_started_event_attributes": "starts",
+}
+
+
+async def lifecycle(env: WorkflowEnvironment, seconds: float) -> Counter[str]:
+    """One RayJob whose Ray job runs `seconds`; the counts over every run of its workflow."""
+    queue = f"bench-{uuid.uuid4()}"
+    world = FakeJobWorld(
+        "bench", job_spec(submissionMode="HTTPMode", shutdownAfterJobFinishes=True)
+    )
+    ref = ObjectRef(kind="RayJob", namespace="default", name="bench", uid=str(uuid.uuid4()))
+    async with Worker(
+        env.client,
+        task_queue=queue,
+        workflows=[RayJobWorkflow],
+        activities=world.activities(),
+        workflow_runner=build_sandbox_runner(),
+    ):
+        handle: WorkflowHandle[RayJobWorkflow, str] = await env.client.start_workflow(
+            RayJobWorkflow.run, RayJobInput(ref=ref), id=ref.workflow_id, task_queue=queue
+        )
+        nudge = messages.OwnedChanged(kinds=["RayCluster"])
+        await eventually(lambda: world.live_clusters(), message="a RayCluster")
+        world.make_ready()
+        await handle.signal(messages.OWNED_CHANGED, nudge)
+        await eventually(lambda: world.state == "Running", message="Running")
+        await env.sleep(timedelta(seconds=seconds))
+        world.finish(JobStatus.SUCCEEDED, await env.get_current_time())
+        await handle.signal(messages.OWNED_CHANGED, nudge)
+        await eventually(lambda: world.state == "Complete", message="Complete")
+        await eventually(lambda: not world.live_clusters(), message="cluster deleted")
+        counts = await count_history(env, handle)
+        await handle.terminate("benchmark done")
+    return counts
+
+
+async def count_history(
+    env: WorkflowEnvironment, handle: WorkflowHandle[RayJobWorkflow, str]
+) -> Counter[str]:
+    """Events and actions over the chain of runs (continue-as-new included)."""
+    counts: Counter[str] = Counter()
+    run_id: str | None = handle.first_execution_run_id
+    while run_id:
+        run = env.client.get_workflow_handle(handle.id, run_id=run_id)
+        run_id = None
+        async for event in run.fetch_history_events():
+            counts["events"] += 1
+            kind = event.WhichOneof("attributes") or ""
+            if kind in ACTIONS:
+                counts[ACTIONS[kind]] += 1
+            if kind == "workflow_execution_continued_as_new_event_attributes":
+                run_id = (
+                    event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                )
+    return counts
+
+
+async def main(durations: list[float]) -> None:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    try:
+        await register_state_attribute(env)
+        columns = ["events", *ACTIONS.values()]
+        print(f"{'Ray job duration':>18} " + " ".join(f"{c:>10}" for c in columns))
+        for seconds in durations:
+            counts = await lifecycle(env, seconds)
+            shown = " ".join(f"{counts[c]:>10}" for c in columns)
+            print(f"{timedelta(seconds=seconds)!s:>18} {shown}", flush=True)
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main([float(a) for a in sys.argv[1:]] or [10.0, 36_000.0]))
