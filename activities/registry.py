@@ -13,11 +13,19 @@ from typing import Any
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.cluster_cleanup import ClusterCleanupActivities
 from activities.clusters import ClusterActivities
+from activities.job_dashboard import DashboardAccess, DashboardConnector
+from activities.job_ray import RayJobActivities
+from activities.jobs import JobActivities
 from activities.kube import KubeClient
+from activities.service_routes import RouteActivities
+from activities.service_serve import HeadLabeler, ServeActivities
+from activities.services import ServiceActivities
 
 
 def build_activities(
-    kube: KubeClient | None, options: BuildOptions = DEFAULT_OPTIONS
+    kube: KubeClient | None,
+    options: BuildOptions = DEFAULT_OPTIONS,
+    dashboard_access: str = DashboardAccess.PROXY,
 ) -> list[Callable[..., Any]]:
     """Return the activity callables to register on the worker.
 
@@ -25,13 +33,25 @@ def build_activities(
         kube: The Kubernetes API; None registers no Kubernetes activities (a worker that
             only runs the diagnostic workflow).
         options: Operator-wide switches for the object builders.
+        dashboard_access: How RayJob and RayService activities reach a dashboard, `proxy`
+            or `direct` (the worker setting `KUBERAY_TEMPORAL_DASHBOARD_ACCESS`).
 
     Returns:
         Functions decorated with `@activity.defn`.
     """
     if kube is None:
         return []
+    connector = DashboardConnector(kube, DashboardAccess(dashboard_access))
+    serve = ServeActivities(kube, connector)
+    labeler = HeadLabeler(kube, serve)
     return [
         *ClusterActivities(kube, options).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
+        *JobActivities(kube, options).activities(),
+        *RayJobActivities(kube, connector).activities(),
+        # RayService; its Events go through ClusterActivities' `record_event` (same name).
+        *ServiceActivities(kube).activities(),
+        *serve.activities(),
+        *labeler.activities(),
+        *RouteActivities(kube, labeler, options).activities(),
     ]

@@ -218,8 +218,12 @@ async def test_stop_long_running_job(dashboard: rd.RayDashboardClient) -> None:
     assert await dashboard.stop_job("rdash-long") is True
     info = await wait_for_status(dashboard, "rdash-long", JobStatus.STOPPED, within=20)
     assert info.end_time is not None
-    # Stopping a finished job is not an error: Ray says "not stopped", the job is terminal.
-    assert await dashboard.stop_job("rdash-long") is False
+    # Stopping a finished job is not an error. Ray usually answers "not stopped", but right
+    # after a stop its supervisor may still accept a second one, so either answer is fine:
+    # what matters is that nothing raises and the job stays stopped.
+    await dashboard.stop_job("rdash-long")
+    info = await dashboard.job_info("rdash-long")
+    assert info.status == JobStatus.STOPPED
 
 
 async def test_unknown_job(dashboard: rd.RayDashboardClient) -> None:

@@ -101,3 +101,38 @@ async def running_stack(tmp_path: Path, runtime: str) -> AsyncIterator[LocalStac
             except TimeoutError:
                 process.kill()
                 await process.wait()
+
+
+def gateway_api_crds() -> list[dict[str, object]]:
+    """Minimal Gateway API CRDs (Gateway, HTTPRoute): schemaless, with a status subresource.
+
+    Enough for incremental RayService upgrades and devcluster's Gateway data plane; the real
+    CRDs come from the Gateway API project and are not installed by default.
+    """
+    return [
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.gateway.networking.k8s.io"},
+            "spec": {
+                "group": "gateway.networking.k8s.io",
+                "scope": "Namespaced",
+                "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        for kind, plural in (("Gateway", "gateways"), ("HTTPRoute", "httproutes"))
+    ]

@@ -215,3 +215,21 @@ def rollback_wanted(goal_hash: str, pending_hash: str) -> bool:
     returns to the active cluster first. Back at the pending spec, the upgrade resumes.
     """
     return goal_hash != pending_hash
+
+
+FOLLOW_UP_MIN = timedelta(seconds=3)
+FOLLOW_UP_MAX = timedelta(seconds=300)
+
+
+def follow_up_delay(serving: bool, not_serving_for: timedelta) -> timedelta | None:
+    """When to look again at an active cluster that does not serve yet, or None.
+
+    No watch reports Serve health or endpoint readiness, and KubeRay requeues every 2 s for
+    them (S1). Here the delay is an eighth of how long the cluster has not been serving,
+    between 3 s and 5 min: a head restarted without GCS FT is served again within seconds of
+    its apps running, while a service that never gets healthy costs a number of passes that
+    grows with the logarithm of the time, not linearly.
+    """
+    if serving:
+        return None
+    return min(max(not_serving_for / 8, FOLLOW_UP_MIN), FOLLOW_UP_MAX)

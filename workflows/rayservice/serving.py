@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
     from activities import service_models as io
     from activities.dashboard_models import ServeStatus
+    from crds.rayservice import RayServiceStatuses
     from crds.refs import ObjectRef
     from workflows.rayservice.calls import call, event, run
     from workflows.rayservice.decisions import ClusterMove
@@ -143,3 +144,25 @@ class ServingMixin:
             arg = io.ClusterNameInput(ref=self._ref, cluster=name, reason=reason)
             await run(io.DELETE_SERVICE_CLUSTER, arg, f"delete RayCluster {name}: {reason}")
             self._state.remember(f"deleted RayCluster {name} ({reason})")
+
+    def _follow_up(self, active_serve: ServeStatus | None, status: RayServiceStatuses) -> None:
+        """Look again soon while the active cluster's apps or endpoints are not there yet."""
+        state = self._state
+        serving = (
+            state.upgrade is not None  # the upgrade child polls and reports on its own
+            or not active_name(state)
+            or (
+                active_serve is not None
+                and active_serve.all_running
+                and bool(status.num_serve_endpoints)
+            )
+        )
+        now = workflow.now()
+        if serving:
+            state.not_serving_since = None
+            return
+        since = state.not_serving_since = state.not_serving_since or now
+        delay = rules.follow_up_delay(serving, now - since)
+        assert delay is not None
+        at = now + delay
+        state.wake_at = min(state.wake_at, at) if state.wake_at is not None else at

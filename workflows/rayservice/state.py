@@ -143,6 +143,8 @@ class RayServiceState(BaseModel):
     decisions: list[str] = Field(default_factory=list)
     passes: int = 0
     wake_at: datetime | None = None
+    not_serving_since: datetime | None = None
+    """Since when the active cluster has not been serving (`rules.follow_up_delay`)."""
 
     def remember(self, decision: str) -> None:
         """Keep the last few decisions for the progress query."""

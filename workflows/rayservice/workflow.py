@@ -50,6 +50,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.views import active_name, details, status_inputs
 
 RESYNC = timedelta(seconds=300)
+FOLLOW_UP_PATCH = "rayservice-follow-up"
+"""Passes that look again at a cluster not serving yet (recorded histories lack them)."""
 RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes generateName
 
@@ -440,6 +442,8 @@ class RayServiceWorkflow(ServingMixin):
             await event(self._ref, "Warning", "RayServiceInitializingTimeout", message)
             state.dirty = True  # the next pass retires the clusters
         await self._write(status)
+        if workflow.patched(FOLLOW_UP_PATCH):
+            self._follow_up(active_serve, status)
         self._set_waiting(self._waiting(snap))
 
     async def _write(self, status: RayServiceStatuses) -> None:

@@ -166,3 +166,9 @@ def test_rollback_returns_capacity_and_traffic_then_completes() -> None:
 def test_rollback_completes_at_once_when_the_pending_head_is_gone() -> None:
     back = Traffic(active_capacity=100, pending_capacity=50, active_weight=100, pending_weight=0)
     assert next_rollback_move(back, Options(), NOW, False).kind == MoveKind.ROLLED_BACK
+
+
+def test_follow_up_is_an_eighth_of_the_time_not_serving_within_bounds() -> None:
+    assert d.follow_up_delay(True, timedelta(minutes=5)) is None
+    delays = [d.follow_up_delay(False, timedelta(seconds=s)) for s in (0, 24, 80, 7200)]
+    assert delays == [timedelta(seconds=s) for s in (3, 3, 10, 300)]

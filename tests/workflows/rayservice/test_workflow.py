@@ -20,6 +20,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from crds.rayservice import RayServiceStatus
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_test_server
 from tests.eventually import eventually
@@ -315,3 +316,24 @@ async def test_continue_as_new_keeps_the_deletion_deadline(
 async def _continued(handle: WorkflowHandle[Any, Any]) -> bool:
     described = await handle.describe()
     return described.run_id != handle.first_execution_run_id
+
+
+async def test_apps_lost_by_the_active_cluster_are_noticed_without_a_signal(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    """A head restarted without GCS FT: no watch reports Serve, so the workflow looks again."""
+    h = await make(SPEC)
+    await h.start()
+    active = await h.ready()
+    h.world.auto_ready = False
+    h.world.clusters[active].apps = {}  # the head came back empty
+    await h.nudge()  # the bridge reports the new head pod; nothing reports Serve
+    await eventually(lambda: len(h.world.clusters[active].applied) == 2)
+    assert h.world.clusters[active].apps == {"app1": "DEPLOYING"}
+    h.world.flip_ready(active)  # Serve finished deploying: no signal for that
+    await env.sleep(timedelta(seconds=20))
+    ready = ("True", "NonZeroServeEndpoints")
+    await eventually(lambda: h.world.condition("Ready") == ready and h.world.status, within=10)
+    assert h.world.status is not None
+    apps = (h.world.status.active_service_status or RayServiceStatus()).applications or {}
+    assert apps["app1"].status == "RUNNING"

@@ -1,0 +1,168 @@
+"""Where a RayService's traffic goes: its head and serve Services, its Gateway and HTTPRoute.
+
+`switch_services` points `<rs>-head-svc` and `<rs>-serve-svc` at one cluster by rewriting
+their `ray.io/cluster` selector in place (the ClusterIP stays, so clients keep their
+address). Before it does, it labels that cluster's head `ray.io/serve` from its Serve proxy
+health: the serve selector also asks for `ray.io/serve=true`, and a head still labelled
+"false" would leave the Service without endpoints for a moment, which is a failed request
+under load. The EndpointSlice of a Service then changes in one write, from the old cluster's
+pods to the new one's.
+
+`reconcile_gateway` keeps the incremental upgrade's Gateway and HTTPRoute (S13, S14), with a
+`<cluster>-serve-svc` per backend cluster, owned by that RayCluster; it labels the head of
+every cluster it gives weight to first, for the same reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+from activities import kube
+from activities import service_models as io
+from activities.builders import DEFAULT_OPTIONS, BuildOptions
+from activities.builders import rayservice as rs
+from activities.builders import rayservice_gateway as gw
+from activities.builders.services import MissingServePortError
+from activities.kube import KubeClient
+from activities.service_serve import HeadLabeler
+from activities.services import ServiceStore
+from crds import constants as k
+from crds.raycluster import RayCluster
+from crds.refs import ObjectRef
+
+
+class RouteActivities:
+    """The RayService's own Services and Gateway API objects."""
+
+    def __init__(
+        self, client: KubeClient, labeler: HeadLabeler, options: BuildOptions = DEFAULT_OPTIONS
+    ) -> None:
+        self._kube = client
+        self._store = ServiceStore(client)
+        self._labeler = labeler
+        self._options = options
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The bound activity methods, for worker registration."""
+        return [self.switch_services, self.delete_service_objects, self.reconcile_gateway]
+
+    @activity.defn(name=io.SWITCH_SERVICES)
+    async def switch_services(self, params: io.SwitchServicesInput) -> None:
+        """Create or re-point `<rs>-head-svc` and `<rs>-serve-svc` at `cluster` (S8)."""
+        ref = params.ref
+        loaded = await self._store.load(ref)
+        target = await self._store.owned_cluster(ref, params.cluster)
+        if loaded is None or target is None or loaded[0]["metadata"].get("deletionTimestamp"):
+            activity.logger.warning("not switching to %s: it or its RayService is gone", ref)
+            return
+        service = loaded[1]
+        cluster = RayCluster.model_validate(target)
+        exclude = bool(service.spec.exclude_head_pod_from_serve_svc)
+        await self._labeler.label(ref, cluster.name, exclude)
+        wanted = [rs.build_rayservice_head_service(service, cluster, self._options)]
+        try:
+            wanted.append(rs.build_rayservice_serve_service(service, cluster))
+        except MissingServePortError as err:
+            await self._store.event(ref, "Warning", "FailedToCreateServeService", str(err), "port")
+        for manifest in wanted:
+            await self._ensure(ref, manifest, cluster.name)
+
+    async def _ensure(self, ref: ObjectRef, manifest: kube.JSON, cluster: str) -> None:
+        name = manifest["metadata"]["name"]
+        existing, created = await self._kube.create_or_get(kube.SERVICES, ref.namespace, manifest)
+        if created:
+            message = f"Created Service {ref.namespace}/{name} for RayCluster {cluster}"
+            await self._store.event(ref, "Normal", "CreatedService", message, name)
+            return
+        if not rs.is_owned_by(existing, ref.uid):
+            message = f"Service {ref.namespace}/{name} exists and is not owned by this RayService"
+            await self._store.event(ref, "Warning", "ServiceNameCollision", message, name)
+            return
+        updated = rs.switched(existing, manifest)
+        if updated is None:
+            return
+        await self._kube.request("PUT", kube.SERVICES.path(ref.namespace, name), body=updated)
+        message = f"Updated Service {ref.namespace}/{name} to point at RayCluster {cluster}"
+        await self._store.event(ref, "Normal", "UpdatedService", message, f"{name}/{cluster}")
+
+    @activity.defn(name=io.DELETE_SERVICE_OBJECTS)
+    async def delete_service_objects(self, params: io.ServiceObjectsInput) -> None:
+        """Delete the RayService's Services, Gateway and HTTPRoute (suspend, S19)."""
+        ref = params.ref
+        loaded = await self._store.load(ref)
+        if loaded is None:
+            return  # garbage collection takes what a deleted RayService owned
+        service, ns = loaded[1], ref.namespace
+        # Each kind is spelled out at its call site: the RBAC scan reads resources from there.
+        for name in (rs.head_service_name(service), rs.serve_service_name(service)):
+            found = await self._kube.get_or_none(kube.SERVICES, ns, name)
+            if self._ours(ref, found) and await self._kube.delete(kube.SERVICES, ns, name):
+                await self._deleted(ref, "Service", name)
+        name = gw.httproute_name(service.name)
+        found = await self._kube.get_or_none(kube.HTTPROUTES, ns, name)
+        if self._ours(ref, found) and await self._kube.delete(kube.HTTPROUTES, ns, name):
+            await self._deleted(ref, "HTTPRoute", name)
+        name = gw.gateway_name(service.name)
+        found = await self._kube.get_or_none(kube.GATEWAYS, ns, name)
+        if self._ours(ref, found) and await self._kube.delete(kube.GATEWAYS, ns, name):
+            await self._deleted(ref, "Gateway", name)
+
+    @staticmethod
+    def _ours(ref: ObjectRef, found: kube.JSON | None) -> bool:
+        return found is not None and rs.is_owned_by(found, ref.uid)
+
+    async def _deleted(self, ref: ObjectRef, kind: str, name: str) -> None:
+        message = f"Deleted {kind} {ref.namespace}/{name}"
+        await self._store.event(ref, "Normal", f"Deleted{kind}", message, name)
+
+    @activity.defn(name=io.RECONCILE_GATEWAY)
+    async def reconcile_gateway(self, params: io.GatewayInput) -> None:
+        """Ensure the per-cluster serve Services, the Gateway and the route's weights."""
+        ref = params.ref
+        loaded = await self._store.load(ref)
+        if loaded is None or loaded[0]["metadata"].get("deletionTimestamp"):
+            return
+        service = loaded[1]
+        exclude = bool(service.spec.exclude_head_pod_from_serve_svc)
+        port = k.PORT_SERVING
+        for name, weight in params.weights.items():
+            obj = await self._store.owned_cluster(ref, name)
+            if obj is None:
+                continue
+            if weight > 0:  # as for the switch: the head serves before traffic goes to it
+                await self._labeler.label(ref, name, exclude)
+            cluster = RayCluster.model_validate(obj)
+            port = rs.serve_port(cluster)
+            per_cluster = gw.build_cluster_serve_service(service, cluster)
+            _, created = await self._kube.create_or_get(kube.SERVICES, ref.namespace, per_cluster)
+            if created:
+                svc = per_cluster["metadata"]["name"]
+                message = f"Created Service {ref.namespace}/{svc} for RayCluster {name}"
+                await self._store.event(ref, "Normal", "CreatedService", message, svc)
+        ns = ref.namespace
+        gateway = gw.build_gateway(service)
+        existing, created = await self._kube.create_or_get(kube.GATEWAYS, ns, gateway)
+        if (updated := await self._spec_update(ref, gateway, existing, created)) is not None:
+            name = gateway["metadata"]["name"]
+            await self._kube.request("PUT", kube.GATEWAYS.path(ns, name), body=updated)
+        route = gw.build_httproute(service, params.weights, port)
+        existing, created = await self._kube.create_or_get(kube.HTTPROUTES, ns, route)
+        if (updated := await self._spec_update(ref, route, existing, created)) is not None:
+            name = route["metadata"]["name"]
+            await self._kube.request("PUT", kube.HTTPROUTES.path(ns, name), body=updated)
+
+    async def _spec_update(
+        self, ref: ObjectRef, manifest: kube.JSON, existing: kube.JSON, created: bool
+    ) -> kube.JSON | None:
+        """`existing` with the wanted spec when it differs and is ours; Events on creation."""
+        name, kind = manifest["metadata"]["name"], manifest["kind"]
+        if created:
+            message = f"Created {kind} {ref.namespace}/{name}"
+            await self._store.event(ref, "Normal", f"Created{kind}", message, name)
+            return None
+        if existing.get("spec") == manifest["spec"] or not rs.is_owned_by(existing, ref.uid):
+            return None
+        return {**existing, "spec": manifest["spec"]}
