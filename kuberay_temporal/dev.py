@@ -164,7 +164,7 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
 @asynccontextmanager
 async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
-    activities = build_activities(stack.kube)
+    activities = build_activities(stack.kube, dashboard_access=stack.settings.dashboard_access)
     async with build_worker(stack.require_client(), stack.settings, activities):
         stack.running.append(f"worker    task queue {stack.settings.task_queue}")
         yield

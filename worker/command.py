@@ -141,7 +141,11 @@ async def _serve(settings: WorkerSettings) -> None:
             client = await connect(settings)
             await ensure_search_attributes(client, settings.temporal_namespace)
             kube = await connect_kube_or_none(settings)
-            async with build_worker(client, settings, build_activities(kube)) as worker:
+            async with build_worker(
+                client,
+                settings,
+                build_activities(kube, dashboard_access=settings.dashboard_access),
+            ) as worker:
                 running.append(worker)
                 logger.info(
                     "polling task queue %s on %s (namespace %s)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import timedelta
+from typing import Literal
 
 from pydantic import (
     BaseModel,
@@ -146,6 +147,16 @@ class WorkerSettings(BaseModel):
         validation_alias="KUBERAY_TEMPORAL_BRIDGE_CONCURRENCY",
         ge=1,
         description="Signals the bridge sends to Temporal at once.",
+    )
+    dashboard_access: Literal["proxy", "direct"] = Field(
+        default="proxy",
+        validation_alias="KUBERAY_TEMPORAL_DASHBOARD_ACCESS",
+        description=(
+            "How RayJob and RayService activities reach a head's dashboard: `proxy` through "
+            "the API server's service proxy (works from outside the cluster network, e.g. "
+            "the local stack), or "
+            "`direct` to `http://<svc>.<ns>.svc.<domain>:<port>` (a worker inside the cluster)."
+        ),
     )
 
     @property

