@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -278,7 +279,13 @@ class ProcessPod:
         hosts = os.path.relpath(self.runtime.state_dir / "net" / "hosts", pod_dir)
         workdir = container.get("workingDir") or env.get("HOME", "/")
         return volumes.mount_script(
-            pod_dir, os.path.relpath(tmp, pod_dir), mounts, hosts, hostname(self.ctx.pod()), workdir
+            pod_dir,
+            os.path.relpath(tmp, pod_dir),
+            mounts,
+            hosts,
+            hostname(self.ctx.pod()),
+            workdir,
+            host_paths=[sys.prefix],
         )
 
     async def _probe(

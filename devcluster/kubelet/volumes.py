@@ -17,9 +17,9 @@ from __future__ import annotations
 import base64
 import os
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 JsonObject = dict[str, Any]
@@ -168,10 +168,23 @@ def mount_script(
     hosts_file: str,
     hostname: str,
     workdir: str,
+    host_paths: Sequence[str] = (),
 ) -> str:
-    """Return the shell that sets up a container's view, then execs its command ("$@")."""
+    """Return the shell that sets up a container's view, then execs its command ("$@").
+
+    `host_paths` are host directories the container's programs live in (the venv behind a
+    `rayproject/ray` image); one under /tmp is bound into the private /tmp at the same path,
+    or the private /tmp would hide it (a checkout cloned under /tmp, as CI may do).
+    """
     q = shlex.quote
-    lines = ["set -e", f"cd {q(str(pod_dir))}", f"mount --bind {q(tmp_dir)} /tmp"]
+    lines = ["set -e", f"cd {q(str(pod_dir))}"]
+    for path in host_paths:
+        inside = PurePosixPath(path).relative_to("/tmp") if path.startswith("/tmp/") else None
+        if inside is not None:
+            lines.append(f"mkdir -p {q(f'{tmp_dir}/{inside}')}")
+            lines.append(f"mount --bind {q(path)} {q(f'{tmp_dir}/{inside}')}")
+    # Recursive, so the host paths bound inside it come along.
+    lines.append(f"mount --rbind {q(tmp_dir)} /tmp")
     for mount in mounts:
         target = q(mount.target)
         if mount.is_file:

@@ -227,7 +227,7 @@ def test_mount_script_orders_mounts_and_uses_relative_sources(tmp_path: Path) ->
         tmp_path, "containers/c/tmp", mounts, "../net/hosts", "p", "/home/ray"
     )
     lines = script.splitlines()
-    assert lines.index("mount --bind containers/c/tmp /tmp") < lines.index(
+    assert lines.index("mount --rbind containers/c/tmp /tmp") < lines.index(
         "mount -o bind volumes/logs /tmp/ray"
     )
     assert "mount -o bind,ro ../net/hosts /etc/hosts" in lines and lines[-1] == 'exec "$@"'
@@ -251,3 +251,20 @@ def test_ip_allocator_is_next_fit() -> None:
     assert (first, second) == ("10.244.0.2", "10.244.0.3")
     allocator.release(first)
     assert allocator.allocate() == "10.244.0.4"  # a freed IP is not reused at once
+
+
+def test_host_paths_under_tmp_stay_visible_through_the_private_tmp() -> None:
+    # A checkout cloned under /tmp (as CI may do) keeps its venv visible inside pods.
+    script = volumes.mount_script(
+        Path("/state/pods/p"),
+        "containers/c/tmp",
+        [],
+        "hosts",
+        "p",
+        "/",
+        host_paths=["/tmp/ci/main/.venv", "/opt/elsewhere"],
+    )
+    lines = script.splitlines()
+    bind = lines.index("mount --bind /tmp/ci/main/.venv containers/c/tmp/ci/main/.venv")
+    assert lines.index("mount --rbind containers/c/tmp /tmp") > bind
+    assert not any("/opt/elsewhere" in line for line in lines)
