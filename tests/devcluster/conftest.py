@@ -18,11 +18,8 @@ import pytest_asyncio
 from kubernetes_asyncio import client, config
 
 from devcluster.server import DevCluster
+from tests.reference import KUBERAY_CRDS, REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_DIR = Path(os.environ.get("KUBERAY_SHARED_DIR", REPO_ROOT / ".." / "shared")).resolve()
-KUBERAY_CRDS = SHARED_DIR / "kuberay" / "crd" / "bases"
-KUBERAY_SAMPLES = SHARED_DIR / "kuberay" / "samples"
 OUR_CRDS = REPO_ROOT / "deploy" / "crds"
 KUBECTL = REPO_ROOT / ".venv" / "bin" / "kubectl"
 

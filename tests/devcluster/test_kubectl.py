@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.devcluster.conftest import KUBERAY_CRDS, KUBERAY_SAMPLES, Kubectl, read_lines_until
+from tests.devcluster.conftest import Kubectl, read_lines_until
+from tests.reference import KUBERAY_CRDS, KUBERAY_SAMPLES
 
 CONFIGMAP = """
 apiVersion: v1
