@@ -3,11 +3,13 @@
 Every payload in this project is a pydantic model, so every client must use the pydantic
 data converter; connecting in one place keeps the converter from being forgotten, and keeps
 the TLS, mTLS and API-key handling (self-hosted with its own CA, or Temporal Cloud) the same
-for every process.
+for every process. With `KUBERAY_TEMPORAL_PAYLOAD_KEY` set, the converter also encrypts
+every payload (`worker.codec`), so the worker, the bridge and the CLI read each other's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -16,9 +18,32 @@ from typing import NoReturn
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 from temporalio.service import TLSConfig
 
+from worker.codec import EncryptionCodec, parse_keys
 from worker.settings import WorkerSettings
+
+
+def data_converter(settings: WorkerSettings) -> DataConverter:
+    """The converter every client uses: pydantic, plus encryption when a key is set.
+
+    Args:
+        settings: The payload key(s), if any.
+
+    Returns:
+        The pydantic data converter; with a key, a copy that encrypts payloads and also
+        moves failure messages and stack traces into (encrypted) payloads, since activity
+        errors quote names and specs.
+    """
+    if settings.payload_key is None:
+        return pydantic_data_converter
+    codec = EncryptionCodec(parse_keys(settings.payload_key.get_secret_value()))
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_codec=codec,
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
 
 
 def tls_config(settings: WorkerSettings) -> TLSConfig | bool:
@@ -64,7 +89,7 @@ async def connect(settings: WorkerSettings) -> Client:
         settings: Address, namespace, TLS and API key to use.
 
     Returns:
-        A connected client with the pydantic data converter.
+        A connected client with the converter of `data_converter(settings)`.
 
     Raises:
         RuntimeError: The server cannot be reached (raised by the SDK).
@@ -74,7 +99,7 @@ async def connect(settings: WorkerSettings) -> Client:
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.temporal_namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(settings),
         tls=tls_config(settings),
         api_key=api_key.get_secret_value() if api_key is not None else None,
     )

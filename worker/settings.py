@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from worker.codec import PAYLOAD_KEY_VARIABLE, parse_keys
+
 
 class WorkerSettings(BaseModel):
     """Where the worker connects and how it runs.
@@ -32,7 +34,12 @@ class WorkerSettings(BaseModel):
     """
 
     model_config = ConfigDict(
-        frozen=True, extra="ignore", validate_by_name=True, validate_by_alias=True
+        frozen=True,
+        extra="ignore",
+        validate_by_name=True,
+        validate_by_alias=True,
+        # A traceback of an uncaught ValidationError must not print a key it rejected.
+        hide_input_in_errors=True,
     )
 
     temporal_address: str = Field(
@@ -109,6 +116,17 @@ class WorkerSettings(BaseModel):
         validation_alias="TEMPORAL_API_KEY",
         description="API key sent with every request (Temporal Cloud); never logged.",
     )
+    payload_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=PAYLOAD_KEY_VARIABLE,
+        description=(
+            "Encrypt every Temporal payload (AES-256-GCM): base64 32-byte keys "
+            "(`openssl rand -base64 32`) separated by commas; the first encrypts and all "
+            "decrypt (rotation). Worker, bridge and CLI need the same keys. Unset: "
+            "payloads are plain JSON; plaintext ones stay readable after a key is set. "
+            "Never logged."
+        ),
+    )
     health_port: int | None = Field(
         default=None,
         validation_alias="KUBERAY_TEMPORAL_HEALTH_PORT",
@@ -175,6 +193,14 @@ class WorkerSettings(BaseModel):
             )
         return value
 
+    @field_validator("payload_key")
+    @classmethod
+    def _keys_parse(cls, value: SecretStr | None) -> SecretStr | None:
+        """A malformed key fails at start rather than at the first payload."""
+        if value is not None:
+            parse_keys(value.get_secret_value())
+        return value
+
     @field_validator("graceful_shutdown_timeout", mode="before")
     @classmethod
     def _seconds_from_text(cls, value: object) -> object:
@@ -224,7 +250,9 @@ def describe_invalid(error: ValidationError) -> str:
     )
 
 
-_SECRET_NAMES = frozenset({"TEMPORAL_API_KEY", "temporal_api_key"})
+_SECRET_NAMES = frozenset(
+    {"TEMPORAL_API_KEY", "temporal_api_key", PAYLOAD_KEY_VARIABLE, "payload_key"}
+)
 
 
 def _shown(problem: ErrorDetails) -> str:
