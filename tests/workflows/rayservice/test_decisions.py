@@ -9,6 +9,7 @@ import pytest
 from activities.service_models import ClusterView
 from crds.common import Condition
 from crds.enums import RayServiceUpgradeType as Upgrade
+from crds.rayservice import RayServiceSpec
 from workflows.rayservice import decisions as d
 from workflows.rayservice.incremental import (
     MoveKind,
@@ -113,7 +114,8 @@ def test_suspend_step(phase: d.SuspendPhase, suspend: bool, left: int, step: d.S
 def _run(
     options: Options, rollback: bool = False, start: Traffic | None = None
 ) -> list[tuple[str, int, int, int, int]]:
-    traffic, now, seen = start or Traffic(), NOW, []
+    traffic, now = start or Traffic(), NOW
+    seen: list[tuple[str, int, int, int, int]] = []
     for _ in range(50):
         move = (
             next_rollback_move(traffic, options, now, True)
@@ -172,3 +174,112 @@ def test_follow_up_is_an_eighth_of_the_time_not_serving_within_bounds() -> None:
     assert d.follow_up_delay(True, timedelta(minutes=5)) is None
     delays = [d.follow_up_delay(False, timedelta(seconds=s)) for s in (0, 24, 80, 7200)]
     assert delays == [timedelta(seconds=s) for s in (3, 3, 10, 300)]
+
+
+def spec(**fields: object) -> RayServiceSpec:
+    cluster = {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h"}]}}}}
+    return RayServiceSpec.model_validate({"rayClusterConfig": cluster, **fields})
+
+
+@pytest.mark.parametrize(
+    ("given", "kind", "incremental"),
+    [
+        pytest.param(spec(), Upgrade.NEW_CLUSTER, False, id="unset-is-new-cluster"),
+        pytest.param(spec(upgradeStrategy={}), Upgrade.NEW_CLUSTER, False, id="empty-strategy"),
+        pytest.param(spec(upgradeStrategy={"type": "None"}), Upgrade.NONE, False, id="none"),
+        pytest.param(
+            spec(upgradeStrategy={"type": "NewClusterWithIncrementalUpgrade"}),
+            Upgrade.NEW_CLUSTER_WITH_INCREMENTAL_UPGRADE,
+            True,
+            id="incremental",
+        ),
+    ],
+)
+def test_upgrade_type(given: RayServiceSpec, kind: Upgrade, incremental: bool) -> None:
+    assert d.upgrade_type(given) == kind
+    assert d.is_incremental(given) == incremental
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"), [(None, 60), (0, 0), (5, 5), (-1, 0)], ids=["default", "0", "5", "neg"]
+)
+def test_deletion_delay(seconds: int | None, expected: int) -> None:
+    given = spec(rayClusterDeletionDelaySeconds=seconds)
+    assert d.deletion_delay(given) == timedelta(seconds=expected)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "expected"),
+    [
+        pytest.param(view("old", "old"), True, id="prefix-matches"),
+        pytest.param(view("g", "g"), False, id="equal-hash-is-no-append"),
+        pytest.param(view("old", ""), False, id="fewer-groups-in-goal"),
+        pytest.param(view("old", "other"), False, id="other-change"),
+    ],
+)
+def test_appends_worker_groups(cluster: ClusterView, expected: bool) -> None:
+    assert d.appends_worker_groups(cluster, "g") == expected
+
+
+def _ready(status: str, reason: str) -> list[Condition]:
+    return [Condition(type="Ready", status=status, reason=reason, last_transition_time=NOW)]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "expected"),
+    [
+        pytest.param(None, False, id="none"),
+        pytest.param(_ready("False", "Initializing"), False, id="initializing"),
+        pytest.param(_ready("False", "InitializingTimeout"), True, id="timed-out"),
+        pytest.param(_ready("True", "InitializingTimeout"), False, id="odd-true"),
+    ],
+)
+def test_timed_out(conditions: list[Condition] | None, expected: bool) -> None:
+    assert d.timed_out(conditions) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "annotation", "expected"),
+    [
+        pytest.param("False", "Initializing", "", None, id="no-timeout"),
+        pytest.param("True", "NonZeroServeEndpoints", "1m", None, id="ready"),
+        pytest.param("False", "ZeroServeEndpoints", "1m", None, id="was-ready-once"),
+        pytest.param("False", "Initializing", "90", NOW + timedelta(seconds=90), id="seconds"),
+    ],
+)
+def test_initializing_deadline_only_while_initializing(
+    status: str, reason: str, annotation: str, expected: datetime | None
+) -> None:
+    annotations = {"ray.io/initializing-timeout": annotation} if annotation else {}
+    assert d.initializing_deadline(annotations, _ready(status, reason)) == expected
+
+
+def _cond(kind: str, status: str) -> Condition:
+    return Condition(type=kind, status=status, reason="r", last_transition_time=NOW)
+
+
+@pytest.mark.parametrize(
+    ("conditions", "phase"),
+    [
+        pytest.param([], d.SuspendPhase.NONE, id="none"),
+        pytest.param([_cond("Suspending", "True")], d.SuspendPhase.SUSPENDING, id="suspending"),
+        pytest.param(
+            [_cond("Suspending", "False"), _cond("Suspended", "True")],
+            d.SuspendPhase.SUSPENDED,
+            id="suspended",
+        ),
+        pytest.param([_cond("Suspended", "False")], d.SuspendPhase.NONE, id="resumed"),
+    ],
+)
+def test_suspend_phase(conditions: list[Condition], phase: d.SuspendPhase) -> None:
+    assert d.suspend_phase(conditions) == phase
+
+
+@pytest.mark.parametrize(
+    ("goal", "expected"),
+    [("active", True), ("pending", False), ("third", True)],
+    ids=["back-to-active", "on-track", "third-spec"],
+)
+def test_rollback_wanted_follows_kuberays_three_cases(goal: str, expected: bool) -> None:
+    """reconcileRollbackState: goal = active or a third spec rolls back; = pending resumes."""
+    assert d.rollback_wanted(goal, "pending") == expected
