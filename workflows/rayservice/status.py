@@ -129,7 +129,9 @@ def _conditions(
         conds = set_condition(
             conds, Cond.ROLLBACK_IN_PROGRESS, _T, inputs.rollback_reason, message, now, gen
         )
-    else:
+    elif is_true(conds, Cond.ROLLBACK_IN_PROGRESS):
+        # KubeRay removes the condition when a rollback completes or is cancelled, and leaves
+        # the False one that suspend writes in place (S15, S19).
         conds = remove_condition(conds, Cond.ROLLBACK_IN_PROGRESS)
     return conds
 
@@ -241,7 +243,7 @@ def resumed(previous: RayServiceStatuses, generation: int, now: datetime) -> Ray
     for kind in (Cond.READY, Cond.UPGRADE_IN_PROGRESS):
         conds = remove_condition(conds, kind)  # a fresh transition time, as KubeRay forces
         conds = set_condition(conds, kind, _F, Reason.INITIALIZING, message, now, generation)
-    status.conditions = remove_condition(conds, Cond.ROLLBACK_IN_PROGRESS)
+    status.conditions = conds  # RollbackInProgress stays False/SuspendComplete, as in KubeRay
     status.observed_generation = generation
     status.last_update_time = now
     return status

@@ -52,6 +52,7 @@ class FakeServiceWorld:
         self.deleted_at: datetime | None = None
         self.finalizers: list[str] = []
         self.status: RayServiceStatuses | None = None
+        self.written: list[RayServiceStatuses] = []
         self.events: list[io.EventSpec] = []
         self.clusters: dict[str, FakeRayCluster] = {}
         self.created: list[str] = []
@@ -78,8 +79,11 @@ class FakeServiceWorld:
     def serving(self) -> str | None:
         return self.serve_svc if self.serve_svc == self.head_svc else None
 
-    def condition(self, kind: str) -> tuple[str, str] | None:
-        for cond in (self.status.conditions or []) if self.status else []:
+    def condition(
+        self, kind: str, status: RayServiceStatuses | None = None
+    ) -> tuple[str, str] | None:
+        status = status or self.status
+        for cond in (status.conditions or []) if status else []:
             if cond.type == kind:
                 return cond.status, cond.reason
         return None
@@ -223,6 +227,7 @@ class FakeServiceWorld:
     @activity.defn(name=io.WRITE_SERVICE_STATUS)
     async def write_status(self, params: io.WriteServiceStatusInput) -> None:
         self.status = params.status
+        self.written.append(params.status)
 
     @activity.defn(name=io.SET_SERVICE_SUSPEND)
     async def set_suspend(self, params: io.SetServiceSuspendInput) -> None:

@@ -206,6 +206,22 @@ def test_rollback_condition_is_removed_once_the_rollback_is_over() -> None:
     assert summary(done)[Cond.UPGRADE_IN_PROGRESS] == (_F, Reason.NO_PENDING_CLUSTER)
 
 
+def test_the_false_rollback_condition_of_a_suspend_stays_after_resuming() -> None:
+    """KubeRay removes RollbackInProgress only when it was True; suspend's False one stays."""
+    done = st.suspend_completed(st.suspend_begun(READY, 1, NOW), NOW)
+    resumed = st.resumed(done, 2, NOW)
+    assert summary(resumed)[Cond.ROLLBACK_IN_PROGRESS] == (_F, Reason.SUSPEND_COMPLETE)
+    serving = st.compute_status(inputs(resumed, active="a", endpoints=1), NOW)
+    assert summary(serving)[Cond.ROLLBACK_IN_PROGRESS] == (_F, Reason.SUSPEND_COMPLETE)
+    rolling = st.compute_status(
+        inputs(serving, active="a", pending="b", endpoints=1, rollback="X"), NOW
+    )
+    assert summary(rolling)[Cond.ROLLBACK_IN_PROGRESS] == (_T, "X")
+    assert Cond.ROLLBACK_IN_PROGRESS not in summary(
+        st.compute_status(inputs(rolling, active="a", endpoints=1), NOW)
+    )
+
+
 def test_sides_copy_cluster_names_applications_and_traffic() -> None:
     serve = ServeStatus.model_validate(
         {

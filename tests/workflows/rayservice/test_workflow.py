@@ -7,6 +7,7 @@ Each test gets its own server: skipping time for one test must not fire another'
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import uuid
 from collections.abc import AsyncIterator
@@ -233,6 +234,36 @@ async def test_rollback_signal_returns_traffic_and_deletes_the_pending_cluster(
     await h.nudge()
     await eventually(lambda: h.world.condition("Ready") == ("True", "NonZeroServeEndpoints"))
     assert list(h.world.clusters) == [old] and h.world.active() == old
+
+
+async def test_reverting_the_spec_mid_upgrade_rolls_back_and_removes_the_condition(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    """S15: the goal back at the active spec rolls traffic back; then the condition goes."""
+    h = await make(INCREMENTAL)
+    await h.start()
+    old = await h.ready()
+    original = copy.deepcopy(h.world.spec["rayClusterConfig"])
+    h.world.edit_cluster(rayVersion="2.50.0")
+    await h.spec_changed()
+    pending = await eventually(
+        lambda: next((n for _, w in h.world.routes for n, v in w.items() if n != old and v), None),
+        message="some traffic on the pending cluster",
+    )
+    h.world.edit(rayClusterConfig=original)
+    await h.spec_changed()
+    for _ in range(3):
+        await env.sleep(timedelta(seconds=31))
+    await eventually(lambda: pending not in h.world.clusters, message="pending deleted")
+    rolling = ("True", "DesiredClusterSpecChanged")
+    assert any(h.world.condition("RollbackInProgress", s) == rolling for s in h.world.written)
+    await eventually(
+        lambda: h.world.condition("UpgradeInProgress") == ("False", "NoPendingCluster"),
+        message="the upgrade over",
+    )
+    assert h.world.condition("RollbackInProgress") is None
+    assert h.world.routes[-1][1] == {old: 100, pending: 0}
+    assert h.world.active() == old and list(h.world.clusters) == [old]
 
 
 async def test_a_pending_cluster_that_never_gets_ready_aborts_at_its_deadline(
