@@ -29,6 +29,7 @@ from activities.cluster_objects import (
 )
 from activities.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.kube import KubeClient
+from activities.metrics import KubeRayMetrics
 from activities.snapshots import (
     ReplicaFailure,
     summarize_pod,
@@ -46,9 +47,15 @@ from crds.violations import InvalidObjectError
 class ClusterActivities:
     """RayCluster side effects against one Kubernetes API."""
 
-    def __init__(self, client: KubeClient, options: builders.BuildOptions) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        options: builders.BuildOptions,
+        metrics: KubeRayMetrics | None = None,
+    ) -> None:
         self._kube = client
         self._options = options
+        self._metrics = metrics
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
@@ -304,6 +311,8 @@ class ClusterActivities:
         patch = {key: None for key in current.get("status") or {} if key not in new}
         patch.update(new)
         await self._patch_ignoring_gone(ref, {"status": patch}, sub="status")
+        if self._metrics is not None:
+            self._metrics.cluster_status_written(current, new)
 
     @activity.defn(name=io.SET_CLUSTER_SUSPEND)
     async def set_suspend(self, params: io.SetSuspendInput) -> None:

@@ -27,6 +27,7 @@ from activities.builders.rayjob import (
 from activities.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.job_views import JobViews
 from activities.kube import KubeClient
+from activities.metrics import KubeRayMetrics
 from crds.constants import FINALIZER_RAYJOB, LABEL_CLUSTER
 from crds.enums import JobSubmissionMode
 from crds.loading import parse_ray_object
@@ -42,9 +43,15 @@ _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 class JobActivities:
     """RayJob side effects against one Kubernetes API."""
 
-    def __init__(self, client: KubeClient, options: builders.BuildOptions) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        options: builders.BuildOptions,
+        metrics: KubeRayMetrics | None = None,
+    ) -> None:
         self._kube = client
         self._options = options
+        self._metrics = metrics
         self._views = JobViews(client, options.cluster_domain)
 
     def activities(self) -> list[Callable[..., Any]]:
@@ -265,6 +272,8 @@ class JobActivities:
         patch: kube.JSON = {key: None for key in current.get("status") or {} if key not in new}
         patch.update(new)
         await self._patch(params.ref, {"status": patch}, sub="status")
+        if self._metrics is not None:
+            self._metrics.job_status_written(current, new)
 
     @activity.defn(name=io.SET_RAYJOB_SUSPEND)
     async def set_suspend(self, params: io.SetJobSuspendInput) -> None:

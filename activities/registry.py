@@ -17,6 +17,7 @@ from activities.job_dashboard import DashboardAccess, DashboardConnector
 from activities.job_ray import RayJobActivities
 from activities.jobs import JobActivities
 from activities.kube import KubeClient
+from activities.metrics import KubeRayMetrics
 from activities.service_routes import RouteActivities
 from activities.service_serve import HeadLabeler, ServeActivities
 from activities.services import ServiceActivities
@@ -26,6 +27,7 @@ def build_activities(
     kube: KubeClient | None,
     options: BuildOptions = DEFAULT_OPTIONS,
     dashboard_access: str = DashboardAccess.PROXY,
+    metrics: KubeRayMetrics | None = None,
 ) -> list[Callable[..., Any]]:
     """Return the activity callables to register on the worker.
 
@@ -35,6 +37,8 @@ def build_activities(
         options: Operator-wide switches for the object builders.
         dashboard_access: How RayJob and RayService activities reach a dashboard, `proxy`
             or `direct` (the worker setting `KUBERAY_TEMPORAL_DASHBOARD_ACCESS`).
+        metrics: Where the status-writing activities record KubeRay's duration metrics;
+            None records nothing (no metrics endpoint).
 
     Returns:
         Functions decorated with `@activity.defn`.
@@ -45,9 +49,9 @@ def build_activities(
     serve = ServeActivities(kube, connector)
     labeler = HeadLabeler(kube, serve)
     return [
-        *ClusterActivities(kube, options).activities(),
+        *ClusterActivities(kube, options, metrics).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
-        *JobActivities(kube, options).activities(),
+        *JobActivities(kube, options, metrics).activities(),
         *RayJobActivities(kube, connector).activities(),
         # RayService; its Events go through ClusterActivities' `record_event` (same name).
         *ServiceActivities(kube).activities(),
