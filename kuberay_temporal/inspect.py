@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 
 from crds.constants import KINDS
 from worker.client import connect, exit_without_finalizing
+from worker.codec import ENCODING, PAYLOAD_KEY_VARIABLE, PayloadDecryptionError
 from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_STATE
 from worker.settings import WorkerSettings, describe_invalid
 from workflows import messages
@@ -109,6 +110,15 @@ async def _with_client(settings: WorkerSettings, command: Command, args: argpars
         return int(await command(client, args))
     except RPCError as err:
         raise InspectError(f"Temporal at {settings.temporal_address}: {err.message}") from None
+    except PayloadDecryptionError as err:
+        raise InspectError(str(err)) from None
+    except KeyError as err:
+        # The SDK's converter meeting a payload only our codec can open.
+        if ENCODING.decode() not in str(err):
+            raise
+        raise InspectError(
+            f"the workflow's payloads are encrypted: set {PAYLOAD_KEY_VARIABLE} to the worker's key"
+        ) from None
 
 
 async def find_workflow(client: Client, target: Target) -> str:

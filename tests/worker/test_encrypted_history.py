@@ -1,0 +1,195 @@
+"""With a payload key, the Temporal server stores only ciphertext; our clients still read it.
+
+A RayCluster workflow runs on the real dev server with the in-memory cluster of the workflow
+tests behind its activities (the test double of layer 2; what matters here is what goes
+through Temporal). The spec carries a marker string, and one status write fails once with
+the marker in its message, so specs, results and failure messages are all covered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from activities import cluster_models as io
+from crds.refs import ObjectRef
+from tests.eventually import eventually
+from tests.history_scan import decoded_history, raw_history
+from tests.workflows.raycluster.fake_cluster import FakeCluster
+from tests.workflows.raycluster.test_workflow import SPEC
+from worker.client import data_converter
+from worker.codec import ENCODING, EncryptionCodec
+from worker.running import build_sandbox_runner
+from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE
+from worker.settings import WorkerSettings
+from workflows import messages
+from workflows.raycluster.state import RayClusterInput
+from workflows.raycluster.workflow import RayClusterWorkflow
+
+MARKER = f"marker-{uuid.uuid4().hex}"
+
+
+class FailingOnceCluster(FakeCluster):
+    """The first status write fails with the marker in its message, then writes succeed."""
+
+    failed = False
+
+    @activity.defn(name=io.WRITE_CLUSTER_STATUS)
+    async def write_status(self, params: io.WriteStatusInput) -> None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError(f"status write refused for image {MARKER}")
+        await super().write_status(params)
+
+
+@dataclass
+class Encrypted:
+    key: str
+    client: Client
+    workflow_id: str
+    cluster: FakeCluster
+    name: str
+
+
+@pytest_asyncio.fixture
+async def encrypted(local_env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Encrypted]:
+    key = new_key()
+    settings = WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": key})
+    client = Client(
+        local_env.client.service_client,
+        namespace=local_env.client.namespace,
+        data_converter=data_converter(settings),
+    )
+    name = f"enc{uuid.uuid4().hex[:6]}"
+    spec: dict[str, Any] = {
+        **SPEC,
+        "headGroupSpec": {
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [{"name": "h", "image": f"reg/{MARKER}:1"}]}},
+        },
+    }
+    cluster = FailingOnceCluster(name, spec)
+    ref = ObjectRef(kind="RayCluster", namespace="default", name=name, uid=str(uuid.uuid4()))
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[RayClusterWorkflow],
+        activities=cluster.activities(),
+        workflow_runner=build_sandbox_runner(),
+    ):
+        handle = await client.start_workflow(
+            RayClusterWorkflow.run,
+            RayClusterInput(ref=ref),
+            id=ref.workflow_id,
+            task_queue=task_queue,
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(RAY_KIND, "RayCluster"),
+                    SearchAttributePair(RAY_NAMESPACE, "default"),
+                    SearchAttributePair(RAY_NAME, name),
+                ]
+            ),
+        )
+        await eventually(lambda: len(cluster.live()) == 3, message="three pods")
+        cluster.make_ready()
+        await eventually(lambda: cluster.status_writes > 0, within=30, message="a status write")
+        yield Encrypted(key, client, handle.id, cluster, name)
+        await handle.terminate("test finished")
+
+
+async def test_the_server_stores_no_readable_payload(
+    encrypted: Encrypted, local_env: WorkflowEnvironment
+) -> None:
+    # The plain client is what anyone without the key has: the server, its database, the UI.
+    raw = await raw_history(local_env.client, encrypted.workflow_id)
+    assert ENCODING in raw
+    assert MARKER.encode() not in raw
+    assert b"status write refused" not in raw  # the failure message is encrypted too
+
+    settings = WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": encrypted.key})
+    codec = data_converter(settings).payload_codec
+    assert isinstance(codec, EncryptionCodec)
+    decoded = await decoded_history(local_env.client, encrypted.workflow_id, codec)
+    assert ENCODING not in decoded
+    assert MARKER.encode() in decoded
+    assert f"status write refused for image {MARKER}".encode() in decoded
+
+
+async def test_our_client_reads_the_workflow_and_a_plain_one_cannot(
+    encrypted: Encrypted, local_env: WorkflowEnvironment
+) -> None:
+    progress = await encrypted.client.get_workflow_handle(encrypted.workflow_id).query(
+        messages.PROGRESS, result_type=messages.Progress
+    )
+    assert progress.last_decisions
+
+    plain = local_env.client.get_workflow_handle(encrypted.workflow_id)
+    with pytest.raises(KeyError, match="binary/encrypted") as caught:
+        await plain.query(messages.PROGRESS, result_type=messages.Progress)
+    assert MARKER not in str(caught.value)
+
+
+def new_key() -> str:
+    return base64.b64encode(os.urandom(32)).decode()
+
+
+async def cli(
+    *args: str, env: dict[str, str], base: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kuberay_temporal",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**(os.environ if base is None else base), **env},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_the_cli_shows_status_with_the_key(
+    encrypted: Encrypted, local_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    env = {
+        "TEMPORAL_ADDRESS": local_env.client.service_client.config.target_host,
+        "KUBERAY_TEMPORAL_TASK_QUEUE": task_queue,
+        "KUBERAY_TEMPORAL_PAYLOAD_KEY": encrypted.key,
+    }
+    target = f"RayCluster/default/{encrypted.name}"
+
+    async def listed() -> str | None:
+        code, out, _ = await cli("ls", "--kind", "RayCluster", env=env)
+        return out if code == 0 and encrypted.name in out else None
+
+    await eventually(listed, within=20, message="the workflow in `ls`")
+    code, out, err = await cli("status", target, env=env)
+    assert code == 0, err
+    assert f"RayCluster default/{encrypted.name}:" in out and "decided" in out
+
+    # Without the key, or with another one: one clear line, nothing decrypted.
+    others = {k: v for k, v in os.environ.items() if k != "KUBERAY_TEMPORAL_PAYLOAD_KEY"}
+    cases = [
+        ({k: v for k, v in env.items() if k != "KUBERAY_TEMPORAL_PAYLOAD_KEY"}, "are encrypted"),
+        ({**env, "KUBERAY_TEMPORAL_PAYLOAD_KEY": new_key()}, "not among the keys"),
+    ]
+    for case, phrase in cases:
+        code, out, err = await cli("status", target, env=case, base=others)
+        assert code == 1 and phrase in err and len(err.strip().splitlines()) == 1, err
+        assert MARKER not in out + err and "KUBERAY_TEMPORAL_PAYLOAD_KEY" in err
