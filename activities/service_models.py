@@ -239,6 +239,10 @@ WAIT_SERVE_HEALTHY = "wait_serve_healthy"
 SWITCH_SERVICES = "switch_services"
 SET_HEAD_SERVE_LABEL = "set_head_serve_label"
 RECONCILE_GATEWAY = "reconcile_gateway"
+
+GATEWAY_API_MISSING = "GatewayAPIMissing"
+"""Error type of `reconcile_gateway` when the API server serves no Gateway or HTTPRoute kind
+(the Gateway API CRDs are not installed): not retryable, the workflow decides how long to wait."""
 WRITE_SERVICE_STATUS = "write_rayservice_status"
 SET_SERVICE_SUSPEND = "set_rayservice_suspend"
 SET_SERVICE_FINALIZER = "set_rayservice_finalizer"

@@ -10,7 +10,10 @@ pods to the new one's.
 
 `reconcile_gateway` keeps the incremental upgrade's Gateway and HTTPRoute (S13, S14), with a
 `<cluster>-serve-svc` per backend cluster, owned by that RayCluster; it labels the head of
-every cluster it gives weight to first, for the same reason.
+every cluster it gives weight to first, for the same reason. Where the Gateway API CRDs are not
+installed, KubeRay's reconcile fails on every pass with nothing but a log line; here a Warning
+Event says what is missing and the activity fails for good (`GATEWAY_API_MISSING`), so the
+workflow can say so in the status instead of retrying in silence.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities import kube
 from activities import service_models as io
@@ -26,11 +30,13 @@ from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.builders import rayservice as rs
 from activities.builders import rayservice_gateway as gw
 from activities.builders.services import MissingServePortError
+from activities.errors import KubeNotFound
 from activities.kube import KubeClient
 from activities.service_serve import HeadLabeler
 from activities.services import ServiceStore
 from crds import constants as k
 from crds.raycluster import RayCluster
+from crds.rayservice import RayService
 from crds.refs import ObjectRef
 
 
@@ -144,15 +150,52 @@ class RouteActivities:
                 await self._store.event(ref, "Normal", "CreatedService", message, svc)
         ns = ref.namespace
         gateway = gw.build_gateway(service)
-        existing, created = await self._kube.create_or_get(kube.GATEWAYS, ns, gateway)
+        try:
+            existing, created = await self._kube.create_or_get(kube.GATEWAYS, ns, gateway)
+        except KubeNotFound:
+            await self._fail_if_gateway_api_missing(ref, service)
+            raise
         if (updated := await self._spec_update(ref, gateway, existing, created)) is not None:
             name = gateway["metadata"]["name"]
             await self._kube.request("PUT", kube.GATEWAYS.path(ns, name), body=updated)
         route = gw.build_httproute(service, params.weights, port)
-        existing, created = await self._kube.create_or_get(kube.HTTPROUTES, ns, route)
+        try:
+            existing, created = await self._kube.create_or_get(kube.HTTPROUTES, ns, route)
+        except KubeNotFound:
+            await self._fail_if_gateway_api_missing(ref, service)
+            raise
         if (updated := await self._spec_update(ref, route, existing, created)) is not None:
             name = route["metadata"]["name"]
             await self._kube.request("PUT", kube.HTTPROUTES.path(ns, name), body=updated)
+
+    async def _fail_if_gateway_api_missing(self, ref: ObjectRef, service: RayService) -> None:
+        """Fail for good, with a Warning Event, if the API server serves no Gateway API kind.
+
+        Called after a 404 on a Gateway API collection; when both kinds are served, it returns
+        and the 404 is retried as any other.
+        """
+        api = f"{kube.GATEWAYS.group}/{kube.GATEWAYS.version}"
+        try:
+            listing = await self._kube.request("GET", f"/apis/{api}")
+        except KubeNotFound:
+            listing = {}
+        served = {str(r.get("name")) for r in listing.get("resources") or []}
+        kinds = (("Gateway", kube.GATEWAYS), ("HTTPRoute", kube.HTTPROUTES))
+        missing = [kind for kind, resource in kinds if resource.plural not in served]
+        if not missing:
+            return
+        strategy = service.spec.upgrade_strategy
+        options = strategy.cluster_upgrade_options if strategy else None
+        gateway_class = (options.gateway_class_name if options else None) or ""
+        message = (
+            f"The Gateway API CRDs are not installed: the API server serves no "
+            f"{' or '.join(missing)} ({api}), which upgradeStrategy "
+            f"NewClusterWithIncrementalUpgrade needs. Install the Gateway API CRDs and a "
+            f"Gateway controller for gatewayClassName {gateway_class!r}."
+        )
+        reason = f"FailedToCreate{missing[0]}"  # KubeRay's reasons for a failed create
+        await self._store.event(ref, "Warning", reason, message, "gateway-api")
+        raise ApplicationError(message, type=io.GATEWAY_API_MISSING, non_retryable=True)
 
     async def _spec_update(
         self, ref: ObjectRef, manifest: kube.JSON, existing: kube.JSON, created: bool

@@ -9,7 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_asyncio
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import kube
@@ -331,3 +333,38 @@ async def test_gateway_route_weights_and_cleanup(client: KubeClient) -> None:
     assert found.count("CreatedGateway") == found.count("CreatedHTTPRoute") == 1
     await run(routes.delete_service_objects, io.ServiceObjectsInput(ref=ref))
     assert (await run(acts.read, io.ReadServiceInput(ref=ref))).owned_objects == []
+
+
+async def test_missing_gateway_api_is_a_warning_and_a_final_failure(client: KubeClient) -> None:
+    """No Gateway API CRDs (devcluster serves none by default): say so, do not retry."""
+    acts = ServiceActivities(client)
+    serve = ServeActivities(client, DashboardConnector(client))
+    routes = RouteActivities(client, HeadLabeler(client, serve))
+    strategy = {
+        "type": "NewClusterWithIncrementalUpgrade",
+        "clusterUpgradeOptions": {
+            "maxSurgePercent": 50,
+            "stepSizePercent": 25,
+            "intervalSeconds": 5,
+            "gatewayClassName": "istio",
+        },
+    }
+    ref = await make_service(client, upgradeStrategy=strategy)
+    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    blue = f"{ref.name}-bbbbb"
+    await run(acts.create_cluster, io.CreateServiceClusterInput(ref=ref, name=blue, goal_hash=goal))
+    for _ in range(2):  # a second run records no second Event
+        with pytest.raises(ApplicationError) as raised:
+            await run(routes.reconcile_gateway, io.GatewayInput(ref=ref, weights={blue: 100}))
+        assert raised.value.type == io.GATEWAY_API_MISSING and raised.value.non_retryable
+    assert "Gateway or HTTPRoute (gateway.networking.k8s.io/v1)" in raised.value.message
+    events = [e for e in await client.list_all(kube.EVENTS, "default") if e["type"] == "Warning"]
+    (event,) = events
+    assert event["reason"] == "FailedToCreateGateway"
+    assert event["involvedObject"]["uid"] == ref.uid
+    assert "Gateway API CRDs are not installed" in event["message"]
+    assert "'istio'" in event["message"]
+    # The snapshot and the suspend cleanup still work without the API.
+    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+    assert snap.route_weights is None and not snap.gateway_ready
+    await run(routes.delete_service_objects, io.ServiceObjectsInput(ref=ref))

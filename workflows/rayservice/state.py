@@ -72,6 +72,8 @@ class UpgradeProgress(BaseModel):
     rolling_back: bool = False
     applied: dict[str, str] = Field(default_factory=dict)
     """Serve config hash PUT to each cluster by the child."""
+    blocked: str = ""
+    """Why the upgrade cannot move on right now (the Gateway API is missing), for the status."""
 
 
 class UpgradeResult(BaseModel):

@@ -57,6 +57,8 @@ class StatusInputs(BaseModel):
     refused: tuple[str, str] | None = None
     """UpgradeInProgress reason and message while the goal is refused (aborted, rolled back)."""
     rollback_reason: str | None = None
+    blocked: str = ""
+    """Why the upgrade (or the first deployment) cannot move on; added to the messages."""
 
 
 def app_statuses(serve: ServeStatus | None) -> dict[str, AppStatus] | None:
@@ -124,6 +126,7 @@ def _conditions(
         message = "Number of serve endpoints dropped to 0"
         conds = set_condition(conds, Cond.READY, _F, Reason.ZERO_SERVE_ENDPOINTS, message, now, gen)
     conds = _upgrade_condition(inputs, conds, now)
+    conds = _show_blocked(conds, inputs.blocked, now)
     if inputs.rollback_reason:
         message = "Traffic is returning to the active cluster"
         conds = set_condition(
@@ -158,6 +161,31 @@ def _upgrade_condition(
     if current is None or current.reason not in (Reason.INITIALIZING, Reason.INITIALIZING_TIMEOUT):
         message = "No active Ray cluster exists, and the RayService is not initializing"
         return set_condition(conds, kind, _U, Reason.NO_ACTIVE_CLUSTER, message, now, gen)
+    return conds
+
+
+_BLOCKED = "; blocked: "
+
+
+def _show_blocked(conds: list[Condition], blocked: str, now: datetime) -> list[Condition]:
+    """Say in the message why the service cannot move on, keeping KubeRay's status and reason.
+
+    The upgrade shows it on UpgradeInProgress, a first deployment on an initializing Ready;
+    once unblocked the message goes back to KubeRay's text.
+    """
+    shown = (
+        (Cond.READY, Reason.INITIALIZING),
+        (Cond.UPGRADE_IN_PROGRESS, Reason.BOTH_ACTIVE_PENDING_CLUSTERS_EXIST),
+    )
+    for kind, reason in shown:
+        found = find_condition(conds, kind)
+        if found is None or found.reason != reason:
+            continue
+        message = found.message.split(_BLOCKED)[0] + (_BLOCKED + blocked if blocked else "")
+        if message != found.message:
+            conds = set_condition(
+                conds, kind, found.status, reason, message, now, found.observed_generation
+            )
     return conds
 
 

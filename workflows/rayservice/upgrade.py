@@ -6,6 +6,8 @@ wait for its head, apply Serve, wait for N healthy polls, move traffic, promote 
 a deadline, its own history and UI row. It ends Promoted, RolledBack (a person's `rollback`
 or a spec-driven rollback, S15), Superseded (a newer spec before it served, S10) or Aborted
 (a deadline passed); the parent owns the status and the deletion of retired clusters.
+An incremental upgrade needs the Gateway API: without its CRDs the child says so in its
+progress (and so in the status) and waits, as long as a pending head may take, for them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import contextlib
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.calls as calls
@@ -39,6 +41,22 @@ with workflow.unsafe.imports_passed_through():
 
 POLL = timedelta(seconds=30)
 """Look again this often even without a nudge (the bridge signals the parent, which forwards)."""
+
+
+class _Stopped(Exception):
+    """Ends the upgrade from deep inside a phase (a wait for the Gateway API gave up)."""
+
+    def __init__(self, outcome: Outcome, reason: str) -> None:
+        super().__init__(reason)
+        self.outcome, self.reason = outcome, reason
+
+
+def _gateway_api_missing(err: ActivityError) -> str | None:
+    """The activity's message when it failed because the Gateway API CRDs are missing."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == io.GATEWAY_API_MISSING:
+        return cause.message
+    return None
 
 
 @workflow.defn(name="RayServiceUpgrade")
@@ -80,6 +98,8 @@ class RayServiceUpgradeWorkflow:
         """Run the phases; a cancellation (the parent closed) still removes the pending cluster."""
         try:
             return await self._upgrade()
+        except _Stopped as stop:
+            return await self._undo(stop.outcome, stop.reason)
         except asyncio.CancelledError:
             # Activities scheduled after the cancellation was delivered still run.
             await self._undo(Outcome.ROLLED_BACK, "the parent workflow closed")
@@ -233,7 +253,7 @@ class RayServiceUpgradeWorkflow:
         """Traffic back to the active cluster, then the pending cluster goes (never served)."""
         p = self._p
         await self._report(f"undoing: {reason}")
-        if p.incremental and p.active:
+        if p.incremental and p.active and not self._progress.blocked:
             await self._route({p.active: 100, p.pending: 0})
             traffic = self._progress.traffic
             if traffic is not None and traffic.active_capacity < 100:
@@ -270,12 +290,37 @@ class RayServiceUpgradeWorkflow:
         self._progress.applied[cluster] = result.config_hash
 
     async def _route(self, weights: dict[str, int]) -> None:
+        """Write the route's weights; without the Gateway API, wait for it until a deadline."""
         split = ", ".join(f"{name} {weight}%" for name, weight in weights.items())
-        await calls.run(
-            io.RECONCILE_GATEWAY,
-            io.GatewayInput(ref=self._p.ref, weights=weights),
-            f"HTTPRoute weights: {split}",
-        )
+        deadline: datetime | None = None
+        while True:
+            try:
+                await calls.run(
+                    io.RECONCILE_GATEWAY,
+                    io.GatewayInput(ref=self._p.ref, weights=weights),
+                    f"HTTPRoute weights: {split}",
+                )
+            except ActivityError as err:
+                if (missing := _gateway_api_missing(err)) is None:
+                    raise
+                deadline = deadline or workflow.now() + self._p.ready_timeout
+                await self._wait_for_gateway_api(missing, deadline)
+                continue
+            if self._progress.blocked:
+                self._progress.blocked = ""
+                await self._report("the Gateway API is there: moving on")
+            return
+
+    async def _wait_for_gateway_api(self, missing: str, deadline: datetime) -> None:
+        """Report why the upgrade cannot route traffic, then pause; give up at the deadline."""
+        self._progress.blocked = missing
+        if self._abort is not None:
+            raise _Stopped(Outcome.ROLLED_BACK, self._abort.reason)
+        if workflow.now() >= deadline:
+            why = f"the Gateway API did not appear within {self._p.ready_timeout}: {missing}"
+            raise _Stopped(Outcome.ABORTED, why)
+        await self._report("blocked: waiting for the Gateway API CRDs")
+        await self._pause(min(POLL, deadline - workflow.now()))
 
     async def _pause(self, wait: timedelta, wake_on_nudge: bool = True) -> None:
         self._nudged = False

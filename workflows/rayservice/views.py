@@ -78,6 +78,7 @@ def status_inputs(
         endpoints=serve_endpoints(snap, ref, active, pending, incremental),
         refused=state.refused if state.goal_hash == state.refused_hash else None,
         rollback_reason=rollback,
+        blocked=upgrade.progress.blocked if upgrade else "",
     )
 
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities import service_models as io
 from activities.dashboard_models import ServeStatus
@@ -61,6 +62,8 @@ class FakeServiceWorld:
         self.serve_svc: str | None = None
         self.routes: list[tuple[datetime, dict[str, int]]] = []
         self.auto_ready = auto_ready
+        self.gateway_api = True
+        """False: the Gateway API CRDs are not installed (as `reconcile_gateway` reports it)."""
 
     # --- what tests do -------------------------------------------------------------------------
 
@@ -220,6 +223,9 @@ class FakeServiceWorld:
 
     @activity.defn(name=io.RECONCILE_GATEWAY)
     async def gateway(self, params: io.GatewayInput) -> None:
+        if not self.gateway_api:
+            message = "The Gateway API CRDs are not installed: no Gateway or HTTPRoute"
+            raise ApplicationError(message, type=io.GATEWAY_API_MISSING, non_retryable=True)
         at = activity.info().current_attempt_scheduled_time
         if not self.routes or self.routes[-1][1] != params.weights:
             self.routes.append((at, dict(params.weights)))

@@ -381,3 +381,32 @@ def test_status_changed_ignores_only_the_update_time() -> None:
 )
 def test_headline(status: RayServiceStatuses | None, upgrading: bool, expected: str) -> None:
     assert st.headline(status, upgrading) == expected
+
+
+@pytest.mark.parametrize(
+    ("active", "pending", "kind", "expected"),
+    [
+        pytest.param(
+            "a",
+            "b",
+            Cond.UPGRADE_IN_PROGRESS,
+            "Both active and pending Ray clusters exist; blocked: no Gateway API",
+            id="upgrade",
+        ),
+        pytest.param(
+            "", "b", Cond.READY, "RayService is initializing; blocked: no Gateway API", id="first"
+        ),
+    ],
+)
+def test_a_blocked_upgrade_is_told_in_the_message_and_untold_after(
+    active: str, pending: str, kind: str, expected: str
+) -> None:
+    previous = None if not active else READY
+    given = inputs(previous, active=active, pending=pending, endpoints=1 if active else 0)
+    blocked = st.compute_status(given.model_copy(update={"blocked": "no Gateway API"}), NOW)
+    found = find_condition(blocked.conditions, kind)
+    assert found is not None and found.message == expected
+    assert summary(blocked) == summary(st.compute_status(given, NOW))  # reasons stay KubeRay's
+    unblocked = st.compute_status(given.model_copy(update={"previous": blocked}), NOW)
+    found = find_condition(unblocked.conditions, kind)
+    assert found is not None and found.message == expected.split(";")[0]

@@ -152,6 +152,13 @@ def test_refusal_shows_only_while_the_goal_is_the_refused_one(
     assert views.status_inputs(given, SNAP, REF, None, False).refused == expected
 
 
+def test_a_blocked_upgrade_reaches_the_status_inputs() -> None:
+    progress = UpgradeProgress(number=2, pending="b", blocked="no Gateway API")
+    got = views.status_inputs(state(pending="b", progress=progress), SNAP, REF, None, True)
+    assert got.blocked == "no Gateway API"
+    assert views.status_inputs(state(), SNAP, REF, None, True).blocked == ""
+
+
 def test_details_name_the_upgrade_and_what_it_waits_for() -> None:
     progress = UpgradeProgress(
         number=2, pending="b", pending_serve=SERVE, traffic=Traffic(pending_weight=25)

@@ -286,6 +286,59 @@ async def test_a_pending_cluster_that_never_gets_ready_aborts_at_its_deadline(
     assert list(h.world.clusters) == [old] and h.world.serving() == old
 
 
+def _message(world: FakeServiceWorld, kind: str) -> str:
+    found = [c for c in (world.status.conditions or []) if c.type == kind] if world.status else []
+    return found[0].message if found else ""
+
+
+async def test_an_upgrade_without_the_gateway_api_says_so_and_aborts_at_its_deadline(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    """Switching to incremental upgrades where no Gateway API CRDs exist: a clear status."""
+    h = await make(SPEC)
+    await h.start(ready_timeout=timedelta(minutes=10))
+    old = await h.ready()
+    h.world.gateway_api = False
+    h.world.edit(**{k: v for k, v in INCREMENTAL.items() if k != "serveConfigV2"})
+    await h.spec_changed()
+    await eventually(
+        lambda: "Gateway API CRDs are not installed" in _message(h.world, "UpgradeInProgress"),
+        message="the blocked upgrade in the status",
+    )
+    assert h.world.condition("UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
+    assert h.world.condition("Ready") == ("True", "NonZeroServeEndpoints")
+    progress = await h.handle.query(messages.PROGRESS, result_type=messages.Progress)
+    assert any("Gateway API" in w for w in progress.waiting_for)
+    await env.sleep(timedelta(minutes=11))
+    await eventually(
+        lambda: h.world.condition("UpgradeInProgress") == ("False", "UpgradeAborted"),
+        message="the upgrade aborted",
+    )
+    assert "Gateway API did not appear within 0:10:00" in _message(h.world, "UpgradeInProgress")
+    (event,) = [e for e in h.world.events if e.reason == "UpgradeAborted"]
+    assert event.type == "Warning" and "Gateway API CRDs are not installed" in event.message
+    assert list(h.world.clusters) == [old] and h.world.serving() == old
+    assert h.world.routes == []
+
+
+async def test_a_first_incremental_deployment_waits_for_the_gateway_api(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    h = await make(INCREMENTAL)
+    h.world.gateway_api = False
+    await h.start()
+    await eventually(
+        lambda: "Gateway API CRDs are not installed" in _message(h.world, "Ready"),
+        message="the blocked deployment in the status",
+    )
+    assert h.world.condition("Ready") == ("False", "Initializing")
+    h.world.gateway_api = True  # someone installs the CRDs
+    await env.sleep(timedelta(seconds=31))
+    active = await h.ready()
+    assert h.world.routes[-1][1] == {active: 100}
+    assert "blocked" not in _message(h.world, "UpgradeInProgress")
+
+
 async def test_initializing_timeout_is_terminal(make: Any, env: WorkflowEnvironment) -> None:
     h = await make(SPEC, auto_ready=False)
     h.world.annotations["ray.io/initializing-timeout"] = "5m"
