@@ -142,6 +142,11 @@ class Coalescer:
         self._pending[key] = batch
         delay = min(self.max_backoff, 0.5 * 2 ** min(batch.attempts, 10))
         logger.warning(
-            "signal to %s failed (attempt %d, retry in %.1fs): %s", key, batch.attempts, delay, err
+            "signal to %s failed (attempt %d, retry in %.1fs): %s",
+            key,
+            batch.attempts,
+            delay,
+            err,
+            extra={"workflow_id": key},  # the CR's identity on JSON log lines
         )
         self._due[key] = time.monotonic() + delay

@@ -75,7 +75,12 @@ class Signaller:
         except WorkflowAlreadyStartedError:
             # The workflow of this uid completed: the CR was finalized; this event is stale.
             self.refused += 1
-            logger.debug("%s already finished; dropping %s", ref.workflow_id, first)
+            logger.debug(
+                "%s already finished; dropping %s",
+                ref.workflow_id,
+                first,
+                extra={"workflow_id": ref.workflow_id},
+            )
             return
         self.sent += 1
         for name, arg in rest:
