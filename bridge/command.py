@@ -15,6 +15,7 @@ from bridge.running import Bridge
 from bridge.signalling import Signaller
 from worker.client import connect, exit_without_finalizing
 from worker.health import serving_health
+from worker.logs import configure_logging
 from worker.settings import WorkerSettings, describe_invalid
 
 logger = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.kubeconfig:
         settings = settings.model_copy(update={"kubeconfig": args.kubeconfig})
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_format)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(settings))
     exit_without_finalizing(0)

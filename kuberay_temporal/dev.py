@@ -37,6 +37,8 @@ from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.temporal_server import DevServer, DevServerError, DevServerOptions
 from worker.client import connect, exit_without_finalizing
 from worker.command import settings_from
+from worker.logs import configure_logging
+from worker.metrics import Telemetry, build_telemetry, serving_metrics
 from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import ALL_KEYS, SearchAttributeError, ensure_search_attributes
 from worker.settings import WorkerSettings, describe_invalid
@@ -70,6 +72,8 @@ class DevStack:
     """Connected to the dev server once the Temporal component is up."""
     kube: KubeClient | None = None
     """Connected to devcluster once it is up."""
+    telemetry: Telemetry | None = None
+    """The client's runtime and KubeRay's metrics, once the Temporal component is up."""
     running: list[str] = field(default_factory=list)
     """One line per running thing, printed once everything is up."""
     failure: str | None = None
@@ -118,7 +122,8 @@ async def run_temporal(stack: DevStack) -> AsyncIterator[None]:
 
         watcher.add_done_callback(on_exit)
         try:
-            client = await connect(stack.settings)
+            stack.telemetry = build_telemetry(stack.settings.metrics_port)
+            client = await connect(stack.settings, stack.telemetry.runtime)
             # `--search-attribute` only applies to a new database; an existing one gets
             # them here.
             await ensure_search_attributes(client, stack.settings.temporal_namespace)
@@ -164,9 +169,17 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
 @asynccontextmanager
 async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
-    activities = build_activities(stack.kube, dashboard_access=stack.settings.dashboard_access)
-    async with build_worker(stack.require_client(), stack.settings, activities):
-        stack.running.append(f"worker    task queue {stack.settings.task_queue}")
+    settings, telemetry = stack.settings, stack.telemetry or build_telemetry(None)
+    activities = build_activities(
+        stack.kube, dashboard_access=settings.dashboard_access, metrics=telemetry.kuberay
+    )
+    async with (
+        serving_metrics(settings.metrics_port, telemetry, stack.kube) as metrics,
+        build_worker(stack.require_client(), settings, activities),
+    ):
+        stack.running.append(f"worker    task queue {settings.task_queue}")
+        if metrics is not None:
+            stack.running.append(f"metrics   http://127.0.0.1:{metrics.port}/metrics")
         yield
 
 
@@ -273,6 +286,8 @@ def _run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         _say(f"invalid settings: {describe_invalid(err)}", error=True)
         return 2
+    if settings.log_format == "json":
+        configure_logging("json", logging.WARNING)
     try:
         return asyncio.run(run_stack(temporal, settings, COMPONENTS, args.kube_port, args.runtime))
     except _STACK_ERRORS as err:

@@ -19,6 +19,7 @@ from typing import NoReturn
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
 from worker.codec import EncryptionCodec, parse_keys
@@ -82,11 +83,13 @@ def tls_config(settings: WorkerSettings) -> TLSConfig | bool:
     )
 
 
-async def connect(settings: WorkerSettings) -> Client:
+async def connect(settings: WorkerSettings, runtime: Runtime | None = None) -> Client:
     """Connect to the Temporal frontend named by `settings`.
 
     Args:
         settings: Address, namespace, TLS and API key to use.
+        runtime: The SDK runtime (its metrics exporter, see `worker.metrics`); None: the
+            default one.
 
     Returns:
         A connected client with the converter of `data_converter(settings)`.
@@ -102,6 +105,7 @@ async def connect(settings: WorkerSettings) -> Client:
         data_converter=data_converter(settings),
         tls=tls_config(settings),
         api_key=api_key.get_secret_value() if api_key is not None else None,
+        runtime=runtime,
     )
 
 

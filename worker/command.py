@@ -22,6 +22,8 @@ from activities.kube import connect as connect_kube
 from activities.registry import build_activities
 from worker.client import connect, exit_without_finalizing
 from worker.health import serving_health
+from worker.logs import configure_logging
+from worker.metrics import build_telemetry, serving_metrics
 from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import SearchAttributeError, ensure_search_attributes
 from worker.settings import WorkerSettings, describe_invalid
@@ -46,6 +48,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_connection_flags(parser)
     add_health_flag(parser)
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus /metrics on this port (env KUBERAY_TEMPORAL_METRICS_PORT)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -77,8 +84,8 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
     """Return the environment's settings with the flags given on the command line applied.
 
     Args:
-        args: Parsed flags; `address`, `namespace`, `task_queue` and `health_port` are read
-            if present.
+        args: Parsed flags; `address`, `namespace`, `task_queue`, `health_port` and
+            `metrics_port` are read if present.
 
     Returns:
         The settings to run with.
@@ -91,6 +98,7 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
         "temporal_namespace": getattr(args, "namespace", None),
         "task_queue": getattr(args, "task_queue", None),
         "health_port": getattr(args, "health_port", None),
+        "metrics_port": getattr(args, "metrics_port", None),
     }
     overrides = {name: value for name, value in flags.items() if value is not None}
     settings = WorkerSettings.from_env()
@@ -111,9 +119,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
         settings = settings_from(args)
     except ValidationError as err:
@@ -121,6 +126,7 @@ def _run(args: argparse.Namespace) -> int:
             f"kuberay-temporal worker: invalid settings: {describe_invalid(err)}", file=sys.stderr
         )
         return 2
+    configure_logging(settings.log_format)
     try:
         asyncio.run(_serve(settings))
     except (RuntimeError, RPCError, SearchAttributeError, OSError) as err:
@@ -138,14 +144,17 @@ async def _serve(settings: WorkerSettings) -> None:
 
     with stop_on_signals() as stop:
         async with serving_health(settings.health_port, polling):
-            client = await connect(settings)
+            telemetry = build_telemetry(settings.metrics_port)
+            client = await connect(settings, telemetry.runtime)
             await ensure_search_attributes(client, settings.temporal_namespace)
             kube = await connect_kube_or_none(settings)
-            async with build_worker(
-                client,
-                settings,
-                build_activities(kube, dashboard_access=settings.dashboard_access),
-            ) as worker:
+            activities = build_activities(
+                kube, dashboard_access=settings.dashboard_access, metrics=telemetry.kuberay
+            )
+            async with (
+                serving_metrics(settings.metrics_port, telemetry, kube),
+                build_worker(client, settings, activities) as worker,
+            ):
                 running.append(worker)
                 logger.info(
                     "polling task queue %s on %s (namespace %s)",

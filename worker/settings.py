@@ -137,6 +137,25 @@ class WorkerSettings(BaseModel):
             "unset: no health server."
         ),
     )
+    metrics_port: int | None = Field(
+        default=None,
+        validation_alias="KUBERAY_TEMPORAL_METRICS_PORT",
+        ge=0,
+        le=65535,
+        description=(
+            "Port (all interfaces) serving Prometheus `/metrics` from the worker: the Temporal "
+            "SDK's `temporal_*` metrics and KubeRay's `kuberay_cluster_*`, `kuberay_job_*` and "
+            "`kuberay_service_*`; unset: no metrics."
+        ),
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        validation_alias="KUBERAY_TEMPORAL_LOG_FORMAT",
+        description=(
+            "Log lines of the worker and the bridge: `text`, or `json` (one object per line; "
+            "lines about a CR carry its kind, namespace, name, uid and workflow id)."
+        ),
+    )
 
     kubeconfig: str | None = Field(
         default=None,

@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,8 +58,13 @@ async def simulated_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
 
 
 @contextlib.asynccontextmanager
-async def running_stack(tmp_path: Path, runtime: str) -> AsyncIterator[LocalStack]:
-    """Run `kuberay-temporal dev` until the block ends, then stop it with Ctrl-C."""
+async def running_stack(
+    tmp_path: Path, runtime: str, env: Mapping[str, str] | None = None
+) -> AsyncIterator[LocalStack]:
+    """Run `kuberay-temporal dev` until the block ends, then stop it with Ctrl-C.
+
+    `env` adds environment variables (settings) for the stack.
+    """
     state, log = tmp_path / "state", tmp_path / "dev.log"
     ports = [free_port() for _ in range(3)]
     with log.open("wb") as out:
@@ -80,7 +85,7 @@ async def running_stack(tmp_path: Path, runtime: str) -> AsyncIterator[LocalStac
             runtime,
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, "KUBERAY_TEMPORAL_RELIST_SECONDS": "30"},
+            env={**os.environ, "KUBERAY_TEMPORAL_RELIST_SECONDS": "30", **(env or {})},
         )
     try:
         await eventually(

@@ -1,0 +1,72 @@
+"""The worker's `/metrics`: the SDK's series from its runtime, then KubeRay's, on one port.
+
+Runs a worker with a runtime of its own against the real dev server and scrapes over HTTP.
+The KubeRay series against a Kubernetes API are in `tests/activities/test_metrics.py` and, for
+whole RayJobs, `tests/e2e/test_metrics.py`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from temporalio.testing import WorkflowEnvironment
+
+from worker.client import connect
+from worker.metrics import build_telemetry, serving_metrics
+from worker.running import build_worker
+from worker.settings import WorkerSettings
+from workflows.diagnostics import PingInput, PingWorkflow
+
+
+async def scrape(port: int) -> str:
+    async with httpx.AsyncClient() as http:
+        response = await http.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+    response.raise_for_status()
+    return response.text
+
+
+def test_no_port_no_runtime() -> None:
+    telemetry = build_telemetry(None)
+    assert telemetry.runtime is None and telemetry.kuberay is None
+
+
+async def test_sdk_and_kuberay_series_on_one_endpoint(
+    local_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    # Two workers in one process each get an exporter of their own.
+    other = build_telemetry(0)
+    telemetry = build_telemetry(0)
+    assert telemetry.sdk_address != other.sdk_address
+    assert telemetry.kuberay is not None
+
+    target = local_env.client.service_client.config.target_host
+    settings = WorkerSettings(temporal_address=target, task_queue=task_queue)
+    client = await connect(settings, telemetry.runtime)
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}, "status": {}}
+    started = (datetime.now(UTC) - timedelta(seconds=3)).isoformat()
+    telemetry.kuberay.job_status_written(
+        job, {"jobDeploymentStatus": "Complete", "startTime": started}
+    )
+
+    async with serving_metrics(0, telemetry, None) as server, build_worker(client, settings):
+        assert server is not None
+        await client.execute_workflow(
+            PingWorkflow.run, PingInput(), id=f"ping-{uuid.uuid4()}", task_queue=task_queue
+        )
+        text = await scrape(server.port)
+
+    assert 'workflow_type="Ping"' in text
+    completed = [
+        line
+        for line in text.splitlines()
+        if line.startswith("temporal_workflow_completed{") and f'task_queue="{task_queue}"' in line
+    ]
+    assert len(completed) == 1 and completed[0].endswith(" 1"), completed
+    assert "# TYPE kuberay_job_execution_duration_seconds gauge\n" in text
+    (duration,) = [
+        line for line in text.splitlines() if line.startswith("kuberay_job_execution_duration")
+    ]
+    labels = 'name="j",namespace="ns",uid="u",job_deployment_status="Complete",retry_count="0"'
+    assert duration.startswith(f"kuberay_job_execution_duration_seconds{{{labels}}} 3.")

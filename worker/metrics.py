@@ -1,0 +1,175 @@
+"""The worker's Prometheus endpoint: Temporal SDK metrics and KubeRay's, on one port.
+
+The SDK's metrics come from its Rust core, whose Prometheus exporter serves its own port and
+cannot take series from Python that vanish again. KubeRay's state gauges must vanish with
+their CR (dashboards `count()` them), so `activities.metrics` renders those itself. One
+endpoint still serves both: the SDK's exporter listens on a private loopback port and the
+public `/metrics` handler appends KubeRay's series to what it reads from there.
+
+An exporter binds its address for the life of its `Runtime`, so a runtime is built per
+worker start (on a fresh loopback port) and handed to the client; the default runtime stays
+untouched, and tests can start many workers in one process.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+from activities.kube import KubeClient
+from activities.metrics import KubeRayMetrics
+
+logger = logging.getLogger(__name__)
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""Prometheus' text exposition format."""
+
+SDK_SCRAPE_TIMEOUT = 5.0
+"""How long `/metrics` waits for the SDK's exporter before answering without its series."""
+
+_BIND_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """The metrics side of one worker start: the runtime for its client and the recorder."""
+
+    runtime: Runtime | None
+    """Pass to `Client.connect`; None: metrics are off and the default runtime is used."""
+    sdk_address: str | None
+    """Loopback host:port of the SDK's own exporter, read by the public endpoint."""
+    kuberay: KubeRayMetrics | None
+    """Give to the activities, so their status writes set KubeRay's duration gauges."""
+
+
+def build_telemetry(metrics_port: int | None) -> Telemetry:
+    """The runtime and recorder for a worker whose endpoint is `metrics_port`.
+
+    Args:
+        metrics_port: The `KUBERAY_TEMPORAL_METRICS_PORT` setting; None turns metrics off.
+
+    Returns:
+        With a port: a new runtime whose Prometheus exporter listens on a free loopback
+        port. Without: nothing to build, the default runtime.
+
+    Raises:
+        RuntimeError: The SDK's exporter could bind no loopback port.
+    """
+    if metrics_port is None:
+        return Telemetry(runtime=None, sdk_address=None, kuberay=None)
+    for attempt in range(_BIND_ATTEMPTS):
+        address = f"127.0.0.1:{_free_loopback_port()}"
+        config = TelemetryConfig(metrics=PrometheusConfig(bind_address=address))
+        try:
+            runtime = Runtime(telemetry=config)
+        except ValueError as err:
+            # Someone took the port between the probe and the bind; take another.
+            if attempt == _BIND_ATTEMPTS - 1:
+                raise RuntimeError(f"cannot start the SDK's metrics exporter: {err}") from err
+            continue
+        return Telemetry(runtime=runtime, sdk_address=address, kuberay=KubeRayMetrics())
+    raise AssertionError("unreachable")
+
+
+def _free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class MetricsServer:
+    """`/metrics` on all interfaces: the SDK's series followed by KubeRay's."""
+
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        kube: KubeClient | None,
+        port: int,
+        host: str = "0.0.0.0",
+    ) -> None:
+        # All interfaces by default: Prometheus scrapes the pod's IP.
+        self._telemetry = telemetry
+        self._kube = kube
+        self._host, self._port = host, port
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def port(self) -> int:
+        """The port served on; the real one once started, even when asked for port 0."""
+        return self._port
+
+    async def start(self) -> None:
+        """Start serving."""
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=SDK_SCRAPE_TIMEOUT)
+        )
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self._host, self._port).start()
+        if self._port == 0:
+            self._port = int(self._runner.addresses[0][1])
+        logger.info("Prometheus metrics on %s:%d/metrics", self._host, self._port)
+
+    async def stop(self) -> None:
+        """Stop serving."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        sdk = await self._sdk_text()
+        kuberay = self._telemetry.kuberay
+        ours = await kuberay.collect(self._kube) if kuberay is not None else ""
+        body = sdk if sdk.endswith("\n") or not sdk else f"{sdk}\n"
+        return web.Response(body=(body + ours).encode(), headers={"Content-Type": CONTENT_TYPE})
+
+    async def _sdk_text(self) -> str:
+        address = self._telemetry.sdk_address
+        if address is None or self._session is None:
+            return ""
+        try:
+            async with self._session.get(f"http://{address}/metrics") as response:
+                response.raise_for_status()
+                return await response.text()
+        except (TimeoutError, aiohttp.ClientError) as err:
+            logger.warning("metrics: the SDK's exporter at %s did not answer: %s", address, err)
+            return ""
+
+
+@asynccontextmanager
+async def serving_metrics(
+    port: int | None, telemetry: Telemetry, kube: KubeClient | None
+) -> AsyncIterator[MetricsServer | None]:
+    """Serve `/metrics` for the duration of the block, if a port is configured.
+
+    Args:
+        port: Port to listen on (0: any free one); None serves nothing.
+        telemetry: What `build_telemetry` built for this worker.
+        kube: The Kubernetes API the state gauges are listed from, if there is one.
+
+    Yields:
+        The running server, or None without a port.
+    """
+    if port is None:
+        yield None
+        return
+    server = MetricsServer(telemetry, kube, port)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
