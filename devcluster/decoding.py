@@ -134,7 +134,27 @@ def check_type_meta(kind: Kind, body: Any) -> JsonObject:
             f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
             "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta"
         )
+    _check_meta_types(kind, body.get("metadata") or {})
     return body
+
+
+def _check_meta_types(kind: Kind, meta: JsonObject) -> None:
+    """The metadata fields the server reads must decode as Go's ObjectMeta types (else a 400)."""
+    for field in ("name", "generateName", "namespace", "labels", "annotations"):
+        value = meta.get(field)
+        is_map = field in ("labels", "annotations")
+        go_type = "map[string]string" if is_map else "string"
+        bad = None if value is None or isinstance(value, dict if is_map else str) else value
+        if is_map and isinstance(value, dict):
+            # A map's values are strings too; Go names the field's element type then.
+            bad = next((v for v in value.values() if not isinstance(v, str)), None)
+            go_type = "string"
+        if bad is not None:
+            raise statuses.bad_request(
+                f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
+                f"json: cannot unmarshal {_go_type(bad)} into Go struct field "
+                f"ObjectMeta.metadata.{field} of type {go_type}"
+            )
 
 
 def _go_type(value: Any) -> str:

@@ -109,6 +109,34 @@ async def test_invalid_names_are_422(shared_cluster: DevCluster, name: str, deta
     assert body["details"]["kind"] == "ConfigMap" and body["details"]["name"] == name
 
 
+@pytest.mark.parametrize(
+    ("metadata", "detail"),
+    [
+        pytest.param(
+            {"name": 1}, "number into Go struct field ObjectMeta.metadata.name", id="name"
+        ),
+        pytest.param(
+            {"name": "cm", "labels": ["a"]},
+            "array into Go struct field ObjectMeta.metadata.labels of type map[string]string",
+            id="labels",
+        ),
+        pytest.param(
+            {"name": "cm", "annotations": {"a": True}},
+            "bool into Go struct field ObjectMeta.metadata.annotations of type string",
+            id="annotation-value",
+        ),
+    ],
+)
+async def test_metadata_of_the_wrong_type_is_400(
+    shared_cluster: DevCluster, metadata: dict[str, Any], detail: str
+) -> None:
+    # Found by tests/badinput: these reached the name and label checks and raised (a 500).
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+    code, status, _ = await _call(shared_cluster, "POST", CM_PATH, body)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert detail in status["message"]
+
+
 async def test_service_names_follow_dns1035(shared_cluster: DevCluster) -> None:
     body = {
         "apiVersion": "v1",
