@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,12 @@ def check_rayjob_series(
     assert list(durations) == [
         frozenset({**ident, "job_deployment_status": state, "retry_count": "0"}.items())
     ]
-    assert 0 < next(iter(durations.values())) <= elapsed
+    # KubeRay's value: from status.startTime to the write that ended the attempt, which is
+    # also when status.endTime is set (both have second precision).
+    seconds = next(iter(durations.values()))
+    start, end = (datetime.fromisoformat(job["status"][k]) for k in ("startTime", "endTime"))
+    assert abs(seconds - (end - start).total_seconds()) <= 1.5
+    assert 0 < seconds <= elapsed + 1
     cluster_name = job["status"]["rayClusterName"]
     (key,) = of(series, "kuberay_cluster_info", name=cluster_name)
     assert dict(key)["owner_kind"] == "RayJob"
