@@ -189,6 +189,27 @@ class GatewayInput(BaseModel):
     weights: dict[str, int]
 
 
+class RouteCondition(BaseModel):
+    """One condition a Gateway controller reported on the Gateway or on the route's parent."""
+
+    type: str
+    status: str
+    reason: str = ""
+    current: bool = True
+    """False when its observedGeneration is older than the object's generation (stale)."""
+
+
+class GatewayRouteStatus(BaseModel):
+    """What the Gateway controller reports about `<rs>-gateway` and `<rs>-httproute` (S14).
+
+    Empty lists when nothing is reported: no controller writes status there (devcluster's
+    data plane does not), or the route has no parent entry for this Gateway yet.
+    """
+
+    gateway: list[RouteCondition] = Field(default_factory=list)
+    route: list[RouteCondition] = Field(default_factory=list)
+
+
 class WriteServiceStatusInput(BaseModel):
     """Replace the status subresource of the RayService."""
 
@@ -239,6 +260,8 @@ WAIT_SERVE_HEALTHY = "wait_serve_healthy"
 SWITCH_SERVICES = "switch_services"
 SET_HEAD_SERVE_LABEL = "set_head_serve_label"
 RECONCILE_GATEWAY = "reconcile_gateway"
+READ_GATEWAY_STATUS = "read_gateway_status"
+"""Read the Gateway's and the HTTPRoute's reported conditions (`GatewayRouteStatus`)."""
 
 GATEWAY_API_MISSING = "GatewayAPIMissing"
 """Error type of `reconcile_gateway` when the API server serves no Gateway or HTTPRoute kind

@@ -53,7 +53,12 @@ class RouteActivities:
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
-        return [self.switch_services, self.delete_service_objects, self.reconcile_gateway]
+        return [
+            self.switch_services,
+            self.delete_service_objects,
+            self.reconcile_gateway,
+            self.read_gateway_status,
+        ]
 
     @activity.defn(name=io.SWITCH_SERVICES)
     async def switch_services(self, params: io.SwitchServicesInput) -> None:
@@ -153,7 +158,7 @@ class RouteActivities:
         try:
             existing, created = await self._kube.create_or_get(kube.GATEWAYS, ns, gateway)
         except KubeNotFound:
-            await self._fail_if_gateway_api_missing(ref, service)
+            await self._gateway_api_missing(ref, service, "Gateway")
             raise
         if (updated := await self._spec_update(ref, gateway, existing, created)) is not None:
             name = gateway["metadata"]["name"]
@@ -162,39 +167,44 @@ class RouteActivities:
         try:
             existing, created = await self._kube.create_or_get(kube.HTTPROUTES, ns, route)
         except KubeNotFound:
-            await self._fail_if_gateway_api_missing(ref, service)
+            await self._gateway_api_missing(ref, service, "HTTPRoute")
             raise
         if (updated := await self._spec_update(ref, route, existing, created)) is not None:
             name = route["metadata"]["name"]
             await self._kube.request("PUT", kube.HTTPROUTES.path(ns, name), body=updated)
 
-    async def _fail_if_gateway_api_missing(self, ref: ObjectRef, service: RayService) -> None:
-        """Fail for good, with a Warning Event, if the API server serves no Gateway API kind.
+    @activity.defn(name=io.READ_GATEWAY_STATUS)
+    async def read_gateway_status(self, params: io.ServiceObjectsInput) -> io.GatewayRouteStatus:
+        """The conditions reported on the Gateway and on the route's parent entry for it."""
+        ref, ns = params.ref, params.ref.namespace
+        name = gw.gateway_name(ref.name)
+        # None also when the Gateway API CRDs are not installed (404 on the collection).
+        gateway = await self._kube.get_or_none(kube.GATEWAYS, ns, name)
+        route = await self._kube.get_or_none(kube.HTTPROUTES, ns, gw.httproute_name(ref.name))
+        return io.GatewayRouteStatus.model_validate(
+            {
+                "gateway": gw.gateway_conditions(gateway),
+                "route": gw.route_parent_conditions(route, name, ns),
+            }
+        )
 
-        Called after a 404 on a Gateway API collection; when both kinds are served, it returns
-        and the 404 is retried as any other.
+    async def _gateway_api_missing(self, ref: ObjectRef, service: RayService, kind: str) -> None:
+        """A 404 on creating a Gateway API object: the API server does not serve its kind.
+
+        The namespace exists (the RayService is in it), so the collection itself is missing:
+        the CRDs are not installed. A Warning Event says so, and the activity fails for good.
         """
-        api = f"{kube.GATEWAYS.group}/{kube.GATEWAYS.version}"
-        try:
-            listing = await self._kube.request("GET", f"/apis/{api}")
-        except KubeNotFound:
-            listing = {}
-        served = {str(r.get("name")) for r in listing.get("resources") or []}
-        kinds = (("Gateway", kube.GATEWAYS), ("HTTPRoute", kube.HTTPROUTES))
-        missing = [kind for kind, resource in kinds if resource.plural not in served]
-        if not missing:
-            return
+        api = gw.GATEWAY_API
         strategy = service.spec.upgrade_strategy
         options = strategy.cluster_upgrade_options if strategy else None
         gateway_class = (options.gateway_class_name if options else None) or ""
         message = (
-            f"The Gateway API CRDs are not installed: the API server serves no "
-            f"{' or '.join(missing)} ({api}), which upgradeStrategy "
-            f"NewClusterWithIncrementalUpgrade needs. Install the Gateway API CRDs and a "
-            f"Gateway controller for gatewayClassName {gateway_class!r}."
+            f"The Gateway API CRDs are not installed: the API server serves no {kind} ({api}), "
+            f"which upgradeStrategy NewClusterWithIncrementalUpgrade needs. Install the Gateway "
+            f"API CRDs and a Gateway controller for gatewayClassName {gateway_class!r}."
         )
-        reason = f"FailedToCreate{missing[0]}"  # KubeRay's reasons for a failed create
-        await self._store.event(ref, "Warning", reason, message, "gateway-api")
+        # KubeRay's reason for a failed create; the same key makes a repeat no new Event.
+        await self._store.event(ref, "Warning", f"FailedToCreate{kind}", message, "gateway-api")
         raise ApplicationError(message, type=io.GATEWAY_API_MISSING, non_retryable=True)
 
     async def _spec_update(

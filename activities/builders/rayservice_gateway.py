@@ -130,6 +130,46 @@ def _true(conditions: list[JSONObject] | None, *kinds: str) -> bool:
     return all(found.get(kind) == "True" for kind in kinds)
 
 
+def _reported(conditions: list[JSONObject] | None, generation: object) -> list[JSONObject]:
+    """Conditions as `RouteCondition` fields; `current` False when older than `generation`."""
+    out: list[JSONObject] = []
+    for cond in conditions or []:
+        observed = cond.get("observedGeneration")
+        stale = isinstance(observed, int) and isinstance(generation, int) and observed < generation
+        out.append(
+            {
+                "type": str(cond.get("type") or ""),
+                "status": str(cond.get("status") or ""),
+                "reason": str(cond.get("reason") or ""),
+                "current": not stale,
+            }
+        )
+    return out
+
+
+def gateway_conditions(gateway: JSONObject | None) -> list[JSONObject]:
+    """The conditions a controller reported on the Gateway (none when it is missing)."""
+    if gateway is None:
+        return []
+    generation = (gateway.get("metadata") or {}).get("generation")
+    return _reported((gateway.get("status") or {}).get("conditions"), generation)
+
+
+def route_parent_conditions(
+    route: JSONObject | None, gateway: str, namespace: str
+) -> list[JSONObject]:
+    """The conditions of the route's parent entry for Gateway `gateway` (as KubeRay matches it)."""
+    if route is None:
+        return []
+    generation = (route.get("metadata") or {}).get("generation")
+    for parent in (route.get("status") or {}).get("parents") or []:
+        ref = parent.get("parentRef") or {}
+        if ref.get("name") != gateway or ref.get("namespace", namespace) != namespace:
+            continue
+        return _reported(parent.get("conditions"), generation)
+    return []
+
+
 def gateway_ready(gateway: JSONObject | None, route: JSONObject | None) -> bool:
     """Gateway Accepted+Programmed and the route's parent Accepted+ResolvedRefs (S14)."""
     if gateway is None or route is None:

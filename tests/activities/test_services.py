@@ -289,6 +289,44 @@ async def test_serve_endpoints_count_unique_ready_pods(client: KubeClient) -> No
     assert snap.serve_endpoints == {svc: 1}
 
 
+async def report_route_status(client: KubeClient, ref: ObjectRef) -> None:
+    """Write what a Gateway controller would: the route's entry for another Gateway is ignored."""
+    gateway = await client.get(kube.GATEWAYS, "default", f"{ref.name}-gateway")
+    generation = gateway["metadata"].get("generation", 1)
+    conditions = [
+        {"type": "Accepted", "status": "True", "reason": "Accepted"},
+        {"type": "Programmed", "status": "False", "reason": "AddressNotAssigned"},
+    ]
+    for cond in conditions:
+        cond |= {"observedGeneration": generation, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    await client.patch(
+        kube.GATEWAYS,
+        "default",
+        gateway["metadata"]["name"],
+        {"status": {"conditions": conditions}},
+        sub="status",
+    )
+    route = await client.get(kube.HTTPROUTES, "default", f"{ref.name}-httproute")
+    stale = route["metadata"].get("generation", 1) - 1
+    parents = [
+        {
+            "parentRef": {"name": "other-gateway"},
+            "conditions": [{"type": "Accepted", "status": "False", "reason": "NotAllowed"}],
+        },
+        {
+            "parentRef": {"name": f"{ref.name}-gateway", "namespace": "default"},
+            "conditions": [{"type": "Accepted", "status": "True", "observedGeneration": stale}],
+        },
+    ]
+    await client.patch(
+        kube.HTTPROUTES,
+        "default",
+        route["metadata"]["name"],
+        {"status": {"parents": parents}},
+        sub="status",
+    )
+
+
 async def test_gateway_route_weights_and_cleanup(client: KubeClient) -> None:
     crds = kube.Resource(
         "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False
@@ -331,6 +369,15 @@ async def test_gateway_route_weights_and_cleanup(client: KubeClient) -> None:
     ]
     found = await reasons(client)
     assert found.count("CreatedGateway") == found.count("CreatedHTTPRoute") == 1
+    objects = io.ServiceObjectsInput(ref=ref)
+    assert await run(routes.read_gateway_status, objects) == io.GatewayRouteStatus()
+    await report_route_status(client, ref)
+    reported = await run(routes.read_gateway_status, objects)
+    assert [(c.type, c.status, c.current) for c in reported.gateway] == [
+        ("Accepted", "True", True),
+        ("Programmed", "False", True),
+    ]
+    assert [(c.type, c.current) for c in reported.route] == [("Accepted", False)]
     await run(routes.delete_service_objects, io.ServiceObjectsInput(ref=ref))
     assert (await run(acts.read, io.ReadServiceInput(ref=ref))).owned_objects == []
 
@@ -357,7 +404,7 @@ async def test_missing_gateway_api_is_a_warning_and_a_final_failure(client: Kube
         with pytest.raises(ApplicationError) as raised:
             await run(routes.reconcile_gateway, io.GatewayInput(ref=ref, weights={blue: 100}))
         assert raised.value.type == io.GATEWAY_API_MISSING and raised.value.non_retryable
-    assert "Gateway or HTTPRoute (gateway.networking.k8s.io/v1)" in raised.value.message
+    assert "serves no Gateway (gateway.networking.k8s.io/v1)" in raised.value.message
     events = [e for e in await client.list_all(kube.EVENTS, "default") if e["type"] == "Warning"]
     (event,) = events
     assert event["reason"] == "FailedToCreateGateway"

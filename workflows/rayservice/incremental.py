@@ -6,7 +6,8 @@ carries it out, records the new numbers and asks again. Moves are KubeRay's (a)(
 (a) raise the pending cluster's `target_capacity` by maxSurge once its traffic caught up,
 (b) every intervalSeconds move stepSize% of the route weight to it, capped at its capacity,
 (c) lower the active capacity by maxSurge while the total exceeds 100. A rollback runs the
-same loop the other way round.
+same loop the other way round. `traffic_gate` holds a forward traffic step back while the
+Gateway controller reports the Gateway or the route as not (yet) accepted and programmed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from activities.service_models import GatewayRouteStatus
 from crds.rayservice import RayServiceSpec
 
 _DEFAULT_MAX_SURGE = 100
@@ -138,6 +140,35 @@ def next_rollback_move(
         update={"active_weight": active, "pending_weight": 100 - active, "migrated_at": now}
     )
     return Move(kind=MoveKind.WEIGHTS, traffic=moved)
+
+
+GATEWAY_CONDITIONS = ("Accepted", "Programmed")
+ROUTE_CONDITIONS = ("Accepted", "ResolvedRefs")
+_TRUE = "True"
+
+
+def traffic_gate(reported: GatewayRouteStatus) -> str | None:
+    """Why the next traffic step must wait for the Gateway controller, or None to go on (S14).
+
+    KubeRay moves traffic only while the Gateway is Accepted and Programmed and the route's
+    parent entry for it Accepted and ResolvedRefs. It also waits forever where no controller
+    reports conditions at all; here only a condition that is reported gates: it must be True
+    and written for the object's current generation (so the last weights were taken up).
+    """
+    waits: list[str] = []
+    checks = (
+        ("Gateway", reported.gateway, GATEWAY_CONDITIONS),
+        ("HTTPRoute", reported.route, ROUTE_CONDITIONS),
+    )
+    for kind, conditions, wanted in checks:
+        for cond in conditions:
+            if cond.type not in wanted or (cond.status == _TRUE and cond.current):
+                continue
+            state = cond.status if cond.current else f"{cond.status} for an older generation"
+            waits.append(
+                f"{kind} {cond.type} is {state}" + (f" ({cond.reason})" if cond.reason else "")
+            )
+    return "; ".join(waits) or None
 
 
 def _capacity(kind: MoveKind, traffic: Traffic) -> Move:

@@ -39,6 +39,8 @@ with workflow.unsafe.imports_passed_through():
         UpgradeResult,
     )
 
+GATEWAY_GATE_PATCH = "rayservice-gateway-gate"
+"""Traffic steps wait for the Gateway controller (recorded histories read no route status)."""
 POLL = timedelta(seconds=30)
 """Look again this often even without a nudge (the bridge signals the parent, which forwards)."""
 
@@ -70,6 +72,7 @@ class RayServiceUpgradeWorkflow:
         self._abort: AbortRequest | None = None
         self._nudged = False
         self._healthy = False
+        self._no_gateway_api = False
         self._progress = UpgradeProgress(number=params.number, pending=params.pending)
 
     @workflow.signal(name=messages.OWNED_CHANGED)
@@ -194,6 +197,7 @@ class RayServiceUpgradeWorkflow:
         p, traffic = self._p, Traffic()
         self._progress.traffic = traffic
         await self._apply(p.pending, 0)
+        gate_deadline: datetime | None = None
         while True:
             if (stop := await self._interrupted()) is not None:
                 return stop
@@ -217,6 +221,12 @@ class RayServiceUpgradeWorkflow:
                 assert move.until is not None
                 await self._pause(move.until - now, wake_on_nudge=False)
                 continue
+            gated = move.kind == MoveKind.WEIGHTS and not rolling_back
+            if gated and workflow.patched(GATEWAY_GATE_PATCH):
+                gate_deadline = gate_deadline or now + p.ready_timeout
+                if await self._gateway_holds(gate_deadline):
+                    continue
+                gate_deadline = None
             if move.needs_healthy_pending:
                 if (stop := await self._serve_healthy(move.traffic.pending_capacity)) is not None:
                     return stop
@@ -240,6 +250,29 @@ class RayServiceUpgradeWorkflow:
         self._progress.traffic = traffic
         return traffic
 
+    async def _gateway_holds(self, deadline: datetime) -> bool:
+        """True, after a pause, while the Gateway controller holds the next step back (S14).
+
+        Only forward steps wait: a rollback returns traffic to the cluster that served it.
+        """
+        reported = await calls.call(
+            io.READ_GATEWAY_STATUS,
+            io.ServiceObjectsInput(ref=self._p.ref),
+            io.GatewayRouteStatus,
+            "read the Gateway's and the HTTPRoute's conditions",
+        )
+        why = incremental.traffic_gate(reported)
+        if why is None:
+            self._progress.blocked = ""
+            return False
+        if workflow.now() >= deadline:
+            timeout = self._p.ready_timeout
+            raise _Stopped(Outcome.ABORTED, f"the Gateway was not ready within {timeout}: {why}")
+        self._progress.blocked = why
+        await self._report("waiting for the Gateway controller")
+        await self._pause(min(POLL, deadline - workflow.now()))
+        return True
+
     # --- helpers ----------------------------------------------------------------------------
 
     async def _interrupted(self) -> UpgradeResult | None:
@@ -253,7 +286,7 @@ class RayServiceUpgradeWorkflow:
         """Traffic back to the active cluster, then the pending cluster goes (never served)."""
         p = self._p
         await self._report(f"undoing: {reason}")
-        if p.incremental and p.active and not self._progress.blocked:
+        if p.incremental and p.active and not self._no_gateway_api:
             await self._route({p.active: 100, p.pending: 0})
             traffic = self._progress.traffic
             if traffic is not None and traffic.active_capacity < 100:
@@ -306,14 +339,14 @@ class RayServiceUpgradeWorkflow:
                 deadline = deadline or workflow.now() + self._p.ready_timeout
                 await self._wait_for_gateway_api(missing, deadline)
                 continue
-            if self._progress.blocked:
-                self._progress.blocked = ""
+            if self._no_gateway_api:
+                self._progress.blocked, self._no_gateway_api = "", False
                 await self._report("the Gateway API is there: moving on")
             return
 
     async def _wait_for_gateway_api(self, missing: str, deadline: datetime) -> None:
         """Report why the upgrade cannot route traffic, then pause; give up at the deadline."""
-        self._progress.blocked = missing
+        self._progress.blocked, self._no_gateway_api = missing, True
         if self._abort is not None:
             raise _Stopped(Outcome.ROLLED_BACK, self._abort.reason)
         if workflow.now() >= deadline:

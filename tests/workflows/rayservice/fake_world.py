@@ -63,6 +63,9 @@ class FakeServiceWorld:
         self.routes: list[tuple[datetime, dict[str, int]]] = []
         self.auto_ready = auto_ready
         self.gateway_api = True
+        self.gateway_status = io.GatewayRouteStatus()
+        """What a Gateway controller reports (nothing, unless a test says otherwise)."""
+        self.gateway_reads = 0
         """False: the Gateway API CRDs are not installed (as `reconcile_gateway` reports it)."""
 
     # --- what tests do -------------------------------------------------------------------------
@@ -101,7 +104,8 @@ class FakeServiceWorld:
         return [
             self.read, self.create_cluster, self.update_cluster, self.delete_cluster,
             self.delete_objects, self.apply_serve, self.read_serve, self.wait_healthy,
-            self.switch, self.serve_label, self.gateway, self.write_status, self.set_suspend,
+            self.switch, self.serve_label, self.gateway, self.read_gateway_status,
+            self.write_status, self.set_suspend,
             self.set_finalizer, self.record_rollback, self.record_event,
         ]  # fmt: skip
 
@@ -229,6 +233,11 @@ class FakeServiceWorld:
         at = activity.info().current_attempt_scheduled_time
         if not self.routes or self.routes[-1][1] != params.weights:
             self.routes.append((at, dict(params.weights)))
+
+    @activity.defn(name=io.READ_GATEWAY_STATUS)
+    async def read_gateway_status(self, params: io.ServiceObjectsInput) -> io.GatewayRouteStatus:
+        self.gateway_reads += 1
+        return self.gateway_status
 
     @activity.defn(name=io.WRITE_SERVICE_STATUS)
     async def write_status(self, params: io.WriteServiceStatusInput) -> None:

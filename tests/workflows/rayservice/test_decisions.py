@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.service_models import ClusterView
+from activities.service_models import ClusterView, GatewayRouteStatus, RouteCondition
 from crds.common import Condition
 from crds.enums import RayServiceUpgradeType as Upgrade
 from crds.rayservice import RayServiceSpec
@@ -17,6 +17,7 @@ from workflows.rayservice.incremental import (
     Traffic,
     next_move,
     next_rollback_move,
+    traffic_gate,
 )
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -283,3 +284,57 @@ def test_suspend_phase(conditions: list[Condition], phase: d.SuspendPhase) -> No
 def test_rollback_wanted_follows_kuberays_three_cases(goal: str, expected: bool) -> None:
     """reconcileRollbackState: goal = active or a third spec rolls back; = pending resumes."""
     assert d.rollback_wanted(goal, "pending") == expected
+
+
+def _rc(kind: str, status: str = "True", current: bool = True, reason: str = "") -> RouteCondition:
+    return RouteCondition(type=kind, status=status, current=current, reason=reason)
+
+
+ACCEPTED_PROGRAMMED = [_rc("Accepted"), _rc("Programmed")]
+ACCEPTED_RESOLVED = [_rc("Accepted"), _rc("ResolvedRefs")]
+
+
+@pytest.mark.parametrize(
+    ("gateway", "route", "expected"),
+    [
+        pytest.param([], [], None, id="nothing-reported-goes-on"),
+        pytest.param(ACCEPTED_PROGRAMMED, ACCEPTED_RESOLVED, None, id="all-true"),
+        pytest.param(ACCEPTED_PROGRAMMED, [], None, id="route-parent-not-reported"),
+        pytest.param(
+            [_rc("Accepted"), _rc("Programmed", "False", reason="AddressNotAssigned")],
+            ACCEPTED_RESOLVED,
+            "Gateway Programmed is False (AddressNotAssigned)",
+            id="gateway-not-programmed",
+        ),
+        pytest.param(
+            [_rc("Accepted", "Unknown", reason="Pending"), _rc("Programmed", "Unknown")],
+            [],
+            "Gateway Accepted is Unknown (Pending); Gateway Programmed is Unknown",
+            id="no-controller-yet",
+        ),
+        pytest.param(
+            ACCEPTED_PROGRAMMED,
+            [_rc("Accepted"), _rc("ResolvedRefs", "False", reason="BackendNotFound")],
+            "HTTPRoute ResolvedRefs is False (BackendNotFound)",
+            id="route-refs-unresolved",
+        ),
+        pytest.param(
+            ACCEPTED_PROGRAMMED,
+            [_rc("Accepted", current=False), _rc("ResolvedRefs")],
+            "HTTPRoute Accepted is True for an older generation",
+            id="route-weights-not-taken-up-yet",
+        ),
+        pytest.param(
+            [*ACCEPTED_PROGRAMMED, _rc("ListenersNotValid", "False")],
+            [*ACCEPTED_RESOLVED, _rc("PartiallyInvalid", "True")],
+            None,
+            id="other-conditions-ignored",
+        ),
+    ],
+)
+def test_traffic_gate(
+    gateway: list[RouteCondition], route: list[RouteCondition], expected: str | None
+) -> None:
+    """KubeRay's IsGatewayReady / IsHTTPRouteReady, on reported conditions only (S14)."""
+    reported = GatewayRouteStatus(gateway=gateway, route=route)
+    assert traffic_gate(reported) == expected

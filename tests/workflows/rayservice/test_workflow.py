@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities import service_models as io
 from crds.rayservice import RayServiceStatus
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_test_server
@@ -210,6 +211,39 @@ async def test_incremental_upgrade_moves_weights_in_steps_at_the_interval(
     capacities = [c for _, c in h.world.clusters[new].applied]
     assert capacities == [0, 50, 100]
     assert h.world.serving() == new
+
+
+async def test_traffic_steps_wait_while_the_gateway_reports_not_programmed(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    h = await make(INCREMENTAL)
+    await h.start()
+    old = await h.ready()
+    h.world.gateway_status = io.GatewayRouteStatus(
+        gateway=[
+            io.RouteCondition(type="Accepted", status="True"),
+            io.RouteCondition(type="Programmed", status="False", reason="AddressNotAssigned"),
+        ]
+    )
+    h.world.edit_cluster(rayVersion="2.50.0")
+    await h.spec_changed()
+    await eventually(
+        lambda: "Gateway Programmed is False" in _message(h.world, "UpgradeInProgress"),
+        message="the held step in the status",
+    )
+    for _ in range(3):
+        await env.sleep(timedelta(seconds=31))
+    new = next(n for n in h.world.clusters if n != old)
+    assert {w.get(new, 0) for _, w in h.world.routes} == {0}  # no traffic moved
+    assert h.world.gateway_reads >= 2
+    h.world.gateway_status = io.GatewayRouteStatus()  # programmed, as far as anyone reports
+    await h.nudge()
+    for _ in range(8):
+        await env.sleep(timedelta(seconds=31))
+    await eventually(lambda: h.world.active() == new, message="the upgrade done")
+    weights = [w[new] for _, w in h.world.routes if old in w and new in w]
+    assert weights == [0, 25, 50, 75, 100]
+    assert "blocked" not in _message(h.world, "UpgradeInProgress")
 
 
 async def test_rollback_signal_returns_traffic_and_deletes_the_pending_cluster(
