@@ -33,9 +33,9 @@ def payloads_in(message: Message) -> Iterator[Payload]:
                 yield from payloads_in(item)
 
 
-async def raw_history(client: Client, workflow_id: str) -> bytes:
-    """The serialized events of a workflow's history (every run), nothing decoded."""
-    history = await client.get_workflow_handle(workflow_id).fetch_history()
+async def raw_history(client: Client, workflow_id: str, run_id: str | None = None) -> bytes:
+    """The serialized events of one run's history (the latest by default), nothing decoded."""
+    history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
     return b"".join(event.SerializeToString() for event in history.events)
 
 

@@ -1,0 +1,246 @@
+"""No secret value reaches a workflow history, a query, an Event, a status or a log line.
+
+The whole local stack on devcluster's simulated runtime (pods turn Ready without processes,
+so no Ray dashboard answers): a RayCluster with GCS fault tolerance whose Redis password
+comes from a Secret, one with the password written inline in the CR, two RayJobs (HTTPMode,
+K8sJobMode) and a RayService whose clusters run with Ray token authentication. The
+activities read the token from its Secret for every dashboard call, and those calls fail
+here, which is the path where a token most easily slips into an error message. Then every
+workflow history (all events, payloads as stored, which without a key are readable JSON),
+every pending activity's last failure, every `progress` query, the Events, the CR statuses,
+the stack's log (worker, bridge and devcluster at the warning level `dev` logs at, activity
+failures with their tracebacks) and the Temporal server's log are searched for the secret
+values, plain and base64. Checked to fail when the redaction of inline passwords is off.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+
+from tests.e2e.conftest import LocalStack
+from tests.eventually import eventually
+from tests.history_scan import raw_history
+from workflows import messages
+
+pytestmark = pytest.mark.timeout(300)
+
+RAY = "rayproject/ray:2.60.0"
+AUTH = {"mode": "token", "secretName": "ray-auth"}
+
+
+def cluster_spec(**extra: Any) -> dict[str, Any]:
+    def group(role: str) -> dict[str, Any]:
+        container = {"name": f"ray-{role}", "image": RAY, "resources": {"limits": {"cpu": "1"}}}
+        return {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}}
+
+    worker = {"groupName": "small", "replicas": 1, "minReplicas": 0, "maxReplicas": 2}
+    return {
+        "rayVersion": "2.60.0",
+        "headGroupSpec": group("head"),
+        "workerGroupSpecs": [{**worker, **group("worker")}],
+        **extra,
+    }
+
+
+def manifests(password: str, inline_password: str, token: str) -> list[dict[str, Any]]:
+    def secret(name: str, data: dict[str, str]) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name},
+            "stringData": data,
+        }
+
+    def ray(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+    by_ref = {"valueFrom": {"secretKeyRef": {"name": "redis-password", "key": "password"}}}
+    entrypoint = "python -c 'print(1)'"
+    serve = "applications:\n  - name: app\n    import_path: app:app\n    route_prefix: /\n"
+    return [
+        secret("redis-password", {"password": password}),
+        secret("ray-auth", {"auth_token": token}),
+        ray(
+            "RayCluster",
+            "ft-by-ref",
+            cluster_spec(
+                gcsFaultToleranceOptions={"redisAddress": "redis:6379", "redisPassword": by_ref},
+                authOptions=AUTH,
+            ),
+        ),
+        ray(
+            "RayCluster",
+            "ft-inline",
+            cluster_spec(
+                gcsFaultToleranceOptions={
+                    "redisAddress": "redis:6379",
+                    "redisPassword": {"value": inline_password},
+                }
+            ),
+        ),
+        ray(
+            "RayJob",
+            "job-http",
+            {
+                "submissionMode": "HTTPMode",
+                "entrypoint": entrypoint,
+                "rayClusterSpec": cluster_spec(authOptions=AUTH),
+            },
+        ),
+        ray(
+            "RayJob",
+            "job-k8s",
+            {"entrypoint": entrypoint, "rayClusterSpec": cluster_spec(authOptions=AUTH)},
+        ),
+        ray(
+            "RayService",
+            "svc",
+            {"serveConfigV2": serve, "rayClusterConfig": cluster_spec(authOptions=AUTH)},
+        ),
+    ]
+
+
+def forms(value: str) -> list[bytes]:
+    """The value as it could leak: plain, or base64 as a Secret's `data` carries it."""
+    return [value.encode(), base64.b64encode(value.encode())]
+
+
+async def kubectl_json(stack: LocalStack, *args: str) -> dict[str, Any]:
+    return dict(json.loads(await stack.kubectl(*args, "-o", "json")))
+
+
+async def pending_failures(stack: LocalStack, workflow_id: str) -> str:
+    """The last failure messages of the workflow's pending activities."""
+    description = await stack.client.get_workflow_handle(workflow_id).describe()
+    pending = description.raw_description.pending_activities
+    return " ".join(activity.last_failure.message for activity in pending)
+
+
+async def workflows(stack: LocalStack) -> dict[str, list[tuple[str, WorkflowExecutionStatus]]]:
+    """Every execution by workflow id: (run id, status)."""
+    found: dict[str, list[tuple[str, WorkflowExecutionStatus]]] = {}
+    async for execution in stack.client.list_workflows(""):
+        status = execution.status or WorkflowExecutionStatus.RUNNING
+        found.setdefault(execution.id, []).append((execution.run_id, status))
+    return found
+
+
+async def exercise(
+    stack: LocalStack, tmp_path: Path, password: str, inline: str, token: str
+) -> None:
+    """Apply everything, let each dashboard path fail at least once, then delete."""
+    path = tmp_path / "manifests.json"
+    items = manifests(password, inline, token)
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    await stack.kubectl("apply", "-f", str(path))
+
+    async def status(kind: str, name: str) -> dict[str, Any]:
+        return dict((await kubectl_json(stack, "get", kind, name)).get("status") or {})
+
+    async def cluster_ready(name: str) -> bool:
+        return (await status("raycluster", name)).get("state") == "ready"
+
+    async def job_checks_failing(name: str) -> bool:
+        # No dashboard answers on the simulated runtime: the job status checks fail.
+        return "jobStatusCheckFailureStartTime" in await status("rayjob", name)
+
+    for name in ("ft-by-ref", "ft-inline"):
+        await eventually(partial(cluster_ready, name), within=90, message=f"{name} ready")
+    for name in ("job-http", "job-k8s"):
+        await eventually(partial(job_checks_failing, name), within=90, message=f"{name} failing")
+    # The password reaches the pods only as a reference to its Secret.
+    pods = await kubectl_json(stack, "get", "pods", "-l", "ray.io/cluster=ft-by-ref")
+    env = [e for pod in pods["items"] for e in pod["spec"]["containers"][0].get("env", [])]
+    assert {"name": "redis-password", "key": "password"} in [
+        e.get("valueFrom", {}).get("secretKeyRef") for e in env
+    ]
+
+    async def serve_failed() -> bool:
+        upgrades = [wf for wf in await workflows(stack) if wf.startswith("rayservice/default/svc/")]
+        upgrades = [wf for wf in upgrades if "/upgrade/" in wf]
+        if not upgrades:
+            return False
+        seen = await raw_history(stack.client, upgrades[0])
+        seen += (await pending_failures(stack, upgrades[0])).encode()
+        return b"DashboardUnavailable" in seen
+
+    await eventually(serve_failed, within=90, message="the serve config PUT failing")
+
+    # Deletion paths too: the Redis cleanup Jobs (password by reference and inline), the
+    # RayJobs' clean-up.
+    for kind, name in (("raycluster", "ft-by-ref"), ("raycluster", "ft-inline")):
+        await stack.kubectl("delete", kind, name, "--wait=false")
+    for name in ("job-http", "job-k8s"):
+        await stack.kubectl("delete", "rayjob", name, "--wait=false")
+
+    async def cleanup_jobs_and_closed_rayjobs() -> bool:
+        jobs = await stack.kubectl("get", "jobs", "-o", "name")
+        closed = [
+            runs
+            for wf, runs in (await workflows(stack)).items()
+            if wf.startswith("rayjob/")
+            and all(s != WorkflowExecutionStatus.RUNNING for _, s in runs)
+        ]
+        return "ft-by-ref" in jobs and "ft-inline" in jobs and len(closed) == 2
+
+    await eventually(cleanup_jobs_and_closed_rayjobs, within=90, message="deletions under way")
+
+
+async def collect(stack: LocalStack) -> dict[str, bytes]:
+    """Everything a person or a log pipeline could read, by where it comes from."""
+    found: dict[str, bytes] = {}
+    for workflow_id, runs in (await workflows(stack)).items():
+        for run_id, status in runs:
+            found[f"history {workflow_id} {run_id}"] = await raw_history(
+                stack.client, workflow_id, run_id
+            )
+            handle = stack.client.get_workflow_handle(workflow_id, run_id=run_id)
+            described = (await handle.describe()).raw_description
+            found[f"describe {workflow_id} {run_id}"] = described.SerializeToString()
+            if status == WorkflowExecutionStatus.RUNNING:
+                progress = await handle.query(messages.PROGRESS)
+                found[f"query {workflow_id}"] = json.dumps(progress).encode()
+    events = await kubectl_json(stack, "get", "events", "-A")
+    found["Events"] = json.dumps(events).encode()
+    for kind in ("rayclusters", "rayjobs", "rayservices"):
+        objects = (await kubectl_json(stack, "get", kind, "-A"))["items"]
+        found[f"{kind} status"] = json.dumps([o.get("status") for o in objects]).encode()
+    found["stack log (worker, bridge, devcluster)"] = stack.log.read_bytes()
+    found["Temporal server log"] = (stack.state_dir / "temporal.log").read_bytes()
+    return found
+
+
+async def test_no_secret_value_in_histories_queries_events_statuses_or_logs(
+    simulated_stack: LocalStack, tmp_path: Path
+) -> None:
+    stack = simulated_stack
+    password, inline, token = (f"s3cret-{secrets.token_hex(12)}" for _ in range(3))
+    await exercise(stack, tmp_path, password, inline, token)
+
+    found = await collect(stack)
+
+    leaks = [
+        f"{label} in {where}"
+        for where, data in found.items()
+        for label, value in (
+            ("redis password", password),
+            ("inline password", inline),
+            ("token", token),
+        )
+        if any(form in data for form in forms(value))
+    ]
+    assert not leaks, leaks
+    # The scan saw the paths it is about: the redacted inline password, dashboard calls
+    # made with the token and failing, every CR's workflows (and the upgrade child).
+    everything = b"".join(found.values())
+    assert b"<redacted>" in everything
+    assert b"DashboardUnavailable" in everything
+    assert sum(key.startswith("history ") for key in found) >= 9, sorted(found)
