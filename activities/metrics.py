@@ -5,16 +5,17 @@ Existing KubeRay Grafana dashboards query `count(kuberay_job_info) by (namespace
 exist exactly while KubeRay's would. KubeRay has two kinds of metric, and so do we:
 
 * **State gauges** (`*_info`, `kuberay_job_deployment_status`, `*_condition_*`): one series of
-  value 1 per existing CR, with its current state as a label, computed at scrape time by
-  listing the CRs. A deleted CR's series vanish and a changed state never leaves a stale
-  series behind — something a push-style gauge cannot do, which is why these are rendered
-  here and not through the Temporal SDK's metric meter.
+  value 1 per existing CR, with its current state as a label, computed at scrape time from a
+  list of the CRs (`state_samples`). A deleted CR's series vanish and a changed state leaves
+  no stale series behind, which a push-style gauge (the Temporal SDK's metric meter) cannot
+  do. The bridge serves them: it lists these kinds anyway, and it runs once where workers
+  run as several replicas, each of which would count every CR again.
 * **Duration gauges** (`kuberay_job_execution_duration_seconds`,
   `kuberay_cluster_provisioned_duration_seconds`): set once when the status a controller
   writes makes a transition. The status-writing activities see the old and the new status,
   so they call `job_status_written` / `cluster_status_written` after a successful write (a
-  retried write sees no transition and records nothing). As in KubeRay, a CR's duration
-  series are dropped once it no longer exists.
+  retried write sees no transition and records nothing); the worker that ran the write
+  serves the series. As in KubeRay, a CR's duration series are dropped once it is gone.
 
 Workflows stay out of this: they decide statuses; the metrics follow the writes.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -65,6 +66,8 @@ HELP: dict[str, str] = {
 }
 """Every family we expose (all are gauges, as in KubeRay), with KubeRay's help text."""
 
+_CLUSTER_DURATION = "kuberay_cluster_provisioned_duration_seconds"
+_JOB_DURATION = "kuberay_job_execution_duration_seconds"
 _PROVISIONED = "RayClusterProvisioned"
 _READY = "Ready"
 _UPGRADE_IN_PROGRESS = "UpgradeInProgress"
@@ -236,9 +239,9 @@ def _number(value: float) -> str:
 
 
 class KubeRayMetrics:
-    """The duration gauges the activities set, and the scrape that adds the state gauges.
+    """The duration gauges the status-writing activities set.
 
-    One instance per worker process, shared by the status-writing activities (which call the
+    One instance per worker process, shared by the activities (which call the
     `*_status_written` methods) and the metrics endpoint (which calls `collect`).
     """
 
@@ -261,7 +264,7 @@ class KubeRayMetrics:
             status, retries, seconds = seen
             labels = (*_identity(obj), ("job_deployment_status", status))
             labels += (("retry_count", str(retries)),)
-            self._durations[("kuberay_job_execution_duration_seconds", labels)] = seconds
+            self._durations[(_JOB_DURATION, labels)] = seconds
 
     def cluster_status_written(
         self, obj: Mapping[str, Any], new: Mapping[str, Any], now: datetime | None = None
@@ -278,12 +281,23 @@ class KubeRayMetrics:
             obj.get("status"), new, created, now or datetime.now(UTC)
         )
         if seconds is not None:
-            key = ("kuberay_cluster_provisioned_duration_seconds", _identity(obj))
+            key = (_CLUSTER_DURATION, _identity(obj))
             self._durations[key] = seconds
 
     def duration_samples(self) -> list[Sample]:
         """The duration gauges recorded so far."""
         return [Sample(name, labels, value) for (name, labels), value in self._durations.items()]
+
+    def _has(self, family: str) -> bool:
+        return any(key[0] == family for key in self._durations)
+
+    async def _forget_gone(self, family: str, listing: Awaitable[list[kube.JSON]]) -> None:
+        try:
+            existing = await listing
+        except KubeError as err:
+            logger.warning("metrics: listing for %s failed: %s", family, err)
+            return
+        self.forget_missing(family, _names(existing))
 
     def forget_missing(self, family: str, existing: set[tuple[str, str]]) -> None:
         """Drop `family`'s series of CRs that no longer exist (KubeRay does on NotFound).
@@ -298,35 +312,38 @@ class KubeRayMetrics:
                 del self._durations[key]
 
     async def collect(self, client: KubeClient | None) -> str:
-        """List the CRs and return every KubeRay series in the text format.
+        """The duration series in the text format, without those of CRs that are gone.
 
         Args:
-            client: The Kubernetes API; None (no cluster configured) gives only durations.
+            client: The Kubernetes API, to see which CRs still exist; None keeps every series.
 
         Returns:
-            The exposition text; with the API unreachable, the durations alone (the failure
-            is logged), as KubeRay's collectors do when their list fails.
+            The exposition text. With the API unreachable nothing is dropped (the failure is
+            logged) and the series are served as they are.
         """
-        samples: list[Sample] = []
-        if client is not None:
-            try:
-                clusters = await client.list_all(kube.RAYCLUSTERS, None)
-                jobs = await client.list_all(kube.RAYJOBS, None)
-                services = await client.list_all(kube.RAYSERVICES, None)
-            except KubeError as err:
-                logger.warning("metrics: listing ray.io objects failed: %s", err)
-            else:
-                self.forget_missing(
-                    "kuberay_cluster_provisioned_duration_seconds", _names(clusters)
-                )
-                self.forget_missing("kuberay_job_execution_duration_seconds", _names(jobs))
-                for cluster in clusters:
-                    samples += cluster_samples(cluster)
-                for job in jobs:
-                    samples += job_samples(job)
-                for service in services:
-                    samples += service_samples(service)
-        return render([*self.duration_samples(), *samples])
+        # One explicit call per kind (not a loop over resources): the RBAC scan of
+        # tests/deploy/usage.py reads each call's resource where it stands.
+        if client is not None and self._has(_CLUSTER_DURATION):
+            await self._forget_gone(_CLUSTER_DURATION, client.list_all(kube.RAYCLUSTERS, None))
+        if client is not None and self._has(_JOB_DURATION):
+            await self._forget_gone(_JOB_DURATION, client.list_all(kube.RAYJOBS, None))
+        return render(self.duration_samples())
+
+
+def state_samples(
+    clusters: Iterable[Mapping[str, Any]],
+    jobs: Iterable[Mapping[str, Any]],
+    services: Iterable[Mapping[str, Any]],
+) -> list[Sample]:
+    """KubeRay's state gauges for every listed RayCluster, RayJob and RayService."""
+    samples: list[Sample] = []
+    for cluster in clusters:
+        samples += cluster_samples(cluster)
+    for job in jobs:
+        samples += job_samples(job)
+    for service in services:
+        samples += service_samples(service)
+    return samples
 
 
 def _names(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:

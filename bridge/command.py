@@ -11,11 +11,13 @@ import sys
 from pydantic import ValidationError
 
 from activities.kube import connect as connect_kube
+from bridge.metrics import cr_state
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from worker.client import connect, exit_without_finalizing
 from worker.health import serving_health
 from worker.logs import configure_logging
+from worker.metrics import build_telemetry, serving_metrics
 from worker.settings import WorkerSettings, describe_invalid
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         help="serve /healthz and /readyz on this port (env KUBERAY_TEMPORAL_HEALTH_PORT)",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus /metrics on this port (env KUBERAY_TEMPORAL_METRICS_PORT)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -45,8 +52,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the bridge until interrupted."""
     try:
         settings = WorkerSettings.from_env()
-        if args.health_port is not None:
-            ports = {"health_port": args.health_port}
+        given = {"health_port": args.health_port, "metrics_port": args.metrics_port}
+        ports = {name: port for name, port in given.items() if port is not None}
+        if ports:
             settings = WorkerSettings.model_validate(settings.model_dump() | ports)
     except ValidationError as err:
         print(
@@ -70,8 +78,10 @@ async def serve(settings: WorkerSettings) -> None:
         return bool(bridges) and all(w.listed.is_set() for w in bridges[0].watchers)
 
     async with serving_health(settings.health_port, listed):
-        client = await connect(settings)
+        telemetry = build_telemetry(settings.metrics_port)
+        client = await connect(settings, telemetry.runtime)
         kube = await connect_kube(settings.kubeconfig)
+        state = [lambda: cr_state(kube, settings.namespaces)]
         try:
             bridge = Bridge(
                 kube,
@@ -84,6 +94,7 @@ async def serve(settings: WorkerSettings) -> None:
             logger.info(
                 "bridge watching %s", ", ".join(n or "all namespaces" for n in settings.namespaces)
             )
-            await bridge.run()
+            async with serving_metrics(settings.metrics_port, telemetry, state):
+                await bridge.run()
         finally:
             await kube.close()

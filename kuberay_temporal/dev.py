@@ -28,6 +28,7 @@ from temporalio.service import RPCError
 from activities.kube import KubeClient
 from activities.kube import connect as connect_kube
 from activities.registry import build_activities
+from bridge.metrics import cr_state
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from devcluster.kubelet import RUNTIMES, RuntimeUnavailable
@@ -38,7 +39,7 @@ from kuberay_temporal.temporal_server import DevServer, DevServerError, DevServe
 from worker.client import connect, exit_without_finalizing
 from worker.command import settings_from
 from worker.logs import configure_logging
-from worker.metrics import Telemetry, build_telemetry, serving_metrics
+from worker.metrics import SeriesSource, Telemetry, build_telemetry, serving_metrics
 from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import ALL_KEYS, SearchAttributeError, ensure_search_attributes
 from worker.settings import WorkerSettings, describe_invalid
@@ -173,8 +174,13 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     activities = build_activities(
         stack.kube, dashboard_access=settings.dashboard_access, metrics=telemetry.kuberay
     )
+    kube, durations = stack.kube, telemetry.kuberay
+    sources: list[SeriesSource] = [] if kube is None else [lambda: cr_state(kube)]
+    if durations is not None:
+        sources.append(lambda: durations.collect(kube))
+    # One process: the bridge's state gauges join the worker's endpoint.
     async with (
-        serving_metrics(settings.metrics_port, telemetry, stack.kube) as metrics,
+        serving_metrics(settings.metrics_port, telemetry, sources) as metrics,
         build_worker(stack.require_client(), settings, activities),
     ):
         stack.running.append(f"worker    task queue {settings.task_queue}")

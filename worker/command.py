@@ -151,8 +151,10 @@ async def _serve(settings: WorkerSettings) -> None:
             activities = build_activities(
                 kube, dashboard_access=settings.dashboard_access, metrics=telemetry.kuberay
             )
+            durations = telemetry.kuberay
+            sources = [] if durations is None else [lambda: durations.collect(kube)]
             async with (
-                serving_metrics(settings.metrics_port, telemetry, kube),
+                serving_metrics(settings.metrics_port, telemetry, sources),
                 build_worker(client, settings, activities) as worker,
             ):
                 running.append(worker)

@@ -2,9 +2,11 @@
 
 The SDK's metrics come from its Rust core, whose Prometheus exporter serves its own port and
 cannot take series from Python that vanish again. KubeRay's state gauges must vanish with
-their CR (dashboards `count()` them), so `activities.metrics` renders those itself. One
-endpoint still serves both: the SDK's exporter listens on a private loopback port and the
-public `/metrics` handler appends KubeRay's series to what it reads from there.
+their CR (dashboards `count()` them), so `activities.metrics` renders KubeRay's series itself.
+One endpoint still serves both: the SDK's exporter listens on a private loopback port and the
+public `/metrics` handler appends the process's own series (its `SeriesSource`s) to what it
+reads from there. The worker adds KubeRay's duration gauges, the bridge the state gauges
+(see `activities.metrics` for why), and the one-process dev stack both.
 
 An exporter binds its address for the life of its `Runtime`, so a runtime is built per
 worker start (on a fresh loopback port) and handed to the client; the default runtime stays
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -23,7 +25,6 @@ import aiohttp
 from aiohttp import web
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
-from activities.kube import KubeClient
 from activities.metrics import KubeRayMetrics
 
 logger = logging.getLogger(__name__)
@@ -35,6 +36,9 @@ SDK_SCRAPE_TIMEOUT = 5.0
 """How long `/metrics` waits for the SDK's exporter before answering without its series."""
 
 _BIND_ATTEMPTS = 5
+
+SeriesSource = Callable[[], Awaitable[str]]
+"""Renders more series (Prometheus text format) per scrape, appended after the SDK's."""
 
 
 @dataclass(frozen=True)
@@ -86,18 +90,18 @@ def _free_loopback_port() -> int:
 
 
 class MetricsServer:
-    """`/metrics` on all interfaces: the SDK's series followed by KubeRay's."""
+    """`/metrics` on all interfaces: the SDK's series followed by the process's own."""
 
     def __init__(
         self,
-        telemetry: Telemetry,
-        kube: KubeClient | None,
+        sdk_address: str | None,
+        sources: Sequence[SeriesSource],
         port: int,
         host: str = "0.0.0.0",
     ) -> None:
         # All interfaces by default: Prometheus scrapes the pod's IP.
-        self._telemetry = telemetry
-        self._kube = kube
+        self._sdk_address = sdk_address
+        self._sources = list(sources)
         self._host, self._port = host, port
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -131,14 +135,13 @@ class MetricsServer:
             self._session = None
 
     async def _metrics(self, _: web.Request) -> web.Response:
-        sdk = await self._sdk_text()
-        kuberay = self._telemetry.kuberay
-        ours = await kuberay.collect(self._kube) if kuberay is not None else ""
-        body = sdk if sdk.endswith("\n") or not sdk else f"{sdk}\n"
-        return web.Response(body=(body + ours).encode(), headers={"Content-Type": CONTENT_TYPE})
+        parts = [await self._sdk_text()]
+        parts += [await source() for source in self._sources]
+        body = "".join(part if part.endswith("\n") else f"{part}\n" for part in parts if part)
+        return web.Response(body=body.encode(), headers={"Content-Type": CONTENT_TYPE})
 
     async def _sdk_text(self) -> str:
-        address = self._telemetry.sdk_address
+        address = self._sdk_address
         if address is None or self._session is None:
             return ""
         try:
@@ -152,14 +155,14 @@ class MetricsServer:
 
 @asynccontextmanager
 async def serving_metrics(
-    port: int | None, telemetry: Telemetry, kube: KubeClient | None
+    port: int | None, telemetry: Telemetry, sources: Sequence[SeriesSource] = ()
 ) -> AsyncIterator[MetricsServer | None]:
     """Serve `/metrics` for the duration of the block, if a port is configured.
 
     Args:
         port: Port to listen on (0: any free one); None serves nothing.
-        telemetry: What `build_telemetry` built for this worker.
-        kube: The Kubernetes API the state gauges are listed from, if there is one.
+        telemetry: What `build_telemetry` built for this process.
+        sources: The process's own series, after the SDK's.
 
     Yields:
         The running server, or None without a port.
@@ -167,7 +170,7 @@ async def serving_metrics(
     if port is None:
         yield None
         return
-    server = MetricsServer(telemetry, kube, port)
+    server = MetricsServer(telemetry.sdk_address, sources, port)
     await server.start()
     try:
         yield server

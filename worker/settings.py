@@ -143,9 +143,10 @@ class WorkerSettings(BaseModel):
         ge=0,
         le=65535,
         description=(
-            "Port (all interfaces) serving Prometheus `/metrics` from the worker: the Temporal "
-            "SDK's `temporal_*` metrics and KubeRay's `kuberay_cluster_*`, `kuberay_job_*` and "
-            "`kuberay_service_*`; unset: no metrics."
+            "Port (all interfaces) serving Prometheus `/metrics`: the Temporal SDK's "
+            "`temporal_*` metrics, plus KubeRay's: the duration gauges from the worker, the "
+            "per-CR state gauges (`kuberay_*_info`, `kuberay_job_deployment_status`, "
+            "`kuberay_*_condition_*`) from the bridge; unset: no metrics."
         ),
     )
     log_format: Literal["text", "json"] = Field(

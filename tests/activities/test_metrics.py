@@ -1,5 +1,5 @@
 """KubeRay's metrics: the transitions that set the duration gauges, and the scrape-time state
-gauges listed from devcluster (real HTTP, real API semantics)."""
+gauges (`bridge.metrics`) listed from devcluster (real HTTP, real API semantics)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from activities.metrics import (
     job_execution_duration,
     render,
 )
+from bridge.metrics import cr_state
 from crds.enums import JobDeploymentStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
@@ -145,7 +146,6 @@ def series(text: str) -> dict[str, float]:
 
 
 async def test_state_gauges_are_listed_per_scrape(client: KubeClient) -> None:
-    metrics = KubeRayMetrics()
     cluster = await create(
         client,
         kube.RAYCLUSTERS,
@@ -177,7 +177,7 @@ async def test_state_gauges_are_listed_per_scrape(client: KubeClient) -> None:
         meta = obj["metadata"]
         return f'name="{meta["name"]}",namespace="default",uid="{meta["uid"]}"'
 
-    found = series(await metrics.collect(client))
+    found = series(await cr_state(client))
     assert found == {
         f'kuberay_cluster_info{{{ident(cluster)},owner_kind="RayJob"}}': 1,
         f'kuberay_cluster_condition_provisioned{{{ident(cluster)},condition="true"}}': 1,
@@ -193,7 +193,7 @@ async def test_state_gauges_are_listed_per_scrape(client: KubeClient) -> None:
     patch = {"status": {"jobDeploymentStatus": "Complete"}}
     await client.patch(kube.RAYJOBS, "default", name, patch, sub="status")
     await client.delete(kube.RAYSERVICES, "default", service["metadata"]["name"])
-    found = series(await metrics.collect(client))
+    found = series(await cr_state(client, ["default"]))
     assert f'kuberay_job_deployment_status{{{ident(job)},deployment_status="Complete"}}' in found
     assert not [key for key in found if "Running" in key or "kuberay_service" in key]
 

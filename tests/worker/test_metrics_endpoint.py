@@ -50,7 +50,11 @@ async def test_sdk_and_kuberay_series_on_one_endpoint(
         job, {"jobDeploymentStatus": "Complete", "startTime": started}
     )
 
-    async with serving_metrics(0, telemetry, None) as server, build_worker(client, settings):
+    durations = telemetry.kuberay
+    async with (
+        serving_metrics(0, telemetry, [lambda: durations.collect(None)]) as server,
+        build_worker(client, settings),
+    ):
         assert server is not None
         await client.execute_workflow(
             PingWorkflow.run, PingInput(), id=f"ping-{uuid.uuid4()}", task_queue=task_queue
