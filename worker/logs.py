@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
-from temporalio import activity
+from temporalio import activity, workflow
 
 from crds.constants import KINDS
 
@@ -133,3 +133,8 @@ def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
         root.removeHandler(old)
     root.addHandler(build_handler(log_format))
     root.setLevel(level)
+    # Temporal's loggers append their details to the message as a dict's repr; JSON lines
+    # carry them as fields (`temporal`, and the CR's), so the message stays the message.
+    json_lines = log_format == "json"
+    activity.logger.activity_info_on_message = not json_lines
+    workflow.logger.workflow_info_on_message = not json_lines

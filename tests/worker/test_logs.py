@@ -1,9 +1,9 @@
 """JSON log lines name the CR they are about, for workflows, activities and the bridge.
 
-A workflow with a CR workflow id runs on the real dev server while the worker's log handler
-(`worker.logs.build_handler`) captures what the root logger receives: Temporal's workflow and
-activity loggers, a plain module logger called inside an activity, and the SDK's own warning
-about a failed activity attempt.
+A workflow with a CR workflow id runs on the real dev server while the worker's log setup
+(`configure_logging("json")`, writing to a captured stderr) receives the lines of Temporal's
+workflow and activity loggers, of a plain module logger called inside an activity, and the
+SDK's own warning about a failed activity attempt.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -22,7 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from worker.logs import CRIdentity, JSONFormatter, build_handler, identity_of
+from worker.logs import CRIdentity, JSONFormatter, build_handler, configure_logging, identity_of
 
 plain_logger = logging.getLogger("tests.worker.plain")
 
@@ -49,18 +50,20 @@ class LogsThings:
 
 
 @pytest.fixture
-def captured() -> Iterator[io.StringIO]:
+def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
     """The root logger's lines in JSON, as `configure_logging("json")` sets them up."""
     stream = io.StringIO()
-    handler = build_handler("json", stream)
     root = logging.getLogger()
+    # configure_logging replaces the root's handlers; pytest's capture handlers come back.
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(activity.logger, "activity_info_on_message", True)
+    monkeypatch.setattr(workflow.logger, "workflow_info_on_message", True)
     level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
+    monkeypatch.setattr(sys, "stderr", stream)
+    configure_logging("json")
     try:
         yield stream
     finally:
-        root.removeHandler(handler)
         root.setLevel(level)
 
 
@@ -89,7 +92,7 @@ async def test_every_line_is_json_and_cr_lines_carry_the_identity(
         "uid": uid,
         "workflow_id": workflow_id,
     }
-    about_the_cr = {line["message"].split(" (")[0]: line for line in lines if "kind" in line}
+    about_the_cr = {line["message"]: line for line in lines if "kind" in line}
     for message in (
         "workflow says hello",
         "activity says hello",
@@ -102,6 +105,8 @@ async def test_every_line_is_json_and_cr_lines_carry_the_identity(
         assert {"time", "level", "logger"} <= set(line)
     assert about_the_cr["a helper module logs inside the activity"]["logger"] == plain_logger.name
     assert "error" in about_the_cr["Completing activity as failed"]
+    assert about_the_cr["activity says hello"]["temporal"]["activity_type"] == "log_things"
+    assert about_the_cr["workflow says hello"]["temporal"]["workflow_type"] == "LogsThings"
     (plain,) = [line for line in lines if line["message"] == "a line about no CR"]
     assert "kind" not in plain and "workflow_id" not in plain
 
