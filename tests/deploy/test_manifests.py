@@ -137,9 +137,11 @@ def test_the_settings_are_variables_the_processes_read_with_valid_values(render:
         grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
         if component == "worker":  # running activities get their time before the SIGKILL
             assert settings.graceful_shutdown_timeout.total_seconds() < grace
-        (api_key,) = container(deployment)["env"]
-        assert api_key["name"] == "TEMPORAL_API_KEY"
-        assert api_key["valueFrom"]["secretKeyRef"]["optional"] is True
+        secret_refs = {
+            e["name"]: e["valueFrom"]["secretKeyRef"] for e in container(deployment)["env"]
+        }
+        assert set(secret_refs) == {"TEMPORAL_API_KEY", "KUBERAY_TEMPORAL_PAYLOAD_KEY"}
+        assert all(ref["optional"] is True for ref in secret_refs.values())
 
 
 def test_helm_values_for_cloud_mtls_and_namespaces_reach_the_settings() -> None:
