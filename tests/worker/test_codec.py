@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
+import sys
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -165,3 +167,28 @@ def test_the_converter_encrypts_only_with_a_key() -> None:
     assert converter.payload_converter_class is pydantic_data_converter.payload_converter_class
     # Failure messages and stack traces go into the (encrypted) payloads too.
     assert isinstance(converter.failure_converter, DefaultFailureConverterWithEncodedAttributes)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("worker",), ("bridge",), ("status", "RayCluster/default/x"), ("ls",)],
+    ids=["worker", "bridge", "status", "ls"],
+)
+def test_every_command_refuses_a_malformed_key_at_start(command: tuple[str, ...]) -> None:
+    """Exit 2 with one line naming the variable, before connecting to anything."""
+    value = base64.b64encode(b"twenty-byte-secret!!").decode()
+    done = subprocess.run(
+        [sys.executable, "-m", "kuberay_temporal", *command],
+        env={
+            **os.environ,
+            "KUBERAY_TEMPORAL_PAYLOAD_KEY": value,
+            "TEMPORAL_ADDRESS": "127.0.0.1:1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "KUBERAY_TEMPORAL_PAYLOAD_KEY=<hidden>: the key decodes to 20 bytes" in done.stderr
+    assert value not in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
