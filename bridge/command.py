@@ -78,7 +78,7 @@ async def serve(settings: WorkerSettings) -> None:
         return bool(bridges) and all(w.listed.is_set() for w in bridges[0].watchers)
 
     async with serving_health(settings.health_port, listed):
-        telemetry = build_telemetry(settings.metrics_port)
+        telemetry = build_telemetry(settings.metrics_port, settings.log_format)
         client = await connect(settings, telemetry.runtime)
         kube = await connect_kube(settings.kubeconfig)
         state = [lambda: cr_state(kube, settings.namespaces)]

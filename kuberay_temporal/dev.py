@@ -123,7 +123,8 @@ async def run_temporal(stack: DevStack) -> AsyncIterator[None]:
 
         watcher.add_done_callback(on_exit)
         try:
-            stack.telemetry = build_telemetry(stack.settings.metrics_port)
+            wanted = stack.settings
+            stack.telemetry = build_telemetry(wanted.metrics_port, wanted.log_format)
             client = await connect(stack.settings, stack.telemetry.runtime)
             # `--search-attribute` only applies to a new database; an existing one gets
             # them here.

@@ -144,7 +144,7 @@ async def _serve(settings: WorkerSettings) -> None:
 
     with stop_on_signals() as stop:
         async with serving_health(settings.health_port, polling):
-            telemetry = build_telemetry(settings.metrics_port)
+            telemetry = build_telemetry(settings.metrics_port, settings.log_format)
             client = await connect(settings, telemetry.runtime)
             await ensure_search_attributes(client, settings.temporal_namespace)
             kube = await connect_kube_or_none(settings)

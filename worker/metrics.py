@@ -15,6 +15,7 @@ untouched, and tests can start many workers in one process.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -23,7 +24,13 @@ from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    PrometheusConfig,
+    Runtime,
+    TelemetryConfig,
+)
 
 from activities.metrics import KubeRayMetrics
 
@@ -53,24 +60,39 @@ class Telemetry:
     """Give to the activities, so their status writes set KubeRay's duration gauges."""
 
 
-def build_telemetry(metrics_port: int | None) -> Telemetry:
-    """The runtime and recorder for a worker whose endpoint is `metrics_port`.
+def build_telemetry(metrics_port: int | None, log_format: str = "text") -> Telemetry:
+    """The runtime and recorder for a process whose endpoint is `metrics_port`.
 
     Args:
         metrics_port: The `KUBERAY_TEMPORAL_METRICS_PORT` setting; None turns metrics off.
+        log_format: The `KUBERAY_TEMPORAL_LOG_FORMAT` setting. With `json` the SDK core's
+            own warnings go through Python logging (logger `temporalio.core`), so that they
+            become JSON lines too instead of the core's text on stderr.
 
     Returns:
-        With a port: a new runtime whose Prometheus exporter listens on a free loopback
-        port. Without: nothing to build, the default runtime.
+        A new runtime when either asks for one: its Prometheus exporter on a free loopback
+        port if there is a metrics port. Otherwise nothing is built: the default runtime.
 
     Raises:
         RuntimeError: The SDK's exporter could bind no loopback port.
     """
-    if metrics_port is None:
+    if metrics_port is None and log_format != "json":
         return Telemetry(runtime=None, sdk_address=None, kuberay=None)
+    logging_config = LoggingConfig.default
+    if log_format == "json":
+        forwarding = LogForwardingConfig(logger=logging.getLogger("temporalio.core"))
+        logging_config = dataclasses.replace(logging_config, forwarding=forwarding)
+    if metrics_port is None:
+        return Telemetry(
+            runtime=Runtime(telemetry=TelemetryConfig(logging=logging_config)),
+            sdk_address=None,
+            kuberay=None,
+        )
     for attempt in range(_BIND_ATTEMPTS):
         address = f"127.0.0.1:{_free_loopback_port()}"
-        config = TelemetryConfig(metrics=PrometheusConfig(bind_address=address))
+        config = TelemetryConfig(
+            logging=logging_config, metrics=PrometheusConfig(bind_address=address)
+        )
         try:
             runtime = Runtime(telemetry=config)
         except ValueError as err:

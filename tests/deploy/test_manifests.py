@@ -105,8 +105,10 @@ def test_each_deployment_is_probed_bounded_and_unprivileged(render: Any, compone
     assert spec["args"] == [component]
     assert spec["image"] == "kuberay-temporal:0.1.0"
     env = settings_env(docs, component)
-    (port,) = spec["ports"]
-    assert port == {"name": "health", "containerPort": int(env["KUBERAY_TEMPORAL_HEALTH_PORT"])}
+    assert spec["ports"] == [
+        {"name": "health", "containerPort": int(env["KUBERAY_TEMPORAL_HEALTH_PORT"])},
+        {"name": "metrics", "containerPort": int(env["KUBERAY_TEMPORAL_METRICS_PORT"])},
+    ]
     assert spec["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert spec["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert set(spec["resources"]["requests"]) == {"cpu", "memory"}

@@ -4,13 +4,16 @@ This is the deployment as a cluster would run it, minus the cluster: the environ
 process gets is read from the rendered kustomize base (its ConfigMap and env, and the
 container's args), and only what says *where* things are is replaced: the Temporal address
 (a dev server started for this test, so the manifests' task queue `kuberay` is ours alone),
-the kubeconfig (devcluster instead of a service account) and the health port (two processes
-on one host). devcluster's simulated kubelet marks pods Running and Ready without processes.
+the kubeconfig (devcluster instead of a service account) and the health and metrics ports
+(two processes on one host). devcluster's simulated kubelet marks pods Running and Ready
+without processes. With the manifests' settings the processes log JSON lines and serve
+Prometheus metrics, which the test reads as a log pipeline and Prometheus would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -93,13 +96,20 @@ async def test_worker_and_bridge_processes_run_a_raycluster(
         config = cluster.kubeconfig_path
         await _kubectl(config, "apply", "-f", str(REPO_ROOT / "deploy" / "crds"))
         ports = {"worker": _free_port(), "bridge": _free_port()}
+        metrics_ports = {"worker": _free_port(), "bridge": _free_port()}
         where = {
             "TEMPORAL_ADDRESS": temporal.client.service_client.config.target_host,
             "KUBECONFIG": str(config),
         }
         processes = {
             name: await _start(
-                name, where | {"KUBERAY_TEMPORAL_HEALTH_PORT": str(port)}, tmp_path / name
+                name,
+                where
+                | {
+                    "KUBERAY_TEMPORAL_HEALTH_PORT": str(port),
+                    "KUBERAY_TEMPORAL_METRICS_PORT": str(metrics_ports[name]),
+                },
+                tmp_path / name,
             )
             for name, port in ports.items()
         }
@@ -124,6 +134,21 @@ async def test_worker_and_bridge_processes_run_a_raycluster(
 
             (workflow_id,) = await eventually(listed, within=30, message="listed workflow")
             assert workflow_id.startswith("raycluster/default/raycluster-mini/")
+
+            # KubeRay's metrics: the bridge lists the state, the worker timed the
+            # provisioning when its status write set RayClusterProvisioned.
+            async def provisioned() -> str | None:
+                text = await _text(metrics_ports["worker"], "/metrics")
+                wanted = 'kuberay_cluster_provisioned_duration_seconds{name="raycluster-mini"'
+                return text if wanted in text else None
+
+            worker_metrics = await eventually(provisioned, within=60, message="provisioning")
+            assert "temporal_activity_execution_latency_count{" in worker_metrics
+            bridge_metrics = await _text(metrics_ports["bridge"], "/metrics")
+            uid = workflow_id.rsplit("/", 1)[1]
+            info = f'name="raycluster-mini",namespace="default",uid="{uid}",owner_kind="None"'
+            assert f"kuberay_cluster_info{{{info}}} 1\n" in bridge_metrics
+            assert "temporal_" in bridge_metrics  # the bridge's client calls
         finally:
             await client.close()
             for process in processes.values():
@@ -135,6 +160,23 @@ async def test_worker_and_bridge_processes_run_a_raycluster(
                 except TimeoutError:
                     process.kill()
                     await process.wait()
+    # A log pipeline reads every line as JSON; lines about a CR name it.
+    for name in ports:
+        lines = (tmp_path / name).read_text().splitlines()
+        assert lines, name
+        for line in lines:
+            fields = json.loads(line)
+            if "workflow_id" in fields and fields["workflow_id"].startswith("raycluster/"):
+                assert fields["kind"] == "RayCluster" and fields["name"] == "raycluster-mini"
+
+
+async def _text(port: int, path: str) -> str:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as response,
+    ):
+        response.raise_for_status()
+        return await response.text()
 
 
 async def _eventually_status(port: int, path: str, status: int, within: float) -> bool:

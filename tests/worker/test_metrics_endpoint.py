@@ -32,6 +32,12 @@ def test_no_port_no_runtime() -> None:
     assert telemetry.runtime is None and telemetry.kuberay is None
 
 
+def test_json_logs_alone_get_a_runtime_that_forwards_core_logs() -> None:
+    telemetry = build_telemetry(None, "json")
+    assert telemetry.runtime is not None
+    assert telemetry.sdk_address is None and telemetry.kuberay is None
+
+
 async def test_sdk_and_kuberay_series_on_one_endpoint(
     local_env: WorkflowEnvironment, task_queue: str
 ) -> None:
