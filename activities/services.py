@@ -30,7 +30,7 @@ from crds.raycluster import RayClusterStatus
 from crds.rayservice import RayService
 from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
-from crds.violations import InvalidObjectError
+from crds.violations import InvalidObjectError, Violation
 
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -125,7 +125,8 @@ class ServiceActivities:
             try:
                 rs.parse_serve_config(text)
             except rs.ServeConfigError as err:
-                snap.schema_violations.append(str(err))
+                # Named by its field path, like every other violation the workflow reports.
+                snap.schema_violations.append(str(Violation("spec.serveConfigV2", str(err))))
         snap.goal_hash = rs.goal_hash(service.spec.ray_cluster_config)
         snap.serve_config_hash = rs.serve_config_hash(text)
         snap.clusters = [self._view(c, service) for c in await self._store.clusters(ref)]

@@ -108,7 +108,9 @@ async def test_a_serve_config_that_is_not_a_mapping_is_a_violation(client: KubeC
     acts = ServiceActivities(client)
     ref = await make_service(client, serveConfigV2="- just\n- a list\n")
     snap = await run(acts.read, io.ReadServiceInput(ref=ref))
-    assert snap.schema_violations == ["serveConfigV2 must be a YAML mapping, not list"]
+    assert snap.schema_violations == [
+        "spec.serveConfigV2: serveConfigV2 must be a YAML mapping, not list"
+    ]
 
 
 async def test_create_cluster_once_with_kuberay_labels(client: KubeClient) -> None:
