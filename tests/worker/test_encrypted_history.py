@@ -193,3 +193,54 @@ async def test_the_cli_shows_status_with_the_key(
         code, out, err = await cli("status", target, env=case, base=others)
         assert code == 1 and phrase in err and len(err.strip().splitlines()) == 1, err
         assert MARKER not in out + err and "KUBERAY_TEMPORAL_PAYLOAD_KEY" in err
+
+
+async def test_turning_encryption_on_keeps_a_running_workflow_going(
+    local_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    """A workflow started without a key continues under a worker with one (mixed history)."""
+    name = f"mix{uuid.uuid4().hex[:6]}"
+    spec = {**SPEC, "headGroupSpec": {**SPEC["headGroupSpec"], "rayStartParams": {"x": MARKER}}}
+    cluster = FakeCluster(name, spec)
+    ref = ObjectRef(kind="RayCluster", namespace="default", name=name, uid=str(uuid.uuid4()))
+
+    def worker(client: Client) -> Worker:
+        return Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[RayClusterWorkflow],
+            activities=cluster.activities(),
+            workflow_runner=build_sandbox_runner(),
+        )
+
+    async with worker(local_env.client):
+        handle = await local_env.client.start_workflow(
+            RayClusterWorkflow.run,
+            RayClusterInput(ref=ref),
+            id=ref.workflow_id,
+            task_queue=task_queue,
+        )
+        await eventually(lambda: len(cluster.live()) == 3, message="three pods, unencrypted")
+
+    settings = WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": new_key()})
+    encrypted = Client(
+        local_env.client.service_client,
+        namespace=local_env.client.namespace,
+        data_converter=data_converter(settings),
+    )
+    async with worker(encrypted):
+        cluster.make_ready()
+
+        async def ready() -> bool:
+            progress = await encrypted.get_workflow_handle(handle.id).query(
+                messages.PROGRESS, result_type=messages.Progress
+            )
+            return progress.state == "ready"
+
+        # The first task may wait for the stopped worker's sticky queue to time out.
+        await eventually(ready, within=60, message="ready under the encrypting worker")
+        await handle.terminate("test finished")
+
+    raw = await raw_history(local_env.client, handle.id)
+    assert MARKER.encode() in raw  # written before the key: stays plaintext
+    assert ENCODING in raw  # written after: encrypted
