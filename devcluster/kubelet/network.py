@@ -26,7 +26,8 @@ HOST_IP = "10.244.0.1"  # the node's address on the pod network; also status.hos
 NETNS_PREFIX = "krt-"
 VETH_PREFIX = "krtv"
 _NETNS_DIR = "/run/netns"
-_OWNERS = Path("/run/devcluster-netns")  # netns name -> PID of the devcluster that made it
+_OWNERS = Path("/run/devcluster-netns")  # netns name (or bridge claim) -> PID of its devcluster
+_BRIDGE_CLAIM = "bridge-"
 
 
 class RuntimeUnavailable(RuntimeError):
@@ -140,8 +141,36 @@ def remove_leftovers(bridge: bool = True) -> None:
             continue
         _ip("netns", "delete", name, check=False)
         (_OWNERS / name).unlink(missing_ok=True)
-    if bridge and not kept:
-        _ip("link", "delete", BRIDGE_NAME, check=False)
+    if bridge:
+        (_OWNERS / _bridge_claim(os.getpid())).unlink(missing_ok=True)
+        claimed = _bridge_claimed()  # also forgets the claims of devclusters that died
+        if not kept and not claimed:
+            _ip("link", "delete", BRIDGE_NAME, check=False)
+
+
+def claim_bridge() -> None:
+    """Record that this devcluster uses the bridge (with its ClusterIPs) until `remove_leftovers`.
+
+    Another devcluster on the machine that stops while this one has no pod must not delete the
+    bridge under it.
+    """
+    _record_owner(_bridge_claim(os.getpid()))
+
+
+def _bridge_claim(pid: int) -> str:
+    return f"{_BRIDGE_CLAIM}{pid}"
+
+
+def _bridge_claimed() -> bool:
+    """Whether a live devcluster other than this process still uses the bridge."""
+    if not _OWNERS.is_dir():
+        return False
+    claims = [p.name for p in _OWNERS.iterdir() if p.name.startswith(_BRIDGE_CLAIM)]
+    alive = [c for c in claims if _owner_alive(c)]
+    for stale in set(claims) - set(alive):
+        if stale != _bridge_claim(os.getpid()):
+            (_OWNERS / stale).unlink(missing_ok=True)
+    return bool(alive)
 
 
 def _record_owner(netns: str) -> None:

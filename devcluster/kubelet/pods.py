@@ -51,6 +51,7 @@ class ProcessRuntime:
         # The bridge stays: Services (part B) may already have put ClusterIPs on it.
         network.remove_leftovers(bridge=False)
         network.ensure_bridge()
+        network.claim_bridge()
         self.state_dir = state_dir
         hosts = state_dir / "net" / "hosts"
         hosts.parent.mkdir(parents=True, exist_ok=True)

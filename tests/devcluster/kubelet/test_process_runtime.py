@@ -161,3 +161,34 @@ async def test_probes_restart_and_logs(node: tuple[DevCluster, Kubectl]) -> None
     await kubectl.ok("wait", "--for=condition=Ready", "pod/probed", "--timeout=30s")  # fresh /tmp
     await kubectl.ok("delete", "pod", "probed", "--grace-period=1", "--timeout=30s")
     assert _netns_pids(uid) == []
+
+
+def _bridge_exists() -> bool:
+    shown = subprocess.run(["ip", "link", "show", network.BRIDGE_NAME], capture_output=True)
+    return shown.returncode == 0
+
+
+def test_a_stopping_devcluster_leaves_the_bridge_to_a_running_one() -> None:
+    """Regression: a devcluster that stopped while another had no pod deleted the shared bridge
+    (and its ClusterIPs), so the other's next pod failed with "krt0 ... does not exist"."""
+    claim = (
+        "from devcluster.kubelet import network; network.ensure_bridge(); network.claim_bridge()"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", f"{claim}; print('claimed', flush=True); input()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == "claimed"
+        network.ensure_bridge()
+        network.claim_bridge()
+        network.remove_leftovers()  # this devcluster stops; the other runs on
+        assert _bridge_exists()
+    finally:
+        other.kill()
+        other.wait()
+    network.remove_leftovers()  # a later stop cleans the dead one's claim up
+    claims = [p.name for p in Path("/run/devcluster-netns").iterdir()]
+    assert f"bridge-{other.pid}" not in claims and f"bridge-{os.getpid()}" not in claims
