@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+WRITE = "write_rayjob_status"
 
 
 def parse(text: str) -> Series:
@@ -116,12 +117,11 @@ def check_rayjob_series(
 
 
 def check_sdk_series(series: Series) -> None:
-    """The Temporal SDK's own metrics come from the same endpoint."""
-    names = {name for name, _ in series}
-    assert "temporal_workflow_task_execution_latency_count" in names or any(
-        n.startswith("temporal_workflow_task") for n in names
-    ), sorted(names)
-    assert of(series, "temporal_activity_execution_latency_count"), sorted(names)
+    """The Temporal SDK's own metrics come from the same endpoint, for the same work."""
+    writes = of(series, "temporal_activity_execution_latency_count", activity_type=WRITE)
+    assert writes and all(count >= 1 for count in writes.values()), writes
+    tasks = of(series, "temporal_workflow_task_execution_latency_count", workflow_type="RayJob")
+    assert tasks and all(count >= 1 for count in tasks.values()), tasks
 
 
 @pytest_asyncio.fixture
