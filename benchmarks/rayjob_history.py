@@ -2,7 +2,8 @@
 
 Runs one HTTPMode RayJob lifecycle (New → Running → Complete → cluster deleted) for a Ray job
 of each given duration on the time-skipping test server against the in-memory `FakeJobWorld`,
-and prints, per duration, the history length and the actions counted from the history:
+whose `wait_ray_job` answers as the real, blocking activity would (see `RayLikeWorld`), and
+prints, per duration, the history length and the actions counted from the history:
 activity executions (scheduled), timers started, signals received, child workflows started
 and workflow starts (including continue-as-new runs). The figure that matters: the columns
 should not grow with the job's duration.
@@ -21,13 +22,16 @@ import asyncio
 import sys
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from datetime import timedelta
 
+from temporalio import activity
 from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities import job_models as io
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_test_server
@@ -49,11 +53,45 @@ ACTIONS = {
 }
 
 
+@dataclass
+class RayLikeWorld(FakeJobWorld):
+    """`FakeJobWorld` whose wait answers as the real, blocking one would.
+
+    The test server does not move its clock while an activity runs, so a wait cannot block
+    for hours here. Each wait instead accounts for the time it would have blocked: it returns
+    at once on a change; otherwise it consumes the job's remaining duration up to its bound
+    (or the workflow's next deadline) and returns what the real wait returns at that moment:
+    the job's end when it falls inside, else an unchanged view.
+    """
+
+    job_seconds: float = 0.0
+    elapsed: float = 0.0
+    waits: int = 0
+
+    @activity.defn(name=io.WAIT_RAY_JOB)
+    async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
+        self.waits += 1
+        view = await FakeJobWorld.wait(self, params)  # heartbeats, reads the job table
+        if not view.same_as(params.known) or not view.found or view.status.is_terminal:
+            return view
+        now = activity.info().current_attempt_scheduled_time
+        span = float(params.max_wait_seconds)
+        if params.return_by is not None:
+            span = min(span, (params.return_by - now).total_seconds())
+        self.elapsed += max(0.0, min(span, self.job_seconds - self.elapsed))
+        if self.elapsed < self.job_seconds:
+            return view  # the bound came first
+        self.finish(JobStatus.SUCCEEDED, now + timedelta(seconds=span))
+        return await FakeJobWorld.wait(self, params)
+
+
 async def lifecycle(env: WorkflowEnvironment, seconds: float) -> Counter[str]:
     """One RayJob whose Ray job runs `seconds`; the counts over every run of its workflow."""
     queue = f"bench-{uuid.uuid4()}"
-    world = FakeJobWorld(
-        "bench", job_spec(submissionMode="HTTPMode", shutdownAfterJobFinishes=True)
+    world = RayLikeWorld(
+        "bench",
+        job_spec(submissionMode="HTTPMode", shutdownAfterJobFinishes=True),
+        job_seconds=seconds,
     )
     ref = ObjectRef(kind="RayJob", namespace="default", name="bench", uid=str(uuid.uuid4()))
     async with Worker(
@@ -71,14 +109,21 @@ async def lifecycle(env: WorkflowEnvironment, seconds: float) -> Counter[str]:
         world.make_ready()
         await handle.signal(messages.OWNED_CHANGED, nudge)
         await eventually(lambda: world.state == "Running", message="Running")
-        await env.sleep(timedelta(seconds=seconds))
-        world.finish(JobStatus.SUCCEEDED, await env.get_current_time())
-        await handle.signal(messages.OWNED_CHANGED, nudge)
-        await eventually(lambda: world.state == "Complete", message="Complete")
+        # In HTTPMode nothing in Kubernetes changes when the Ray job ends: the wait sees it.
+        # The clock moves only by request; between waits the workflow sleeps on poll timers.
+        await eventually(lambda: skip_until(env, world, "Complete"), within=60, message="Complete")
         await eventually(lambda: not world.live_clusters(), message="cluster deleted")
         counts = await count_history(env, handle)
+        counts["waits"] = world.waits
         await handle.terminate("benchmark done")
     return counts
+
+
+async def skip_until(env: WorkflowEnvironment, world: RayLikeWorld, state: str) -> bool:
+    """Let the workflow's timers fire; whether the RayJob reached `state`."""
+    if world.state != state:
+        await env.sleep(timedelta(seconds=30))
+    return world.state == state
 
 
 async def count_history(
@@ -109,7 +154,7 @@ async def main(durations: list[float]) -> None:
     )
     try:
         await register_state_attribute(env)
-        columns = ["events", *ACTIONS.values()]
+        columns = ["events", *ACTIONS.values(), "waits"]
         print(f"{'Ray job duration':>18} " + " ".join(f"{c:>10}" for c in columns))
         for seconds in durations:
             counts = await lifecycle(env, seconds)

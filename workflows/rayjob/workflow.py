@@ -40,10 +40,10 @@ POLL_GAP = timedelta(seconds=3)
 MAX_POLL_GAP = timedelta(seconds=120)
 """...and back off to this while quick answers keep saying nothing changed (a signal or
 a deadline asks Ray at once anyway)."""
-# A Ray job that runs for hours costs one wait per hour (plus one per real change): the
-# history grows with state changes, not with the job's duration. The 30 s heartbeat timeout,
-# not this bound, is what notices a dead worker.
-WAIT_BOUND = timedelta(hours=1)
+# A Ray job costs one wait per real change (plus one per day it runs): the history grows with
+# state changes, not with the job's duration. The 30 s heartbeat timeout, not this bound, is
+# what notices a dead worker; deadlines end a wait through `return_by`, signals cancel it.
+WAIT_BOUND = timedelta(hours=24)
 RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 
 _RAY_RETRY = RetryPolicy(
