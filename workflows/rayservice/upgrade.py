@@ -197,6 +197,11 @@ class RayServiceUpgradeWorkflow:
         p, traffic = self._p, Traffic()
         self._progress.traffic = traffic
         await self._apply(p.pending, 0)
+        if workflow.patched(GATEWAY_GATE_PATCH):
+            # The first route was written before the pending cluster existed; written again,
+            # it gets that cluster's `<cluster>-serve-svc`, so its references resolve (a
+            # controller reports ResolvedRefs) before the first traffic step is gated on it.
+            await self._route({active: 100, p.pending: 0})
         gate_deadline: datetime | None = None
         while True:
             if (stop := await self._interrupted()) is not None:

@@ -66,6 +66,9 @@ class FakeServiceWorld:
         self.gateway_status = io.GatewayRouteStatus()
         """What a Gateway controller reports (nothing, unless a test says otherwise)."""
         self.gateway_reads = 0
+        self.report_refs = False
+        """True: report the route's ResolvedRefs as a controller would (see `gateway`)."""
+        self.backend_services: set[str] = set()
         """False: the Gateway API CRDs are not installed (as `reconcile_gateway` reports it)."""
 
     # --- what tests do -------------------------------------------------------------------------
@@ -230,6 +233,8 @@ class FakeServiceWorld:
         if not self.gateway_api:
             message = "The Gateway API CRDs are not installed: no Gateway or HTTPRoute"
             raise ApplicationError(message, type=io.GATEWAY_API_MISSING, non_retryable=True)
+        # As the activity: a cluster's `<cluster>-serve-svc` is made only once the cluster exists.
+        self.backend_services |= {name for name in params.weights if name in self.clusters}
         at = activity.info().current_attempt_scheduled_time
         if not self.routes or self.routes[-1][1] != params.weights:
             self.routes.append((at, dict(params.weights)))
@@ -237,7 +242,11 @@ class FakeServiceWorld:
     @activity.defn(name=io.READ_GATEWAY_STATUS)
     async def read_gateway_status(self, params: io.ServiceObjectsInput) -> io.GatewayRouteStatus:
         self.gateway_reads += 1
-        return self.gateway_status
+        if not self.report_refs or not self.routes:
+            return self.gateway_status
+        resolved = set(self.routes[-1][1]) <= self.backend_services
+        refs = io.RouteCondition(type="ResolvedRefs", status=str(resolved))
+        return self.gateway_status.model_copy(update={"route": [refs]})
 
     @activity.defn(name=io.WRITE_SERVICE_STATUS)
     async def write_status(self, params: io.WriteServiceStatusInput) -> None:

@@ -246,6 +246,23 @@ async def test_traffic_steps_wait_while_the_gateway_reports_not_programmed(
     assert "blocked" not in _message(h.world, "UpgradeInProgress")
 
 
+async def test_the_route_resolves_the_pending_backend_before_the_first_gated_step(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    """The first route names the pending cluster before it exists: written again once it does."""
+    h = await make(INCREMENTAL)
+    await h.start()
+    old = await h.ready()
+    h.world.report_refs = True
+    h.world.edit_cluster(rayVersion="2.50.0")
+    await h.spec_changed()
+    for _ in range(8):
+        await env.sleep(timedelta(seconds=31))
+    new = await eventually(lambda: h.world.active() if h.world.active() != old else None)
+    weights = [w[new] for _, w in h.world.routes if old in w and new in w]
+    assert weights == [0, 25, 50, 75, 100]
+
+
 async def test_rollback_signal_returns_traffic_and_deletes_the_pending_cluster(
     make: Any,
 ) -> None:
