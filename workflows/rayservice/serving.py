@@ -16,24 +16,14 @@ with workflow.unsafe.imports_passed_through():
     from activities import service_models as io
     from activities.dashboard_models import ServeStatus
     from crds.rayservice import RayServiceStatuses
-    from crds.refs import ObjectRef
     from workflows.rayservice.calls import call, event, run
     from workflows.rayservice.decisions import ClusterMove
-    from workflows.rayservice.state import RayServiceState
+    from workflows.rayservice.upgrading import UpgradingMixin
     from workflows.rayservice.views import active_name
 
 
-class ServingMixin:
-    """Serving-cluster and cleanup steps, sharing the workflow's `_ref` and `_state`."""
-
-    _ref: ObjectRef
-    _state: RayServiceState
-
-    async def _start_upgrade(self, active: str | None) -> None:
-        raise NotImplementedError
-
-    def _set_waiting(self, waiting: list[str]) -> None:
-        raise NotImplementedError
+class ServingMixin(UpgradingMixin):
+    """Serving-cluster and cleanup steps; an upgrade starts through `UpgradingMixin`."""
 
     async def _serve_active(self, snap: io.ServiceSnapshot) -> ServeStatus | None:
         """Keep the serving cluster as the spec wants it; start an upgrade when needed."""

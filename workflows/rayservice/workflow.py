@@ -5,7 +5,8 @@ runs the suspend steps, decides what the serving cluster needs (`decisions.clust
 keeps Serve applied to it, deletes retired clusters on their durable deadlines, and writes
 the status. A new cluster — the first one or an upgrade — is the job of a child workflow
 (`upgrade.py`); while it runs the parent forwards nudges and spec changes to it, keeps the
-status current from its reports, and never continues-as-new.
+status current from its reports, and never continues-as-new. The parent's side of upgrades
+lives in `upgrading.py`, the serving cluster and cleanup in `serving.py`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ChildWorkflowError
-from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
+from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
@@ -25,25 +25,17 @@ with workflow.unsafe.imports_passed_through():
     from activities.dashboard_models import ServeStatus
     from crds import constants
     from crds.common import ObjectMeta
-    from crds.rayservice import RayService, RayServiceStatus, RayServiceStatuses
+    from crds.rayservice import RayService, RayServiceStatuses
     from crds.validation import validate
     from workflows import messages
     from workflows.rayservice.calls import call, event, run
     from workflows.rayservice.decisions import SuspendStep
-    from workflows.rayservice.incremental import Traffic, options_of
     from workflows.rayservice.serving import ServingMixin
     from workflows.rayservice.state import (
-        ABORT,
-        GOAL_CHANGED,
         UPGRADE_PROGRESS,
-        AbortRequest,
-        GoalChanged,
-        Outcome,
         RayServiceInput,
         RayServiceState,
-        UpgradeInput,
         UpgradeProgress,
-        UpgradeRecord,
         UpgradeResult,
     )
     from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
@@ -53,7 +45,6 @@ RESYNC = timedelta(seconds=300)
 FOLLOW_UP_PATCH = "rayservice-follow-up"
 """Passes that look again at a cluster not serving yet (recorded histories lack them)."""
 RAY_STATE = SearchAttributeKey.for_keyword("RayState")
-_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes generateName
 
 
 @workflow.defn(name="RayService")
@@ -293,115 +284,6 @@ class RayServiceWorkflow(ServingMixin):
             return True
         self._publish_state()
         return True
-
-    async def _forward_to_upgrade(self) -> None:
-        """Tell the running upgrade what changed; carry out a person's rollback."""
-        state, upgrade = self._state, self._state.upgrade
-        if state.rollback_request is not None:
-            reason, state.rollback_request = state.rollback_request, None
-            if upgrade is None:
-                state.remember(f"rollback ignored: no upgrade in progress ({reason})")
-                await event(self._ref, "Normal", "RollbackIgnored", "No upgrade in progress")
-                return
-            record = io.RollbackAnnotationInput(
-                ref=self._ref, goal_hash=upgrade.goal_hash, reason=reason, at=workflow.now()
-            )
-            await run(io.RECORD_ROLLBACK, record, "write the ray.io/rollback-requested annotation")
-            message = f"Rolling back upgrade {upgrade.number} ({upgrade.pending}): {reason}"
-            await event(self._ref, "Normal", "RollbackRequested", message)
-            state.refused_hash = upgrade.goal_hash
-            state.refused = (st.ROLLED_BACK, f"upgrade rolled back by request: {reason}")
-            await self._abort_upgrade(reason, st.ROLLBACK_REQUESTED)
-            return
-        if upgrade is None or self._child is None:
-            return
-        if state.goal_hash != upgrade.forwarded_goal:
-            upgrade.forwarded_goal = state.goal_hash
-            await self._child.signal(GOAL_CHANGED, GoalChanged(goal_hash=state.goal_hash))
-        if self._nudge_child:
-            self._nudge_child = False
-            await self._child.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
-
-    # --- upgrades -------------------------------------------------------------------------------
-
-    async def _start_upgrade(self, active: str | None) -> None:
-        state = self._state
-        assert state.spec is not None
-        state.upgrades += 1
-        rng = workflow.random()
-        pending = f"{self._ref.name}-" + "".join(rng.choice(_NAME_ALPHABET) for _ in range(5))
-        params = UpgradeInput(
-            ref=self._ref,
-            number=state.upgrades,
-            incremental=rules.is_incremental(state.spec),
-            active=active,
-            pending=pending,
-            goal_hash=state.goal_hash,
-            serve_config_hash=state.serve_config_hash,
-            options=options_of(state.spec),
-            ready_timeout=self._p.ready_timeout,
-            healthy_timeout=self._p.healthy_timeout,
-            healthy_observations=rules.HEALTHY_OBSERVATIONS,
-            deletion_delay=rules.deletion_delay(state.spec),
-        )
-        child_id = f"{self._ref.workflow_id}/upgrade/{state.upgrades}"
-        self._child = await workflow.start_child_workflow(
-            RayServiceUpgradeWorkflow.run,
-            params,
-            id=child_id,
-            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
-            static_summary=f"{self._ref}: upgrade {state.upgrades} to {pending}",
-        )
-        state.upgrade = UpgradeRecord(
-            number=state.upgrades,
-            child_id=child_id,
-            pending=pending,
-            goal_hash=state.goal_hash,
-            forwarded_goal=state.goal_hash,
-        )
-        verb = "first cluster" if active is None else f"upgrade {state.upgrades} from {active}"
-        state.remember(f"{verb}: pending cluster {pending}")
-
-    async def _abort_upgrade(self, reason: str, rollback_reason: str | None) -> bool:
-        """Ask the running upgrade to give up; True if there is one to wait for."""
-        upgrade = self._state.upgrade
-        if upgrade is None or self._child is None:
-            return False
-        if upgrade.aborting is None:
-            upgrade.aborting = rollback_reason or reason
-            await self._child.signal(ABORT, AbortRequest(reason=reason))
-        self._set_waiting([f"upgrade {upgrade.number} to remove {upgrade.pending}"])
-        return True
-
-    async def _finish_upgrade(self) -> None:
-        state, child = self._state, self._child
-        upgrade = state.upgrade
-        assert child is not None and upgrade is not None
-        self._child, state.upgrade, state.dirty = None, None, True
-        try:
-            result = child.result()
-        except ChildWorkflowError as err:  # a bug or a termination: decide afresh
-            state.remember(f"upgrade {upgrade.number} failed: {err.cause or err}")
-            return
-        state.applied.update(result.applied)
-        state.remember(f"upgrade {upgrade.number}: {result.outcome} ({result.reason})")
-        if result.outcome == Outcome.PROMOTED:
-            await self._promote(upgrade, result)
-        elif result.outcome == Outcome.ABORTED:
-            state.refused_hash = upgrade.goal_hash
-            state.refused = (st.UPGRADE_ABORTED, result.reason)
-            await event(self._ref, "Warning", st.UPGRADE_ABORTED, result.reason)
-
-    async def _promote(self, upgrade: UpgradeRecord, result: UpgradeResult) -> None:
-        state = self._state
-        status = state.status.model_copy(deep=True) if state.status else RayServiceStatuses()
-        status.active_service_status = RayServiceStatus(ray_cluster_name=result.pending)
-        status.pending_service_status = RayServiceStatus()
-        state.status = status
-        state.traffic = Traffic() if result.traffic is not None else None
-        state.streaks = {}
-        message = f"Promoted the RayCluster {result.pending} to active"
-        await event(self._ref, "Normal", "PromotedRayCluster", message)
 
     # --- cleanup --------------------------------------------------------------------------------
 
