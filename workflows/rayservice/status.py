@@ -57,6 +57,7 @@ class StatusInputs(BaseModel):
     refused: tuple[str, str] | None = None
     """UpgradeInProgress reason and message while the goal is refused (aborted, rolled back)."""
     rollback_reason: str | None = None
+    rollback_message: str = "Traffic is returning to the active cluster"
     blocked: str = ""
     """Why the upgrade (or the first deployment) cannot move on; added to the messages."""
 
@@ -128,7 +129,7 @@ def _conditions(
     conds = _upgrade_condition(inputs, conds, now)
     conds = _show_blocked(conds, inputs.blocked, now)
     if inputs.rollback_reason:
-        message = "Traffic is returning to the active cluster"
+        message = inputs.rollback_message
         conds = set_condition(
             conds, Cond.ROLLBACK_IN_PROGRESS, _T, inputs.rollback_reason, message, now, gen
         )

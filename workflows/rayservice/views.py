@@ -51,11 +51,19 @@ def status_inputs(
         traffic = (upgrade.progress.traffic if upgrade else None) or state.traffic or Traffic()
     active_view, pending_view = snap.cluster(active), snap.cluster(pending)
     rollback: str | None = None
+    rollback_message = "Traffic is returning to the active cluster"
     if upgrade is not None:
         if upgrade.aborting:
             rollback = upgrade.aborting
         elif upgrade.progress.rolling_back:
             rollback = Reason.DESIRED_CLUSTER_SPEC_CHANGED
+            # KubeRay's two messages: the goal went back to the active spec, or on to a third.
+            if active_view is not None and active_view.spec_hash == state.goal_hash:
+                rollback_message = "Goal state reverted to original cluster, rolling back."
+            else:
+                rollback_message = (
+                    "Goal state changed mid-upgrade, rolling back to original cluster."
+                )
     return StatusInputs(
         previous=state.status,
         generation=state.generation,
@@ -78,6 +86,7 @@ def status_inputs(
         endpoints=serve_endpoints(snap, ref, active, pending, incremental),
         refused=state.refused if state.goal_hash == state.refused_hash else None,
         rollback_reason=rollback,
+        rollback_message=rollback_message,
         blocked=upgrade.progress.blocked if upgrade else "",
     )
 

@@ -142,6 +142,21 @@ def test_rollback_reason(
 
 @pytest.mark.parametrize(
     ("goal", "expected"),
+    [
+        ("a-hash", "Goal state reverted to original cluster, rolling back."),
+        ("third", "Goal state changed mid-upgrade, rolling back to original cluster."),
+    ],
+    ids=["back-to-active", "third-spec"],
+)
+def test_spec_driven_rollback_messages_are_kuberays(goal: str, expected: str) -> None:
+    snap = SNAP.model_copy(update={"clusters": [ClusterView(name="a", spec_hash="a-hash")]})
+    progress = UpgradeProgress(rolling_back=True)
+    given = state(pending="b", progress=progress, goal_hash=goal)
+    assert views.status_inputs(given, snap, REF, None, True).rollback_message == expected
+
+
+@pytest.mark.parametrize(
+    ("goal", "expected"),
     [("g1", ("RolledBack", "by request")), ("g2", None)],
     ids=["goal-still-refused", "new-goal"],
 )

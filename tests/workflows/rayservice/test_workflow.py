@@ -306,8 +306,14 @@ async def test_reverting_the_spec_mid_upgrade_rolls_back_and_removes_the_conditi
     for _ in range(3):
         await env.sleep(timedelta(seconds=31))
     await eventually(lambda: pending not in h.world.clusters, message="pending deleted")
-    rolling = ("True", "DesiredClusterSpecChanged")
-    assert any(h.world.condition("RollbackInProgress", s) == rolling for s in h.world.written)
+    rolling = [
+        c
+        for s in h.world.written
+        for c in s.conditions or []
+        if c.type == "RollbackInProgress" and c.status == "True"
+    ]
+    assert rolling and {c.reason for c in rolling} == {"DesiredClusterSpecChanged"}
+    assert rolling[0].message == "Goal state reverted to original cluster, rolling back."
     await eventually(
         lambda: h.world.condition("UpgradeInProgress") == ("False", "NoPendingCluster"),
         message="the upgrade over",
