@@ -239,6 +239,17 @@ def suspend_begun(
     return status
 
 
+def suspend_deleting(previous: RayServiceStatuses, now: datetime) -> RayServiceStatuses:
+    """Step 2 of suspend: Suspending stays True while the owned objects are deleted."""
+    status = previous.model_copy(deep=True)
+    message = "Waiting for all Kubernetes resources owned by this RayService to be deleted."
+    status.conditions = set_condition(
+        status.conditions, Cond.SUSPENDING, _T, Reason.SUSPEND_IN_PROGRESS, message, now
+    )
+    status.last_update_time = now
+    return status
+
+
 def suspend_completed(previous: RayServiceStatuses, now: datetime) -> RayServiceStatuses:
     """Step 3 of suspend: every owned object is gone."""
     status = previous.model_copy(deep=True)

@@ -44,6 +44,8 @@ with workflow.unsafe.imports_passed_through():
 RESYNC = timedelta(seconds=300)
 FOLLOW_UP_PATCH = "rayservice-follow-up"
 """Passes that look again at a cluster not serving yet (recorded histories lack them)."""
+SUSPEND_PROGRESS_PATCH = "rayservice-suspend-in-progress"
+"""Suspending=True/SuspendInProgress while owned objects go (recorded histories lack it)."""
 RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 
 
@@ -271,6 +273,9 @@ class RayServiceWorkflow(ServingMixin):
                 io.ServiceObjectsInput(ref=self._ref),
                 "delete Services and routes",
             )
+            if workflow.patched(SUSPEND_PROGRESS_PATCH):
+                assert state.status is not None
+                await self._write(st.suspend_deleting(state.status, now))
             self._set_waiting(["owned RayClusters, Services and routes to go (suspending)"])
         elif step == SuspendStep.COMPLETE:
             assert state.status is not None

@@ -308,7 +308,17 @@ def test_suspend_steps_write_kuberays_conditions() -> None:
     assert begun.num_serve_endpoints == 0 and begun.observed_generation == 4
     assert begun.service_status == ServiceStatus.NOT_RUNNING
 
-    done = st.suspend_completed(begun, NOW)
+    deleting = st.suspend_deleting(begun, NOW)
+    assert summary(deleting)[Cond.SUSPENDING] == (_T, Reason.SUSPEND_IN_PROGRESS)
+    suspending = find_condition(deleting.conditions, Cond.SUSPENDING)
+    assert suspending is not None and suspending.message == (
+        "Waiting for all Kubernetes resources owned by this RayService to be deleted."
+    )
+    assert {k: v for k, v in summary(deleting).items() if k != Cond.SUSPENDING} == {
+        k: v for k, v in summary(begun).items() if k != Cond.SUSPENDING
+    }
+
+    done = st.suspend_completed(deleting, NOW)
     assert summary(done) == {
         Cond.READY: (_F, Reason.SUSPEND_COMPLETE),
         Cond.UPGRADE_IN_PROGRESS: (_F, Reason.SUSPEND_COMPLETE),

@@ -415,6 +415,8 @@ async def test_suspend_and_resume(make: Any) -> None:
     await h.ready()
     await h.signal(messages.SUSPEND, messages.UserRequest(reason="test"))
     await eventually(lambda: not h.world.clusters, message="clusters deleted")
+    deleting = ("True", "SuspendInProgress")
+    await eventually(lambda: h.world.condition("Suspending") == deleting)
     await h.nudge()  # the bridge reports the clusters gone
     await eventually(lambda: h.world.condition("Suspended") == ("True", "SuspendComplete"))
     assert not h.world.clusters and h.world.spec["suspend"] is True
