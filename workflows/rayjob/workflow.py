@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from crds import constants
     from crds.common import ObjectMeta
     from crds.enums import JobDeploymentStatus as Deploy
-    from crds.rayjob import RayJob, RayJobStatus
+    from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
     from crds.validation import validate
     from workflows import messages
     from workflows.rayjob import machine
@@ -45,6 +45,8 @@ a deadline asks Ray at once anyway)."""
 # what notices a dead worker; deadlines end a wait through `return_by`, signals cancel it.
 WAIT_BOUND = timedelta(hours=24)
 RAY_STATE = SearchAttributeKey.for_keyword("RayState")
+UNREADABLE_PATCH = "rayjob-unreadable-validation-failed"
+"""A RayJob unreadable from its first read is refused like a bad edit (histories before wait)."""
 
 _RAY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
@@ -166,6 +168,9 @@ class RayJobWorkflow:
             await self._finalize()
             return
         spec = state.spec
+        if spec is None and snap.schema_violations and workflow.patched(UNREADABLE_PATCH):
+            # Never readable (a looser CRD let it in): still say why, with the field paths.
+            spec = RayJobSpec()
         if spec is None or spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
             self._set_waiting("nothing: the RayJob is managed elsewhere or unreadable")
             return
@@ -197,6 +202,10 @@ class RayJobWorkflow:
         for note in step.notes:
             state.remember(f"attempt {state.attempt.number}: {note}")
         again = step.again
+        if not step.poll:
+            # Only a job being polled has a next poll; an action may still ask for one (a
+            # refused submission is tried again in a few seconds).
+            state.poll_at = None
         for action in step.actions:
             again = await self._apply.run(action) or again
         status = settle(facts.spec, facts.status, step.status, workflow.now())
@@ -207,9 +216,7 @@ class RayJobWorkflow:
         state.wake_at, state.busy = step.wake_at, step.busy
         self._set_waiting(step.waiting)
         self._publish_state()
-        if not step.poll:
-            state.poll_at = None  # only a job being polled has a next poll
-        elif not again:
+        if step.poll and not again:
             again = await self._poll()
         state.dirty = state.dirty or again
 
