@@ -46,6 +46,8 @@ FOLLOW_UP_PATCH = "rayservice-follow-up"
 """Passes that look again at a cluster not serving yet (recorded histories lack them)."""
 SUSPEND_PROGRESS_PATCH = "rayservice-suspend-in-progress"
 """Suspending=True/SuspendInProgress while owned objects go (recorded histories lack it)."""
+UNREADABLE_PATCH = "rayservice-unreadable-validation-failed"
+"""A RayService unreadable from its first read is refused, not asserted on (histories crashed)."""
 RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 
 
@@ -191,6 +193,12 @@ class RayServiceWorkflow(ServingMixin):
         if constants.FINALIZER_RAYSERVICE not in snap.finalizers:
             finalizer = io.SetFinalizerInput(ref=self._ref, present=True)
             await run(io.SET_SERVICE_FINALIZER, finalizer, "add the RayService finalizer")
+        if state.spec is None and workflow.patched(UNREADABLE_PATCH):
+            # Never readable (a looser CRD let it in): refuse it, naming the fields.
+            await self._valid(
+                snap.schema_violations or ["spec: the RayService has no readable spec"]
+            )
+            return
         assert state.spec is not None
         if state.spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
             self._set_waiting([f"nothing: managed by {constants.MANAGED_BY_MULTIKUEUE}"])
@@ -224,18 +232,7 @@ class RayServiceWorkflow(ServingMixin):
 
     async def _valid(self, schema_violations: list[str]) -> bool:
         state = self._state
-        assert state.spec is not None
-        meta = ObjectMeta(
-            name=self._ref.name,
-            namespace=self._ref.namespace,
-            uid=self._ref.uid,
-            generation=state.generation,
-            annotations=state.annotations or None,
-            labels=state.labels or None,
-        )
-        found = schema_violations or [
-            str(v) for v in validate(RayService(metadata=meta, spec=state.spec))
-        ]
+        found = schema_violations or self._rule_violations()
         if found and found != state.reported_violations:
             message = "; ".join(found)
             state.remember(f"invalid spec: {message}")
@@ -246,6 +243,19 @@ class RayServiceWorkflow(ServingMixin):
         if found:
             self._set_waiting(["a valid spec (see the InvalidRayServiceSpec Event)"])
         return not found
+
+    def _rule_violations(self) -> list[str]:
+        state = self._state
+        assert state.spec is not None
+        meta = ObjectMeta(
+            name=self._ref.name,
+            namespace=self._ref.namespace,
+            uid=self._ref.uid,
+            generation=state.generation,
+            annotations=state.annotations or None,
+            labels=state.labels or None,
+        )
+        return [str(v) for v in validate(RayService(metadata=meta, spec=state.spec))]
 
     async def _suspension(self, snap: io.ServiceSnapshot) -> bool:
         """KubeRay's atomic suspend (S19); True while it keeps the rest of the pass away."""
