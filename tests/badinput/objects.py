@@ -3,9 +3,10 @@
 * KubeRay's own samples (every ray.io object under `tests.reference.KUBERAY_SAMPLES`) are the
   valid starting points that mutations break.
 * `admit` is the API server's gate: metadata rules and the CRD's structural schema from
-  `deploy/crds/`, applied by devcluster's own functions (the code its API server runs on every
-  create), so pruning and defaulting happen exactly as they do for a stored object. CEL rules
-  are not evaluated there; our validation implements them.
+  `deploy/crds/` (or KubeRay's own CRDs, which a cluster may have installed instead), applied
+  by devcluster's own functions (the code its API server runs on every create), so pruning and
+  defaulting happen exactly as they do for a stored object. CEL rules are not evaluated there;
+  our validation implements them.
 * `our_verdict` is our gate: what the read activities and the workflows run on a stored object
   (`parse_ray_object`, then `validate`).
 """
@@ -30,7 +31,7 @@ from devcluster.kinds import Kind
 from devcluster.schemas import apply_schema
 from devcluster.statuses import ApiError
 from devcluster.validation import validate_metadata
-from tests.reference import REPO_ROOT, sample_files
+from tests.reference import KUBERAY_CRDS, REPO_ROOT, sample_files
 
 JSON = dict[str, Any]
 KINDS = ("RayCluster", "RayJob", "RayService")
@@ -54,9 +55,13 @@ def kuberay_samples() -> dict[str, tuple[JSON, ...]]:
     return {kind: tuple(docs) for kind, docs in found.items()}
 
 
+CRD_DIRS = {"ours": CRD_DIR, "kuberay": KUBERAY_CRDS}
+"""The CRDs a cluster may have installed: ours, or KubeRay's own (same kinds, own schema)."""
+
+
 @functools.cache
-def _crd_kind(kind: str) -> Kind:
-    path = CRD_DIR / f"ray.io_{kind.lower()}s.yaml"
+def _crd_kind(kind: str, crds: str) -> Kind:
+    path = CRD_DIRS[crds] / f"ray.io_{kind.lower()}s.yaml"
     crd = yaml.safe_load(Path(path).read_text())
     return next(row for row in kind_rows(crd) if row.version == "v1")
 
@@ -71,6 +76,8 @@ class Admission:
     stored: JSON
     causes: list[str]
     """Field paths of the 422 causes, plus unknown fields (kubectl's default is Strict)."""
+    undecodable: bool = False
+    """A 400: metadata that is not even ObjectMeta, which no CRD can let into the store."""
 
     @property
     def rejected(self) -> bool:
@@ -78,20 +85,24 @@ class Admission:
         return bool(self.causes)
 
 
-def admit(doc: JSON) -> Admission:
-    """Run a `kubectl create` of `doc` through the API server's checks, as devcluster does."""
+def admit(doc: JSON, crds: str = "ours") -> Admission:
+    """Run a `kubectl create` of `doc` through the API server's checks, as devcluster does.
+
+    `crds` picks the installed CRDs: "ours" (deploy/crds) or "kuberay" (KubeRay's).
+    """
     obj = copy.deepcopy(doc)
     meta = obj.setdefault("metadata", {})
     if isinstance(meta, dict):
         meta.setdefault("namespace", "default")  # kubectl fills in its context's namespace
         if not meta.get("name") and isinstance(meta.get("generateName"), str):
             meta["name"] = meta["generateName"] + "x7k2q"  # the server's random suffix
-    kind = _crd_kind(str(obj.get("kind")))
+    kind = _crd_kind(str(obj.get("kind")), crds)
     try:
         check_type_meta(kind, obj)
     except ApiError as err:  # a 400: the body does not even decode
         found = _DECODE_FIELD.search(err.message)
-        return Admission(stored=obj, causes=[found.group(1) if found else "<body>"])
+        cause = found.group(1) if found else "<body>"
+        return Admission(stored=obj, causes=[cause], undecodable=True)
     # The status subresource: a create's status is dropped, as kube-apiserver does.
     obj.pop("status", None)
     causes = [c.field for c in validate_metadata(obj, kind.name_rule, kind.namespaced)]

@@ -3,8 +3,9 @@
 (a) validation never raises, whatever the input, and every rejection names a field path;
 (b) model loading succeeds or raises pydantic's ValidationError, nothing else;
 (c) an object broken by a known mutation is rejected by the API server (CRD schema, metadata
-    rules) or by our validation, and the rejection names the broken field; valid objects pass
-    both, and what passes both never asks for a negative number of pods.
+    rules; with our CRDs or KubeRay's installed) or by our validation, and the rejection names
+    the broken field; valid objects pass both, and what passes both never asks for a negative
+    number of pods.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from crds.rayjob import RayJob
 from crds.rayservice import RayService
 from crds.replicas import desired_pods, desired_worker_pods
 from tests.badinput.budget import PURE
-from tests.badinput.objects import KINDS, admit, our_verdict, path_matches
+from tests.badinput.objects import CRD_DIRS, KINDS, admit, our_verdict, path_matches
 from tests.badinput.strategies import (
     Broken,
     broken_objects,
@@ -36,6 +37,8 @@ from tests.badinput.strategies import (
 # A field path as violations print it: JSON names joined by dots, list indexes and map keys in
 # brackets (`spec.workerGroupSpecs[0].labels[ray.io/x]`); "<root>" only for a non-object.
 _PATH = re.compile(r"(apiVersion|kind|metadata|spec|status)([.\[].*)?")
+
+CRDS = sorted(CRD_DIRS)
 
 ANY_INPUT = st.one_of(
     json_values(),
@@ -67,24 +70,29 @@ def test_model_loading_succeeds_or_raises_validation_error(doc: Any, kind: str) 
         KIND_MODELS[kind].model_validate(doc)
 
 
-@PURE
-@given(broken_objects())
-def test_a_broken_object_is_rejected_by_a_gate_naming_the_field(broken: Broken) -> None:
-    admission = admit(broken.doc)
-    ours = [v.path for v in our_verdict(admission.stored)]
-    named = [p for p in admission.causes + ours if path_matches(p, broken.expected)]
-    assert named, (
-        f"{broken.mutation}: nothing names {broken.expected}; "
-        f"API server: {admission.causes}, ours: {ours}"
-    )
+@pytest.mark.parametrize("crds", CRDS)
+def test_a_broken_object_is_rejected_by_a_gate_naming_the_field(crds: str) -> None:
+    @PURE
+    @given(broken_objects())
+    def check(broken: Broken) -> None:
+        admission = admit(broken.doc, crds)
+        ours = [v.path for v in our_verdict(admission.stored)]
+        named = [p for p in admission.causes + ours if path_matches(p, broken.expected)]
+        assert named, (
+            f"{broken.mutation}: nothing names {broken.expected}; "
+            f"API server ({crds} CRDs): {admission.causes}, ours: {ours}"
+        )
+
+    check()
 
 
+@pytest.mark.parametrize("crds", CRDS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_valid_objects_pass_both_gates(kind: str) -> None:
+def test_valid_objects_pass_both_gates(kind: str, crds: str) -> None:
     @PURE
     @given(valid_objects(kind))
     def check(doc: dict[str, Any]) -> None:
-        admission = admit(doc)
+        admission = admit(doc, crds)
         assert admission.causes == []
         assert our_verdict(admission.stored) == []
 
