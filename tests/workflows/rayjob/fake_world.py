@@ -67,6 +67,8 @@ class FakeJobWorld:
     submissions: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
     dashboard_up: bool = True
+    refused: int = 0
+    """Submissions the dashboard refused while down."""
     events: list[io.EventSpec] = field(default_factory=list)
     deleted_self: bool = False
     sidecar_end: datetime | None = None
@@ -238,6 +240,7 @@ class FakeJobWorld:
     @activity.defn(name=io.SUBMIT_RAY_JOB)
     async def submit(self, params: io.SubmitRayJobInput) -> io.SubmitRayJobResult:
         if not self.dashboard_up:
+            self.refused += 1
             return io.SubmitRayJobResult(submitted=False, error="connection refused")
         if params.job_id in self.ray_jobs:
             return io.SubmitRayJobResult(duplicate=True)

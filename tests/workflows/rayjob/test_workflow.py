@@ -329,6 +329,24 @@ async def test_http_resubmits_when_ray_lost_the_job(harness: Harness) -> None:
     assert world.state == "Running"
 
 
+async def test_http_submission_refused_is_retried_within_seconds(harness: Harness) -> None:
+    """Regression: a dashboard that refused the first submission (Ready head, dashboard not
+    listening yet) was asked again only at the 5-minute resync."""
+    world = harness.world
+    world.spec = job_spec(submissionMode="HTTPMode")
+    world.dashboard_up = False
+    await harness.start()
+    await eventually(lambda: world.live_clusters(), message="a RayCluster")
+    world.make_ready()
+    await harness.owned_changed()
+    await eventually(lambda: world.refused, message="a refused submission")
+    world.dashboard_up = True
+    started = await harness.env.get_current_time()
+    await harness.env.sleep(timedelta(seconds=10))
+    assert world.submissions == [world.status.job_id if world.status else ""]
+    assert await harness.env.get_current_time() - started < timedelta(minutes=1)
+
+
 async def test_continue_as_new_keeps_deadlines(harness: Harness) -> None:
     world = harness.world
     world.spec = job_spec(activeDeadlineSeconds=600)
