@@ -1,0 +1,103 @@
+"""The Ray simulator's pure parts: entrypoint conventions, job and Serve status over time."""
+
+from __future__ import annotations
+
+import pytest
+
+from devcluster.ray_simulator.jobs import PENDING_SECONDS, Plan, SimulatedJob, plan
+from devcluster.ray_simulator.serve import InvalidServeConfig, SimulatedServe
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "expected"),
+    [
+        ("python train.py", Plan(0.5, 0, ())),
+        ("sleep 3", Plan(3.0, 0, ())),
+        ("echo hi; sleep 1.5 && sleep 2", Plan(3.5, 0, ("hi",))),
+        ("sleep 2; exit 1", Plan(2.0, 1, ())),
+        ("python -c 'import sys, time; time.sleep(4); sys.exit(7)'", Plan(4.0, 7, ())),
+        ("echo 'a b'; echo \"c\"; exit 0", Plan(0.5, 0, ("a b", "c"))),
+        ("exit 2; exit 0", Plan(0.5, 0, ())),
+    ],
+)
+def test_plan_reads_the_entrypoint(entrypoint: str, expected: Plan) -> None:
+    assert plan(entrypoint) == expected
+
+
+def job(entrypoint: str) -> SimulatedJob:
+    return SimulatedJob("j1", entrypoint, submitted_at=1000.0, plan=plan(entrypoint))
+
+
+def test_a_job_runs_its_time_then_succeeds() -> None:
+    j = job("echo done; sleep 10")
+    assert j.status(1000.0) == "PENDING"
+    assert j.info(1000.0)["driver_node_id"] is None
+    running = 1000.0 + PENDING_SECONDS
+    assert j.status(running) == "RUNNING"
+    assert j.status(running + 9.9) == "RUNNING"
+    info = j.info(running + 10)
+    assert (info["status"], info["driver_exit_code"], info["error_type"]) == ("SUCCEEDED", 0, None)
+    assert info["start_time"] == 1_000_000 and info["end_time"] == int((running + 10) * 1000)
+    assert j.logs(running + 10).splitlines()[-1] == "done"
+
+
+def test_a_job_with_exit_code_fails() -> None:
+    j = job("sleep 1; exit 3")
+    info = j.info(1002.0)
+    assert (info["status"], info["driver_exit_code"]) == ("FAILED", 3)
+    assert info["error_type"] == "JOB_ENTRYPOINT_COMMAND_ERROR"
+    assert "exit code 3" in info["message"]
+
+
+def test_stop_ends_a_running_job_only() -> None:
+    j = job("sleep 60")
+    assert j.stop(1001.0) is True
+    assert j.status(5000.0) == "STOPPED"
+    assert j.info(5000.0)["end_time"] == 1_001_000
+    assert j.stop(1002.0) is False
+    done = job("sleep 1")
+    assert done.stop(1010.0) is False
+    assert done.status(1010.0) == "SUCCEEDED"
+
+
+def test_serve_apps_turn_running_after_the_delay() -> None:
+    serve = SimulatedServe(delay=2.0)
+    assert serve.details(0.0)["applications"] == {}
+    config = {"applications": [{"name": "a", "import_path": "m:app", "route_prefix": "/a"}]}
+    serve.apply(config, now=10.0)
+    app = serve.details(11.0)["applications"]["a"]
+    assert (app["status"], app["deployments"]["app"]["status"]) == ("DEPLOYING", "UPDATING")
+    assert serve.serving("/a/x", 11.0) is None
+    app = serve.details(12.0)["applications"]["a"]
+    assert (app["status"], app["deployments"]["app"]["status"]) == ("RUNNING", "HEALTHY")
+    assert serve.serving("/a/x", 12.0) == "a"
+    # The same config again changes nothing; a changed app deploys again.
+    serve.apply(config, now=20.0)
+    assert serve.details(20.0)["applications"]["a"]["status"] == "RUNNING"
+    serve.apply(
+        {
+            **config,
+            "target_capacity": 50,
+            "applications": [{**config["applications"][0], "args": {"x": 1}}],
+        },
+        now=30.0,
+    )
+    details = serve.details(30.0)
+    assert (details["applications"]["a"]["status"], details["target_capacity"]) == ("DEPLOYING", 50)
+    serve.shutdown()
+    assert serve.details(40.0) == serve.details(0.0)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"applications": [{"name": "", "import_path": "m:a"}]}, "must be nonempty"),
+        ({"applications": [{"name": "x", "import_path": "m:a"}] * 2}, "must be unique"),
+        ({"applications": [{"name": "x"}]}, "import_path"),
+        ({"applications": "nope"}, "valid list"),
+        ([], "valid list"),
+    ],
+)
+def test_serve_rejects_what_ray_rejects(config: object, message: str) -> None:
+    with pytest.raises(InvalidServeConfig, match=message):
+        SimulatedServe().apply(config, now=0.0)
