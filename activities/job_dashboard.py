@@ -30,6 +30,7 @@ from activities.ray_dashboard import (
     RayDashboardClient,
     proxied_base_url,
 )
+from activities.tracing import TracingTransport
 from crds.constants import PORT_NAME_DASHBOARD
 from crds.raycluster import RayCluster
 
@@ -102,7 +103,7 @@ class DashboardConnector:
         base = self.base_url(dashboard_url)
         token = await self._ray_token(cluster) if cluster is not None else None
         if self._access == DashboardAccess.DIRECT:
-            async with httpx.AsyncClient(transport=self._transport) as http:
+            async with httpx.AsyncClient(transport=self._traced(True)) as http:
                 yield RayDashboardClient(http, base, auth_token=token, timeout=DIRECT_TIMEOUT)
             return
         configuration = self._kube.configuration
@@ -114,9 +115,18 @@ class DashboardConnector:
         if self._transport is None and str(configuration.host).startswith("https"):
             verify = _ssl_context(configuration)
         async with httpx.AsyncClient(
-            transport=self._transport, headers=headers, verify=verify
+            transport=self._traced(verify), headers=headers, verify=verify
         ) as http:
             yield RayDashboardClient(http, base, auth_token=token, timeout=PROXY_TIMEOUT)
+
+    def _traced(self, verify: ssl.SSLContext | bool) -> httpx.AsyncBaseTransport | None:
+        """The transport to use: traced the way the Kubernetes client is, if it is."""
+        tracer = self._kube.tracer
+        if tracer is None:
+            return self._transport
+        # The client ignores `verify` once given a transport, so the inner one takes it.
+        inner = self._transport or httpx.AsyncHTTPTransport(verify=verify)
+        return TracingTransport(inner, tracer)
 
     async def _ray_token(self, cluster: RayCluster) -> str | None:
         """Ray's auth token from the cluster's Secret, when token authentication is on."""

@@ -28,6 +28,7 @@ from activities.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.job_views import JobViews
 from activities.kube import KubeClient
 from activities.metrics import KubeRayMetrics
+from activities.tracing import stamp_trace_context
 from crds.constants import FINALIZER_RAYJOB, LABEL_CLUSTER
 from crds.enums import JobSubmissionMode
 from crds.loading import parse_ray_object
@@ -132,6 +133,8 @@ class JobActivities:
             params.attempt,
             login_shell=self._options.login_shell,
         )
+        # The cluster's own workflow then continues this trace (`activities.tracing`).
+        stamp_trace_context(manifest)
         ns, name = params.ref.namespace, params.cluster_name
         try:
             _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ns, manifest)

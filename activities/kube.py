@@ -17,8 +17,10 @@ import aiohttp
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
+from opentelemetry.trace import Tracer
 
 from activities import errors
+from activities.tracing import client_span, default_tracer, kube_path_template
 
 JSON = dict[str, Any]
 
@@ -78,8 +80,14 @@ ISSUERS = Resource("cert-manager.io", "v1", "issuers")
 CERTIFICATES = Resource("cert-manager.io", "v1", "certificates")
 
 
-async def connect(kubeconfig: str | None = None) -> KubeClient:
-    """A client from a kubeconfig file, else in-cluster configuration, else ~/.kube/config."""
+async def connect(kubeconfig: str | None = None, tracer: Tracer | None = None) -> KubeClient:
+    """A client from a kubeconfig file, else in-cluster configuration, else ~/.kube/config.
+
+    Args:
+        kubeconfig: The kubeconfig file; None: in-cluster, else the default file.
+        tracer: Makes a span per request made inside a trace (`activities.tracing`);
+            None: no spans.
+    """
     configuration = Configuration()
     if kubeconfig:
         await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
@@ -88,18 +96,25 @@ async def connect(kubeconfig: str | None = None) -> KubeClient:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException:
             await config.load_kube_config(client_configuration=configuration)
-    return KubeClient(ApiClient(configuration=configuration))
+    return KubeClient(ApiClient(configuration=configuration), tracer)
 
 
 class KubeClient:
     """JSON requests against the API server behind an `ApiClient`."""
 
-    def __init__(self, api: ApiClient) -> None:
+    def __init__(self, api: ApiClient, tracer: Tracer | None = None) -> None:
         self._api = api
+        self._traced_by = tracer
+        self._tracer = tracer or default_tracer()
 
     async def close(self) -> None:
         """Release the connection pool."""
         await self._api.close()
+
+    @property
+    def tracer(self) -> Tracer | None:
+        """The tracer this client's requests are traced with, for clients built beside it."""
+        return self._traced_by
 
     @property
     def configuration(self) -> Configuration:
@@ -270,26 +285,31 @@ class KubeClient:
         params = [
             (k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()
         ]
-        try:
-            response: aiohttp.ClientResponse = await self._api.call_api(
-                path,
-                method,
-                query_params=params,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=request_timeout,
-            )
-        except ApiException as err:
-            raise errors.from_status(err.status or 0, err.body) from err
-        except (aiohttp.ClientError, TimeoutError, OSError) as err:
-            raise errors.KubeUnavailable(f"{method} {path}: {err}") from err
-        if response.status >= 400:
-            # Without preloading, the client leaves the status check to us.
+        url = f"{self.configuration.host}{path}"
+        with client_span(self._tracer, method, url, headers, kube_path_template(path)) as call:
             try:
-                body = await response.read()
-            finally:
-                response.release()
-            raise errors.from_status(response.status, body)
+                response: aiohttp.ClientResponse = await self._api.call_api(
+                    path,
+                    method,
+                    query_params=params,
+                    header_params=headers,
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _request_timeout=request_timeout,
+                )
+            except ApiException as err:
+                if err.status:
+                    call.answered(err.status)
+                raise errors.from_status(err.status or 0, err.body) from err
+            except (aiohttp.ClientError, TimeoutError, OSError) as err:
+                raise errors.KubeUnavailable(f"{method} {path}: {err}") from err
+            call.answered(response.status)
+            if response.status >= 400:
+                # Without preloading, the client leaves the status check to us.
+                try:
+                    body = await response.read()
+                finally:
+                    response.release()
+                raise errors.from_status(response.status, body)
         return response

@@ -21,6 +21,7 @@ from activities.builders import rayservice as rs
 from activities.builders import rayservice_gateway as gw
 from activities.errors import KubeError, KubeUnavailable
 from activities.kube import KubeClient
+from activities.tracing import stamp_trace_context
 from crds import constants as k
 from crds.enums import ClusterState
 from crds.enums import RayClusterConditionType as ClusterCond
@@ -228,6 +229,8 @@ class ServiceActivities:
             params.name,
             autoscale_from_min=params.autoscale_from_min,
         )
+        # The cluster's own workflow then continues this trace (`activities.tracing`).
+        stamp_trace_context(manifest)
         _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ref.namespace, manifest)
         if created:
             message = f"Created RayCluster {ref.namespace}/{params.name}"
