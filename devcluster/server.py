@@ -35,6 +35,7 @@ from devcluster.kinds import KindTable
 from devcluster.kubelet import Kubelet, make_kubelet
 from devcluster.kubelet import network as pod_network_setup
 from devcluster.kubelet.pods import ProcessRuntime
+from devcluster.kubelet.simulated import SimulatedRuntime
 from devcluster.networking import network_controllers
 from devcluster.networking.proxy_subresource import ProxySubresource
 from devcluster.pod_api import PodApi, server_tls
@@ -106,6 +107,9 @@ class DevCluster:
         if runtime is not None:  # a node: the process kubelet, or the simulated one
             kubelet = make_kubelet(runtime, self.state_dir, ready_delay=ready_delay)
             self.endpoints.logs = kubelet.serve_log
+            if isinstance(kubelet.runtime, SimulatedRuntime):  # simulated Ray heads answer
+                kubelet.runtime.ray.resolve_service = self.proxy.service_target
+                self.proxy.local = kubelet.runtime.ray.local_address
             self._controllers.append(kubelet)
             self._kubelet = kubelet
         self.pod_api: PodApi | None = None

@@ -1,18 +1,29 @@
 """The simulated runtime: pods become Running and Ready after a delay, with no processes.
 
-For scale benchmarks only, as kwok does for real clusters: nothing runs, there are no logs,
-probes are not run, but pods are bound, get IPs and go through Pending -> Running with the
-same status shape as under the process runtime. Deletion stops a pod at once.
+For scale tests and benchmarks, as kwok does for real clusters: nothing runs, there are no
+logs, probes are not run, but pods are bound, get IPs and go through Pending -> Running with
+the same status shape as under the process runtime. Deletion stops a pod at once.
+
+Ray is simulated too (see `devcluster.ray_simulator`): a container running `ray start --head`
+gets a simulated Ray dashboard, and a container running `ray job submit` submits to one and
+exits as KubeRay's submitter would, so RayJobs in every submission mode and RayServices go
+through their whole lifecycle. Every other container runs until its pod is deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from devcluster.kubelet.runtime import PodContext
-from devcluster.kubelet.status import RUNNING, ContainerRecord
+from devcluster.kubelet.status import RUNNING, TERMINATED, ContainerRecord, should_restart
 from devcluster.lifecycle import now_rfc3339
+from devcluster.ray_simulator import submitter
+from devcluster.ray_simulator.pods import SimulatedRay
+
+JsonObject = dict[str, Any]
 
 
 class SimulatedRuntime:
@@ -22,6 +33,7 @@ class SimulatedRuntime:
 
     def __init__(self, delay: float = 1.0) -> None:
         self.delay = delay
+        self.ray = SimulatedRay(serve_delay=delay)
 
     def setup(self, state_dir: Path) -> None:
         """Nothing to prepare: no namespaces, no processes."""
@@ -30,14 +42,17 @@ class SimulatedRuntime:
         """Nothing to undo."""
 
     async def run_pod(self, ctx: PodContext) -> None:
-        """Wait for the delay (or deletion), report the pod ready, then wait for deletion."""
-        spec = ctx.pod().get("spec", {})
+        """Wait for the delay (or deletion), report the pod ready, then wait for deletion.
+
+        A pod whose containers all end (submitters) returns once they have.
+        """
+        pod = ctx.pod()
+        spec = pod.get("spec", {})
         inits = [
             ContainerRecord(c["name"], c.get("image", "")) for c in spec.get("initContainers") or []
         ]
-        records = [
-            ContainerRecord(c["name"], c.get("image", "")) for c in spec.get("containers") or []
-        ]
+        containers = spec.get("containers") or []
+        records = [ContainerRecord(c["name"], c.get("image", "")) for c in containers]
         ctx.publish(inits, records)
         try:
             await asyncio.wait_for(ctx.terminating.wait(), self.delay)
@@ -52,8 +67,55 @@ class SimulatedRuntime:
             record.state, record.reason, record.started_at = RUNNING, "", now
             record.ready = record.started = True
             record.container_id = f"simulated://{ctx.uid[:8]}-{index}"
+        await self.ray.start_head(ctx.ip, pod, ctx.lookup)
         ctx.publish(inits, records)
-        await ctx.terminating.wait()
+        ending = [
+            asyncio.create_task(self._submitter(ctx, container, record, inits, records))
+            for container, record in zip(containers, records, strict=True)
+            if submitter.is_submitter(container)
+        ]
+        stopping = asyncio.create_task(ctx.terminating.wait())
+        try:
+            if ending and len(ending) == len(records):  # a Job's pod: done when they are
+                all_ended: asyncio.Future[Any] = asyncio.gather(*ending)
+                await asyncio.wait([stopping, all_ended], return_when=asyncio.FIRST_COMPLETED)
+            else:
+                await stopping
+        finally:
+            for task in [*ending, stopping]:
+                task.cancel()
+            await self.ray.stop_head(ctx.ip)
+
+    async def _submitter(
+        self,
+        ctx: PodContext,
+        container: JsonObject,
+        record: ContainerRecord,
+        inits: Sequence[ContainerRecord],
+        records: Sequence[ContainerRecord],
+    ) -> None:
+        """Run a simulated `ray job submit` until it exits, restarting it as the policy says."""
+        pod = ctx.pod()
+        namespace = pod["metadata"].get("namespace", "")
+        policy = pod.get("spec", {}).get("restartPolicy", "Always")
+        while True:
+            code = await self.ray.submit(
+                ctx.ip, namespace, pod, container, ctx.lookup, ctx.terminating
+            )
+            if ctx.terminating.is_set():
+                return
+            record.state, record.exit_code = TERMINATED, code
+            record.reason = "Completed" if code == 0 else "Error"
+            record.finished_at, record.ready = now_rfc3339(), False
+            ctx.publish(inits, records)
+            if not should_restart(policy, code):
+                return
+            await asyncio.sleep(self.delay)
+            record.last_terminated = record.terminated()
+            record.restart_count += 1
+            record.state, record.reason, record.started_at = RUNNING, "", now_rfc3339()
+            record.ready = True
+            ctx.publish(inits, records)
 
     def log_file(self, ctx: PodContext, container: str, previous: bool) -> Path | None:
         """Simulated containers write no logs."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +138,8 @@ class ProxySubresource:
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=5.0)
         self._pod_network = pod_network
         self._session: aiohttp.ClientSession | None = None
+        # Pod ports something in devcluster serves on loopback (the simulated Ray dashboards).
+        self.local: Callable[[str, int], tuple[str, int] | None] | None = None
 
     async def close(self) -> None:
         """Close the client connections."""
@@ -155,9 +158,22 @@ class ProxySubresource:
         else:
             slices = service_slices(self._handler, target.namespace, target.name)
             ip, port = random.choice(resolve_service(obj, slices, target.port))
+        if self.local is not None and (local := self.local(ip, port)) is not None:
+            return local
         if not allowed_destination(ip) or (not self._pod_network and not ip.startswith("127.")):
             raise _unavailable(f"address {ip} is not reachable from devcluster")
         return ip, port
+
+    def service_target(self, namespace: str, name: str, port: int) -> tuple[str, int] | None:
+        """A ready endpoint (pod IP, port) behind a Service port number, or None."""
+        service = self._handler.store.get("/services", namespace, name)
+        if service is None:
+            return None
+        try:
+            slices = service_slices(self._handler, namespace, name)
+            return random.choice(resolve_service(service, slices, str(port)))
+        except statuses.ApiError:
+            return None
 
     async def serve(self, request: web.Request, target: ProxyTarget) -> web.Response:
         """Forward one request and answer with the backend's response."""

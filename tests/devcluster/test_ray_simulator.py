@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from activities.builders.rayjob import submit_script
+from crds.enums import JobSubmissionMode
+from crds.rayjob import RayJob
+from devcluster.ray_simulator import submitter
 from devcluster.ray_simulator.jobs import PENDING_SECONDS, Plan, SimulatedJob, plan
 from devcluster.ray_simulator.serve import InvalidServeConfig, SimulatedServe
 
@@ -101,3 +105,71 @@ def test_serve_apps_turn_running_after_the_delay() -> None:
 def test_serve_rejects_what_ray_rejects(config: object, message: str) -> None:
     with pytest.raises(InvalidServeConfig, match=message):
         SimulatedServe().apply(config, now=0.0)
+
+
+def kuberay_job(entrypoint: str) -> RayJob:
+    head = {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.60.0"}]}
+    return RayJob.model_validate(
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayJob",
+            "metadata": {"name": "j", "namespace": "ns"},
+            "spec": {
+                "entrypoint": entrypoint,
+                "runtimeEnvYAML": "env_vars: {A: '1'}",
+                "metadata": {"team": "a"},
+                "entrypointResources": '{"r": 1}',
+                "rayClusterSpec": {
+                    "headGroupSpec": {"rayStartParams": {}, "template": {"spec": head}}
+                },
+            },
+        }
+    )
+
+
+def test_parse_reads_the_k8s_job_submitter_script() -> None:
+    job = kuberay_job("sleep 2; exit 1")
+    script = submit_script(
+        job, "j-1", "svc.ns.svc.cluster.local:8265", JobSubmissionMode.K8S_JOB, 0
+    )
+    submission = submitter.parse({"command": ["/bin/bash", "-ce", "--"], "args": [script]}, {})
+    assert submission == submitter.Submission(
+        address="http://svc.ns.svc.cluster.local:8265",
+        entrypoint="sleep 2; exit 1",
+        submission_id="j-1",
+        runtime_env={"env_vars": {"A": "1"}},
+        metadata={"team": "a"},
+        no_wait=True,
+        check_first=True,
+        follow=True,
+    )
+
+
+def test_parse_reads_the_sidecar_script_and_user_commands() -> None:
+    script = submit_script(kuberay_job("python x.py"), "j-2", "", JobSubmissionMode.SIDECAR, 8265)
+    submission = submitter.parse({"args": [script]}, {})
+    assert submission is not None
+    assert (submission.address, submission.submission_id) == ("http://127.0.0.1:8265", "j-2")
+    assert (submission.entrypoint, submission.no_wait, submission.follow) == (
+        "python x.py",
+        False,
+        False,
+    )
+    # A user's own submitter (KubeRay's samples), with the variables KubeRay sets.
+    own = {
+        "command": [
+            "sh",
+            "-c",
+            "ray job submit --address=http://$RAY_DASHBOARD_ADDRESS"
+            " --submission-id=$RAY_JOB_SUBMISSION_ID -- echo hi",
+        ]
+    }
+    env = {"RAY_DASHBOARD_ADDRESS": "h.ns.svc:8265", "RAY_JOB_SUBMISSION_ID": "s-3"}
+    submission = submitter.parse(own, env)
+    assert submission is not None
+    assert (submission.address, submission.submission_id, submission.entrypoint) == (
+        "http://h.ns.svc:8265",
+        "s-3",
+        "echo hi",
+    )
+    assert submitter.parse({"command": ["python", "main.py"]}, {}) is None

@@ -1,0 +1,141 @@
+"""Where simulated Ray meets the simulated runtime's pods: heads get dashboards, submitters run.
+
+A pod container that runs `ray start --head` (KubeRay's head, whatever its labels) gets a
+`SimulatedHead` once the pod is Running, listening on loopback; `local_address` tells the API
+server's service and pod proxies which loopback port stands for the pod's dashboard port
+(`--dashboard-port`, else 8265) and Serve port (Serve's `http_options.port`, else 8000), so
+the operator reaches it exactly as it reaches a real head. With `RAY_AUTH_MODE=token` in the
+head container's environment, the simulated dashboard wants that container's `RAY_AUTH_TOKEN`.
+A container that runs `ray job submit` (see `submitter`) talks to the dashboard its script
+addresses: localhost is its own pod, `<svc>.<ns>.svc...` a Service resolved to a ready pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from devcluster.kubelet import envs
+from devcluster.ray_simulator import submitter
+from devcluster.ray_simulator.dashboard import SimulatedHead
+
+JsonObject = dict[str, Any]
+Address = tuple[str, int]
+ServiceResolver = Callable[[str, str, int], Address | None]  # namespace, Service, port
+Lookup = Callable[[str, str], Mapping[str, bytes] | None]
+DASHBOARD_PORT = 8265
+_DASHBOARD_FLAG = re.compile(r"--dashboard-port[= ](\d+)")
+
+
+def head_container(pod: JsonObject) -> JsonObject | None:
+    """The container that runs `ray start --head`, if any."""
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        script = " ".join(
+            str(p) for p in [*(container.get("command") or []), *(container.get("args") or [])]
+        )
+        if "ray start" in script and "--head" in script:
+            return dict(container)
+    return None
+
+
+def dashboard_port(container: JsonObject) -> int:
+    """The dashboard port `ray start` is given (8265 unless `--dashboard-port`)."""
+    script = " ".join(
+        str(p) for p in [*(container.get("command") or []), *(container.get("args") or [])]
+    )
+    found = _DASHBOARD_FLAG.search(script)
+    return int(found.group(1)) if found else DASHBOARD_PORT
+
+
+def _env(pod: JsonObject, container: JsonObject, lookup: Lookup) -> dict[str, str]:
+    def text(kind: str, name: str) -> Mapping[str, str] | None:
+        data = lookup(kind, name)
+        return None if data is None else {k: v.decode(errors="replace") for k, v in data.items()}
+
+    try:
+        return envs.container_env(pod, container, text, {})
+    except envs.ConfigError:
+        return {}
+
+
+class SimulatedRay:
+    """The simulated heads of one devcluster, by pod IP, and their submitters."""
+
+    def __init__(self, serve_delay: float = 1.0) -> None:
+        self.serve_delay = serve_delay
+        self.resolve_service: ServiceResolver | None = None  # set by DevCluster
+        self._heads: dict[str, tuple[SimulatedHead, int]] = {}
+
+    def local_address(self, ip: str, port: int) -> Address | None:
+        """Where a simulated head's dashboard or Serve port on a pod IP really listens."""
+        found = self._heads.get(ip)
+        if found is None:
+            return None
+        head, dashboard = found
+        if port == dashboard:
+            return "127.0.0.1", head.ports["dashboard"]
+        serve = head.serve_port()
+        if serve is not None and port == head.serve.http_port:
+            return "127.0.0.1", serve
+        return None
+
+    async def start_head(self, ip: str, pod: JsonObject, lookup: Lookup) -> bool:
+        """Give a head pod its simulated dashboard; whether the pod is a head."""
+        container = head_container(pod)
+        if container is None:
+            return False
+        env = _env(pod, container, lookup)
+        token = None
+        if env.get("RAY_AUTH_MODE") == "token":  # unreadable token: nobody gets in
+            token = env.get("RAY_AUTH_TOKEN") or secrets.token_hex(16)
+        head = SimulatedHead(token=token, serve_delay=self.serve_delay)
+        await head.start()
+        self._heads[ip] = (head, dashboard_port(container))
+        return True
+
+    async def stop_head(self, ip: str) -> None:
+        """The head pod is gone: its dashboard, jobs and Serve apps go with it."""
+        found = self._heads.pop(ip, None)
+        if found is not None:
+            await found[0].stop()
+
+    async def submit(
+        self,
+        ip: str,
+        namespace: str,
+        pod: JsonObject,
+        container: JsonObject,
+        lookup: Lookup,
+        stopping: asyncio.Event,
+    ) -> int:
+        """Run a `ray job submit` container's script; its exit code."""
+        env = _env(pod, container, lookup)
+        submission = submitter.parse(container, env)
+        if submission is None:
+            return 2  # as bash would fail on a script it cannot run
+
+        def base_url() -> str | None:
+            target = self._target(submission.address, ip, namespace)
+            local = self.local_address(*target) if target else None
+            return f"http://{local[0]}:{local[1]}" if local else None
+
+        return await submitter.run(submission, base_url, env.get("RAY_AUTH_TOKEN"), stopping)
+
+    def _target(self, address: str, own_ip: str, namespace: str) -> Address | None:
+        parts = urlsplit(address)
+        host, port = parts.hostname or "", parts.port or DASHBOARD_PORT
+        if host in ("localhost", "127.0.0.1"):
+            return own_ip, port
+        with contextlib.suppress(ValueError):
+            return str(ipaddress.ip_address(host)), port
+        labels = host.split(".")
+        if self.resolve_service is None:
+            return None
+        service_namespace = labels[1] if len(labels) > 1 else namespace
+        return self.resolve_service(service_namespace, labels[0], port)

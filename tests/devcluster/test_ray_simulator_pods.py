@@ -1,0 +1,195 @@
+"""Simulated Ray on devcluster's simulated runtime, reached the way the operator reaches Ray.
+
+A pod running `ray start --head` answers the dashboard API through the API server's service
+proxy (and Serve's health through the pod proxy) once it is Running; a batch Job running
+KubeRay's K8sJobMode submitter script submits to it through the head Service and completes;
+a SidecarMode submitter in the head pod exits 1 when its job fails; token auth follows the
+head container's environment; a deleted head answers no more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest_asyncio
+
+from activities.builders.rayjob import submit_script
+from crds.enums import JobSubmissionMode
+from devcluster.server import DevCluster
+from tests.devcluster.test_ray_simulator import kuberay_job
+from tests.eventually import eventually
+
+NS = "default"
+PROXY = f"/api/v1/namespaces/{NS}/services/h-svc:dashboard/proxy"
+
+
+@pytest_asyncio.fixture
+async def http(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    cluster = DevCluster(tmp_path, runtime="simulated", ready_delay=0.1)
+    await cluster.start()
+    try:
+        async with httpx.AsyncClient(base_url=cluster.url, timeout=10) as client:
+            yield client
+    finally:
+        await cluster.stop()
+
+
+def head_pod(name: str, *extra: dict[str, Any], env: list[Any] | None = None) -> dict[str, Any]:
+    ray = {
+        "name": "ray-head",
+        "image": "rayproject/ray:2.60.0",
+        "command": ["/bin/bash", "-c", "--"],
+        "args": ["ulimit -n 65536; ray start --head --dashboard-port=8265 --block"],
+        "ports": [{"name": "dashboard", "containerPort": 8265}],
+        "env": env or [],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"restartPolicy": "Never", "containers": [ray, *extra]},
+    }
+
+
+async def create(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> None:
+    response = await http.post(path, json=body)
+    assert response.status_code == 201, response.text
+
+
+async def head_with_service(http: httpx.AsyncClient, pod: dict[str, Any]) -> None:
+    await create(http, f"/api/v1/namespaces/{NS}/pods", pod)
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "h-svc"},
+        "spec": {
+            "selector": {"app": pod["metadata"]["name"]},
+            "ports": [{"name": "dashboard", "port": 8265, "targetPort": 8265}],
+        },
+    }
+    await create(http, f"/api/v1/namespaces/{NS}/services", service)
+
+    async def healthy() -> bool:
+        return (await http.get(f"{PROXY}/api/gcs_healthz")).text == "success"
+
+    await eventually(healthy, message="the simulated dashboard through the service proxy")
+
+
+async def test_jobs_and_serve_through_the_proxies(http: httpx.AsyncClient) -> None:
+    await head_with_service(http, head_pod("h"))
+    submitted = await http.post(
+        f"{PROXY}/api/jobs/", json={"entrypoint": "sleep 0.3", "submission_id": "s1"}
+    )
+    assert submitted.json() == {"job_id": "s1", "submission_id": "s1"}
+    again = await http.post(f"{PROXY}/api/jobs/", json={"entrypoint": "x", "submission_id": "s1"})
+    assert again.status_code == 500 and "Please use a different submission_id" in again.text
+    assert (await http.get(f"{PROXY}/api/jobs/nope")).status_code == 404
+
+    async def succeeded() -> bool:
+        return (await http.get(f"{PROXY}/api/jobs/s1")).json()["status"] == "SUCCEEDED"
+
+    await eventually(succeeded, message="job s1 SUCCEEDED")
+
+    health = f"/api/v1/namespaces/{NS}/pods/h:8000/proxy/-/healthz"
+    assert (await http.get(health)).status_code == 503  # Serve not started: nothing listens
+    config = {"applications": [{"name": "app", "import_path": "m:app", "route_prefix": "/"}]}
+    assert (await http.put(f"{PROXY}/api/serve/applications/", json=config)).status_code == 200
+
+    async def running() -> bool:
+        answer = await http.get(
+            f"{PROXY}/api/serve/applications/", params={"api_type": "declarative"}
+        )
+        return answer.json()["applications"]["app"]["status"] == "RUNNING"
+
+    await eventually(running, message="Serve app RUNNING")
+    assert (await http.get(health)).text == "success"
+
+    await http.delete(f"/api/v1/namespaces/{NS}/pods/h", params={"gracePeriodSeconds": "0"})
+
+    async def gone() -> bool:
+        return (await http.get(f"{PROXY}/api/gcs_healthz")).status_code == 503
+
+    await eventually(gone, message="no dashboard once the head is deleted")
+
+
+async def test_k8s_job_submitter_completes_its_job(http: httpx.AsyncClient) -> None:
+    await head_with_service(http, head_pod("h"))
+    address = f"h-svc.{NS}.svc.cluster.local:8265"
+    script = submit_script(
+        kuberay_job("sleep 0.3; exit 1"), "k1", address, JobSubmissionMode.K8S_JOB, 0
+    )
+    container = {
+        "name": "ray-job-submitter",
+        "image": "rayproject/ray:2.60.0",
+        "command": ["/bin/bash", "-ce", "--"],
+        "args": [script],
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "k1"},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        },
+    }
+    await create(http, f"/apis/batch/v1/namespaces/{NS}/jobs", job)
+
+    async def complete() -> bool:
+        status = (
+            (await http.get(f"/apis/batch/v1/namespaces/{NS}/jobs/k1")).json().get("status", {})
+        )
+        return status.get("succeeded") == 1
+
+    # `ray job logs --follow` exits 0 whatever the job's outcome, so the Job succeeds...
+    await eventually(complete, within=20, message="the submitter Job to complete")
+    info = (await http.get(f"{PROXY}/api/jobs/k1")).json()
+    # ...and the Ray job itself failed, with the metadata and runtime env of the RayJob.
+    assert (info["status"], info["driver_exit_code"]) == ("FAILED", 1)
+    assert (info["metadata"], info["runtime_env"]) == ({"team": "a"}, {"env_vars": {"A": "1"}})
+
+
+async def test_sidecar_submitter_exits_with_the_job_and_token_auth(http: httpx.AsyncClient) -> None:
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "tok"},
+        "stringData": {"auth_token": "t0ken"},
+    }
+    await create(http, f"/api/v1/namespaces/{NS}/secrets", secret)
+    token = {
+        "name": "RAY_AUTH_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "tok", "key": "auth_token"}},
+    }
+    env = [{"name": "RAY_AUTH_MODE", "value": "token"}, token]
+    script = submit_script(
+        kuberay_job("sleep 0.3; exit 2"), "c1", "", JobSubmissionMode.SIDECAR, 8265
+    )
+    sidecar = {
+        "name": "ray-job-submitter",
+        "image": "rayproject/ray:2.60.0",
+        "command": ["/bin/bash", "-ce", "--"],
+        "args": [script],
+        "env": env,
+    }
+    await head_with_service(http, head_pod("h", sidecar, env=env))
+
+    async def sidecar_exit() -> int | None:
+        pod = (await http.get(f"/api/v1/namespaces/{NS}/pods/h")).json()
+        for status in pod.get("status", {}).get("containerStatuses", []):
+            if status["name"] == "ray-job-submitter" and "terminated" in status["state"]:
+                return int(status["state"]["terminated"]["exitCode"])
+        return None
+
+    assert await eventually(sidecar_exit, within=20, message="the sidecar to exit") == 1
+    # The exited sidecar leaves the head not Ready (as on Kubernetes): no Service endpoint.
+    assert (await http.get(f"{PROXY}/api/jobs/")).status_code == 503
+    pod_proxy = f"/api/v1/namespaces/{NS}/pods/h:8265/proxy"
+    assert (await http.get(f"{pod_proxy}/api/jobs/")).status_code == 401
+    answer = await http.get(
+        f"{pod_proxy}/api/jobs/c1", headers={"x-ray-authorization": "Bearer t0ken"}
+    )
+    assert answer.json()["status"] == "FAILED"
