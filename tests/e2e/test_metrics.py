@@ -3,8 +3,9 @@ values for a finished RayJob, next to the Temporal SDK's own metrics.
 
 The stack runs with `KUBERAY_TEMPORAL_METRICS_PORT` and JSON logs; the test applies a RayJob
 with kubectl, waits for the state KubeRay would reach and scrapes `/metrics` over HTTP. On the
-simulated runtime a RayJob cannot run Ray, so it fails on its `activeDeadlineSeconds` (a
-terminal transition KubeRay also times); the completed RayJob needs real Ray.
+simulated runtime a RayJob whose entrypoint sleeps for ten minutes (see devcluster's Ray
+simulator) fails on its `activeDeadlineSeconds` (a terminal transition KubeRay also times);
+the completed RayJob runs on real Ray.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ async def test_a_rayjob_past_its_deadline_on_the_simulated_runtime(
 ) -> None:
     stack, port = metrics_stack
     began = time.monotonic()
-    await apply(stack, rayjob("deadline", activeDeadlineSeconds=8))
+    await apply(stack, rayjob("deadline", activeDeadlineSeconds=8, entrypoint="sleep 600"))
     job = await reaches(stack, "deadline", "Failed", within=90)
     assert job["status"]["reason"] == "DeadlineExceeded"
 
