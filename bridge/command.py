@@ -19,6 +19,7 @@ from worker.health import serving_health
 from worker.logs import configure_logging
 from worker.metrics import build_telemetry, serving_metrics
 from worker.settings import WorkerSettings, describe_invalid
+from worker.tracing import Tracing, TracingConfigError, build_tracing
 
 logger = logging.getLogger(__name__)
 
@@ -63,14 +64,27 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.kubeconfig:
         settings = settings.model_copy(update={"kubeconfig": args.kubeconfig})
+    try:
+        tracing = build_tracing("kuberay-temporal-bridge")
+    except TracingConfigError as err:
+        print(f"kuberay-temporal bridge: invalid settings: {err}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_format)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(settings))
+        asyncio.run(serve(settings, tracing))
     exit_without_finalizing(0)
 
 
-async def serve(settings: WorkerSettings) -> None:
-    """Connect to both APIs and run the bridge until cancelled."""
+async def serve(settings: WorkerSettings, tracing: Tracing | None = None) -> None:
+    """Connect to both APIs and run the bridge until cancelled, then flush its traces."""
+    tracing = tracing or Tracing()
+    try:
+        await _serve(settings, tracing)
+    finally:
+        await tracing.shutdown()
+
+
+async def _serve(settings: WorkerSettings, tracing: Tracing) -> None:
     # The probes answer from the start: alive while connecting, ready once all is listed.
     bridges: list[Bridge] = []
 
@@ -79,13 +93,13 @@ async def serve(settings: WorkerSettings) -> None:
 
     async with serving_health(settings.health_port, listed):
         telemetry = build_telemetry(settings.metrics_port, settings.log_format)
-        client = await connect(settings, telemetry.runtime)
-        kube = await connect_kube(settings.kubeconfig)
+        client = await connect(settings, telemetry.runtime, tracing.interceptors())
+        kube = await connect_kube(settings.kubeconfig, tracing.kube_tracer)
         state = [lambda: cr_state(kube, settings.namespaces)]
         try:
             bridge = Bridge(
                 kube,
-                Signaller(client, settings.task_queue),
+                Signaller(client, settings.task_queue, tracing.tracer),
                 namespaces=settings.namespaces,
                 relist_period=settings.relist_seconds,
                 concurrency=settings.bridge_concurrency,

@@ -34,6 +34,8 @@ class Batch:
     owned: messages.OwnedChanged | None = None
     deleted: messages.Deleted | None = None
     attempts: int = 0
+    traceparent: str | None = None
+    """The trace the CR was created in (`activities.tracing`); its delivery continues it."""
 
     def merge(self, nudge: Nudge) -> None:
         """Fold one nudge into the batch."""
@@ -57,6 +59,7 @@ class Batch:
         """Fold a newer batch into this (older, failed) one."""
         for signal, payload in other.signals():
             self.merge(Nudge(self.target, signal, payload))
+        self.traceparent = other.traceparent or self.traceparent
 
     def signals(
         self,
@@ -89,14 +92,15 @@ class Coalescer:
     _queue: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     delivered: int = 0
 
-    def put(self, nudge: Nudge) -> None:
-        """Queue a nudge (never blocks, never drops)."""
+    def put(self, nudge: Nudge, traceparent: str | None = None) -> None:
+        """Queue a nudge (never blocks, never drops), with the trace its object carries."""
         key = nudge.target.workflow_id
         batch = self._pending.get(key)
         if batch is None:
             batch = self._pending[key] = Batch(nudge.target)
             self._schedule(key, self.window)
         batch.merge(nudge)
+        batch.traceparent = traceparent or batch.traceparent
 
     @property
     def idle(self) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from activities.kube import JSON, KubeClient
+from activities.tracing import traceparent_of
 from bridge import filtering
 from bridge.filtering import Memory, Nudge
 from bridge.queueing import Coalescer
@@ -79,8 +80,10 @@ class Bridge:
             known.pop(uid, None)
         else:
             known[uid] = _skeleton(obj)
+        # Only a CR's own annotation names the trace of its workflow, not its pods'.
+        traceparent = traceparent_of(obj) if target.primary else None
         for nudge in self._nudges(target, event, obj):
-            self.coalescer.put(nudge)
+            self.coalescer.put(nudge, traceparent)
 
     def _on_listed(self, target: Target, namespace: str | None, items: list[JSON]) -> None:
         """Treat a list as events, and objects missing from it as deleted."""

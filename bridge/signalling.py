@@ -11,12 +11,19 @@ their kinds and names), a few dozen bytes. The workflow reads the CR in the pass
 triggers and keeps the spec in its state, so a spec — often 10–50 KB of pod templates — enters
 the history once per generation actually acted on, not once per signal: a burst of ten edits
 costs ten small signals and one spec. It also means the workflow never acts on a stale copy.
+
+Tracing: each delivery is a PRODUCER span, `Deliver:<kind>`, the bridge's part of a trace; the
+client's Temporal interceptor (`worker.tracing`) carries it in the start and signal headers, so
+the workflow's spans and its activities' become its descendants. A delivery for a CR that an
+activity created in a trace (`activities.tracing.TRACEPARENT_ANNOTATION`) continues that trace.
 """
 
 from __future__ import annotations
 
 import logging
 
+from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.util.types import AttributeValue
 from temporalio.client import Client
 from temporalio.common import (
     SearchAttributeKey,
@@ -27,6 +34,8 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from activities.tracing import default_tracer, parent_context
+from bridge.filtering import Signal
 from bridge.queueing import Batch
 from workflows import messages
 
@@ -40,17 +49,36 @@ RAY_NAME = SearchAttributeKey.for_keyword("RayName")
 class Signaller:
     """Sends batches to workflows on one task queue."""
 
-    def __init__(self, client: Client, task_queue: str) -> None:
+    def __init__(self, client: Client, task_queue: str, tracer: Tracer | None = None) -> None:
         self._client = client
         self._task_queue = task_queue
+        self._tracer = tracer or default_tracer()
         self.sent = 0
         self.refused = 0
 
     async def deliver(self, batch: Batch) -> None:
-        """Signal-with-start the first signal, then send the rest in order."""
+        """Signal-with-start the first signal, then send the rest in order, in one span."""
         signals = batch.signals()
         if not signals:
             return
+        ref = batch.target
+        attributes: dict[str, AttributeValue] = {
+            "k8s.namespace.name": ref.namespace,
+            "kuberay_temporal.kind": ref.kind,
+            "kuberay_temporal.name": ref.name,
+            "kuberay_temporal.uid": ref.uid,
+            "kuberay_temporal.signals": [name for name, _ in signals],
+            "kuberay_temporal.attempt": batch.attempts + 1,
+        }
+        with self._tracer.start_as_current_span(
+            f"Deliver:{ref.kind}",
+            context=parent_context(batch.traceparent),
+            kind=SpanKind.PRODUCER,
+            attributes=attributes,
+        ):
+            await self._deliver(batch, signals)
+
+    async def _deliver(self, batch: Batch, signals: list[tuple[str, Signal]]) -> None:
         ref = batch.target
         (first, first_arg), rest = signals[0], signals[1:]
         try:

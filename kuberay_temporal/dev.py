@@ -43,6 +43,7 @@ from worker.metrics import SeriesSource, Telemetry, build_telemetry, serving_met
 from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import ALL_KEYS, SearchAttributeError, ensure_search_attributes
 from worker.settings import WorkerSettings, describe_invalid
+from worker.tracing import Tracing, TracingConfigError, build_tracing
 
 # Errors that mean "the stack could not run"; reported in one line, exit code 1.
 _STACK_ERRORS = (
@@ -75,6 +76,8 @@ class DevStack:
     """Connected to devcluster once it is up."""
     telemetry: Telemetry | None = None
     """The client's runtime and KubeRay's metrics, once the Temporal component is up."""
+    tracing: Tracing = field(default_factory=Tracing)
+    """Traces of the bridge, the workflows and the activities (`worker.tracing`)."""
     running: list[str] = field(default_factory=list)
     """One line per running thing, printed once everything is up."""
     failure: str | None = None
@@ -125,7 +128,8 @@ async def run_temporal(stack: DevStack) -> AsyncIterator[None]:
         try:
             wanted = stack.settings
             stack.telemetry = build_telemetry(wanted.metrics_port, wanted.log_format)
-            client = await connect(stack.settings, stack.telemetry.runtime)
+            interceptors = stack.tracing.interceptors()
+            client = await connect(stack.settings, stack.telemetry.runtime, interceptors)
             # `--search-attribute` only applies to a new database; an existing one gets
             # them here.
             await ensure_search_attributes(client, stack.settings.temporal_namespace)
@@ -151,7 +155,7 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
         pod_network=stack.runtime == "process",
     )
     async with cluster:
-        kube = await connect_kube(str(cluster.kubeconfig_path))
+        kube = await connect_kube(str(cluster.kubeconfig_path), stack.tracing.kube_tracer)
         try:
             await install_crds(kube)
             stack.kube = kube
@@ -196,7 +200,7 @@ async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
     settings = stack.settings
     bridge = Bridge(
         stack.require_kube(),
-        Signaller(stack.require_client(), settings.task_queue),
+        Signaller(stack.require_client(), settings.task_queue, stack.tracing.tracer),
         namespaces=settings.namespaces,
         relist_period=settings.relist_seconds,
         concurrency=settings.bridge_concurrency,
@@ -293,10 +297,17 @@ def _run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         _say(f"invalid settings: {describe_invalid(err)}", error=True)
         return 2
+    try:
+        tracing = build_tracing("kuberay-temporal-dev")
+    except TracingConfigError as err:
+        _say(f"invalid settings: {err}", error=True)
+        return 2
     if settings.log_format == "json":
         configure_logging("json", logging.WARNING)
     try:
-        return asyncio.run(run_stack(temporal, settings, COMPONENTS, args.kube_port, args.runtime))
+        return asyncio.run(
+            run_stack(temporal, settings, COMPONENTS, args.kube_port, args.runtime, tracing)
+        )
     except _STACK_ERRORS as err:
         _say(str(err), error=True)
         return 1
@@ -308,6 +319,7 @@ async def run_stack(
     components: Sequence[Component],
     kube_port: int = 6443,
     runtime: str = "process",
+    tracing: Tracing | None = None,
 ) -> int:
     """Start `components` in order, wait for a stop, stop them in reverse order.
 
@@ -317,15 +329,22 @@ async def run_stack(
         components: The stack, in start order.
         kube_port: Where devcluster serves the Kubernetes API.
         runtime: How devcluster runs pods.
+        tracing: Where the stack's traces go; None: nowhere. Flushed once all stopped.
 
     Returns:
         0 if stopped by a signal, 1 if a component failed while running.
     """
     with stop_on_signals() as stop:
         stack = DevStack(
-            temporal=temporal, settings=settings, stop=stop, kube_port=kube_port, runtime=runtime
+            temporal=temporal,
+            settings=settings,
+            stop=stop,
+            kube_port=kube_port,
+            runtime=runtime,
+            tracing=tracing or Tracing(),
         )
         async with AsyncExitStack() as started:
+            started.push_async_callback(stack.tracing.shutdown)
             for component in components:
                 if stop.is_set():
                     break

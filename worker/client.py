@@ -13,10 +13,11 @@ import dataclasses
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from temporalio.client import Client
+from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 from temporalio.runtime import Runtime
@@ -83,13 +84,19 @@ def tls_config(settings: WorkerSettings) -> TLSConfig | bool:
     )
 
 
-async def connect(settings: WorkerSettings, runtime: Runtime | None = None) -> Client:
+async def connect(
+    settings: WorkerSettings,
+    runtime: Runtime | None = None,
+    interceptors: Sequence[Interceptor] = (),
+) -> Client:
     """Connect to the Temporal frontend named by `settings`.
 
     Args:
         settings: Address, namespace, TLS and API key to use.
         runtime: The SDK runtime (its metrics exporter, see `worker.metrics`); None: the
             default one.
+        interceptors: Client interceptors, which workers built on the client inherit (the
+            tracing one of `worker.tracing`).
 
     Returns:
         A connected client with the converter of `data_converter(settings)`.
@@ -106,6 +113,7 @@ async def connect(settings: WorkerSettings, runtime: Runtime | None = None) -> C
         tls=tls_config(settings),
         api_key=api_key.get_secret_value() if api_key is not None else None,
         runtime=runtime,
+        interceptors=interceptors,
     )
 
 

@@ -27,6 +27,7 @@ from worker.metrics import build_telemetry, serving_metrics
 from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import SearchAttributeError, ensure_search_attributes
 from worker.settings import WorkerSettings, describe_invalid
+from worker.tracing import Tracing, TracingConfigError, build_tracing
 
 logger = logging.getLogger(__name__)
 
@@ -126,16 +127,28 @@ def _run(args: argparse.Namespace) -> int:
             f"kuberay-temporal worker: invalid settings: {describe_invalid(err)}", file=sys.stderr
         )
         return 2
+    try:
+        tracing = build_tracing("kuberay-temporal-worker")
+    except TracingConfigError as err:
+        print(f"kuberay-temporal worker: invalid settings: {err}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_format)
     try:
-        asyncio.run(_serve(settings))
+        asyncio.run(_serve(settings, tracing))
     except (RuntimeError, RPCError, SearchAttributeError, OSError) as err:
         print(f"kuberay-temporal worker: {err}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _serve(settings: WorkerSettings) -> None:
+async def _serve(settings: WorkerSettings, tracing: Tracing) -> None:
+    try:
+        await _serve_traced(settings, tracing)
+    finally:
+        await tracing.shutdown()
+
+
+async def _serve_traced(settings: WorkerSettings, tracing: Tracing) -> None:
     # The probes answer from the start: alive while connecting, ready once polling.
     running: list[Worker] = []
 
@@ -145,9 +158,9 @@ async def _serve(settings: WorkerSettings) -> None:
     with stop_on_signals() as stop:
         async with serving_health(settings.health_port, polling):
             telemetry = build_telemetry(settings.metrics_port, settings.log_format)
-            client = await connect(settings, telemetry.runtime)
+            client = await connect(settings, telemetry.runtime, tracing.interceptors())
             await ensure_search_attributes(client, settings.temporal_namespace)
-            kube = await connect_kube_or_none(settings)
+            kube = await connect_kube_or_none(settings, tracing)
             activities = build_activities(
                 kube, dashboard_access=settings.dashboard_access, metrics=telemetry.kuberay
             )
@@ -164,16 +177,21 @@ async def _serve(settings: WorkerSettings) -> None:
                     settings.temporal_address,
                     settings.temporal_namespace,
                 )
+                if tracing.enabled:
+                    logger.info("exporting traces to %s", ", ".join(tracing.exporters))
                 await stop.wait()
             if kube is not None:
                 await kube.close()
                 logger.info("stopping: draining for up to %s", settings.graceful_shutdown_timeout)
 
 
-async def connect_kube_or_none(settings: WorkerSettings) -> KubeClient | None:
+async def connect_kube_or_none(
+    settings: WorkerSettings, tracing: Tracing | None = None
+) -> KubeClient | None:
     """The Kubernetes API from the settings; None (with a warning) when there is none."""
+    tracer = tracing.kube_tracer if tracing is not None else None
     try:
-        return await connect_kube(settings.kubeconfig)
+        return await connect_kube(settings.kubeconfig, tracer)
     except ConfigException as err:
         logger.warning(
             "no Kubernetes configuration (%s): running without the CR workflows' activities; "

@@ -2,6 +2,10 @@
 
 A failure here means a change would break workflows that are running right now: guard the
 change with `workflow.patched()` (see DESIGN §4), do not re-record.
+
+The replayer carries the worker's tracing interceptor, as a worker with OTEL_* variables
+does: tracing must neither change the commands nor record a span while replaying. (A history
+recorded with tracing headers is replayed in `tests/worker/test_tracing_stack.py`.)
 """
 
 from __future__ import annotations
@@ -9,11 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from worker.running import build_sandbox_runner
+from worker.tracing import tracing_to
 from workflows.registry import WORKFLOWS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
@@ -27,9 +33,12 @@ def test_there_are_histories_to_replay() -> None:
 @pytest.mark.parametrize("name", sorted(TEXTS))
 async def test_history_replays(name: str) -> None:
     history = WorkflowHistory.from_json(name, TEXTS[name])
+    spans = InMemorySpanExporter()
     replayer = Replayer(
         workflows=WORKFLOWS,
         data_converter=pydantic_data_converter,
         workflow_runner=build_sandbox_runner(),
+        interceptors=tracing_to(spans, "replayer").interceptors(),
     )
     await replayer.replay_workflow(history)
+    assert spans.get_finished_spans() == ()

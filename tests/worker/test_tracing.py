@@ -1,0 +1,166 @@
+"""Tracing follows the standard OTEL_* variables: off without them, OTLP/HTTP with them.
+
+The OTLP side is a real HTTP server in the test that receives what the SDK's exporter posts
+and decodes it with the OTLP protobuf definitions, as a collector would.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from aiohttp import web
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.tracing import in_trace
+from worker.client import connect
+from worker.running import build_worker
+from worker.settings import WorkerSettings
+from worker.tracing import TracingConfigError, build_tracing
+from workflows.diagnostics import PingInput, PingWorkflow
+
+
+@pytest.fixture(autouse=True)
+def no_otel_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("OTEL_"):
+            monkeypatch.delenv(name)
+
+
+class Collector:
+    """Receives OTLP/HTTP trace exports."""
+
+    def __init__(self) -> None:
+        self.requests: list[ExportTraceServiceRequest] = []
+        self.content_types: list[str] = []
+        self.url = ""
+
+    async def receive(self, request: web.Request) -> web.Response:
+        self.content_types.append(request.content_type)
+        self.requests.append(ExportTraceServiceRequest.FromString(await request.read()))
+        return web.Response(body=b"", content_type="application/x-protobuf")
+
+    def span_names(self, service: str) -> list[str]:
+        names = []
+        for export in self.requests:
+            for resource_spans in export.resource_spans:
+                attributes = {
+                    a.key: a.value.string_value for a in resource_spans.resource.attributes
+                }
+                if attributes.get("service.name") != service:
+                    continue
+                for scope_spans in resource_spans.scope_spans:
+                    names += [span.name for span in scope_spans.spans]
+        return names
+
+
+@pytest_asyncio.fixture
+async def collector() -> AsyncIterator[Collector]:
+    received = Collector()
+    app = web.Application()
+    app.router.add_post("/v1/traces", received.receive)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    received.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    yield received
+    await runner.cleanup()
+
+
+async def test_without_variables_nothing_is_traced_and_everything_works(
+    local_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    tracing = build_tracing("kuberay-temporal-worker")
+    assert not tracing.enabled
+    assert tracing.interceptors() == [] and tracing.kube_tracer is None
+    with tracing.tracer.start_as_current_span("x") as span:
+        assert not span.is_recording()
+        assert not in_trace()
+
+    target = local_env.client.service_client.config.target_host
+    settings = WorkerSettings(temporal_address=target, task_queue=task_queue)
+    client = await connect(settings, None, tracing.interceptors())
+    async with build_worker(client, settings):
+        await client.execute_workflow(
+            PingWorkflow.run, PingInput(), id=f"ping-{uuid.uuid4()}", task_queue=task_queue
+        )
+    await tracing.shutdown()
+
+
+async def test_an_otlp_endpoint_exports_the_workflow_spans(
+    collector: Collector,
+    monkeypatch: pytest.MonkeyPatch,
+    local_env: WorkflowEnvironment,
+    task_queue: str,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "worker-under-test")
+    tracing = build_tracing("kuberay-temporal-worker")
+    assert tracing.enabled
+    assert tracing.exporters == [f"otlp {collector.url}/v1/traces"]
+
+    target = local_env.client.service_client.config.target_host
+    settings = WorkerSettings(temporal_address=target, task_queue=task_queue)
+    client = await connect(settings, None, tracing.interceptors())
+    async with build_worker(client, settings):
+        with tracing.tracer.start_as_current_span("ping from a test"):
+            await client.execute_workflow(
+                PingWorkflow.run, PingInput(), id=f"ping-{uuid.uuid4()}", task_queue=task_queue
+            )
+    await tracing.shutdown()  # flushes the batch
+
+    assert set(collector.content_types) == {"application/x-protobuf"}
+    names = collector.span_names("worker-under-test")
+    assert "ping from a test" in names
+    assert {"StartWorkflow:Ping", "RunWorkflow:Ping", "CompleteWorkflow:Ping"} <= set(names)
+
+
+def test_the_default_service_name_names_the_process(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{collector.url}/v1/traces")
+    tracing = build_tracing("kuberay-temporal-bridge")
+    assert tracing.provider is not None
+    assert tracing.provider.resource.attributes["service.name"] == "kuberay-temporal-bridge"
+
+
+@pytest.mark.parametrize(
+    ("variables", "enabled"),
+    [
+        pytest.param({"OTEL_TRACES_EXPORTER": "console"}, True, id="console"),
+        pytest.param({"OTEL_TRACES_EXPORTER": "none"}, False, id="none"),
+        pytest.param(
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "true"},
+            False,
+            id="sdk-disabled",
+        ),
+        pytest.param({"OTEL_SERVICE_NAME": "x"}, False, id="name-alone"),
+    ],
+)
+def test_which_variables_turn_tracing_on(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], enabled: bool
+) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert build_tracing("x").enabled == enabled
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        pytest.param("OTEL_TRACES_EXPORTER", "zipkin", id="exporter"),
+        pytest.param("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", id="protocol"),
+    ],
+)
+def test_an_exporter_we_do_not_have_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+    monkeypatch.setenv(name, value)
+    with pytest.raises(TracingConfigError, match=name):
+        build_tracing("x")
