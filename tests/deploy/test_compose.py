@@ -15,11 +15,13 @@ import pytest
 import yaml
 
 from tests.reference import REPO_ROOT
+from worker import tracing
 from worker.settings import WorkerSettings
 
 COMPOSE = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 VARIABLES = {str(f.validation_alias) for f in WorkerSettings.model_fields.values()}
+VARIABLES |= tracing.VARIABLES
 
 EXPECTED_IMAGES = {
     "postgresql": "postgres",
@@ -100,6 +102,8 @@ def test_worker_and_bridge_get_only_variables_they_read(name: str) -> None:
     # The health check asks the port the process serves on.
     assert f":{settings.health_port}/readyz" in " ".join(SERVICES[name]["healthcheck"]["test"])
     assert settings.health_port in {c for _, _, c in _published(SERVICES[name])}
+    # Traces go to the collector's OTLP/HTTP receiver (the only OTLP protocol built in).
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
 
 
 def test_the_kubeconfig_reaches_k3s_by_service_name_and_the_crds_are_ours() -> None:

@@ -6,9 +6,12 @@ and decodes it with the OTLP protobuf definitions, as a collector would.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -164,3 +167,30 @@ def test_an_exporter_we_do_not_have_is_refused_by_name(
     monkeypatch.setenv(name, value)
     with pytest.raises(TracingConfigError, match=name):
         build_tracing("x")
+
+
+@pytest.mark.parametrize("command", ["worker", "bridge", "dev"])
+async def test_the_commands_refuse_an_unavailable_protocol_at_start(
+    command: str, tmp_path: Path
+) -> None:
+    environ = os.environ | {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+    }
+    extra = ["--state-dir", str(tmp_path)] if command == "dev" else []
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kuberay_temporal",
+        command,
+        *extra,
+        env=environ,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+
+    assert process.returncode == 2
+    (line,) = stderr.decode().splitlines()
+    assert line.startswith(f"kuberay-temporal {command}: invalid settings: ")
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL='grpc'" in line
