@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from aiohttp import web
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from temporalio.testing import WorkflowEnvironment
 
 from activities.tracing import in_trace
+from tests.worker.otlp import Collector, receiving
 from worker.client import connect
 from worker.running import build_worker
 from worker.settings import WorkerSettings
@@ -27,52 +26,17 @@ from worker.tracing import TracingConfigError, build_tracing
 from workflows.diagnostics import PingInput, PingWorkflow
 
 
+@pytest_asyncio.fixture
+async def collector() -> AsyncIterator[Collector]:
+    async with receiving() as received:
+        yield received
+
+
 @pytest.fixture(autouse=True)
 def no_otel_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("OTEL_"):
             monkeypatch.delenv(name)
-
-
-class Collector:
-    """Receives OTLP/HTTP trace exports."""
-
-    def __init__(self) -> None:
-        self.requests: list[ExportTraceServiceRequest] = []
-        self.content_types: list[str] = []
-        self.url = ""
-
-    async def receive(self, request: web.Request) -> web.Response:
-        self.content_types.append(request.content_type)
-        self.requests.append(ExportTraceServiceRequest.FromString(await request.read()))
-        return web.Response(body=b"", content_type="application/x-protobuf")
-
-    def span_names(self, service: str) -> list[str]:
-        names = []
-        for export in self.requests:
-            for resource_spans in export.resource_spans:
-                attributes = {
-                    a.key: a.value.string_value for a in resource_spans.resource.attributes
-                }
-                if attributes.get("service.name") != service:
-                    continue
-                for scope_spans in resource_spans.scope_spans:
-                    names += [span.name for span in scope_spans.spans]
-        return names
-
-
-@pytest_asyncio.fixture
-async def collector() -> AsyncIterator[Collector]:
-    received = Collector()
-    app = web.Application()
-    app.router.add_post("/v1/traces", received.receive)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    received.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    yield received
-    await runner.cleanup()
 
 
 async def test_without_variables_nothing_is_traced_and_everything_works(
