@@ -16,6 +16,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode, Tracer
 
 from activities import errors, kube
+from activities import service_models as service_io
+from activities.services import ServiceActivities
 from activities.tracing import (
     TRACEPARENT_ANNOTATION,
     TracingTransport,
@@ -26,6 +28,8 @@ from activities.tracing import (
     traceparent_of,
 )
 from devcluster.server import DevCluster
+from kuberay_temporal.crd_install import install_crds
+from tests.activities.test_services import make_service, run
 
 
 @pytest.fixture
@@ -163,3 +167,27 @@ async def cluster_gone_client(tracer: Tracer, kubeconfig: str) -> None:
             await client.list_all(kube.PODS, "default")
     finally:
         await client.close()
+
+
+async def test_a_rayservice_cluster_carries_the_trace_that_created_it(
+    tmp_path: Path, tracer: Tracer
+) -> None:
+    # (A RayJob's cluster: tests/worker/test_tracing_stack.py.)
+    async with DevCluster(tmp_path / "cluster") as cluster:
+        client = await kube.connect(str(cluster.kubeconfig_path), tracer)
+        try:
+            await install_crds(client)
+            acts = ServiceActivities(client)
+            ref = await make_service(client)
+            goal = (await run(acts.read, service_io.ReadServiceInput(ref=ref))).goal_hash
+            name = f"{ref.name}-abcde"
+            create = service_io.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+            with tracer.start_as_current_span("RunActivity") as span:
+                await run(acts.create_cluster, create)
+            created = await client.get(kube.RAYCLUSTERS, "default", name)
+        finally:
+            await client.close()
+
+    traceparent = traceparent_of(created)
+    assert traceparent is not None
+    assert traceparent.split("-")[1] == format(span.get_span_context().trace_id, "032x")
