@@ -1,16 +1,17 @@
 """No secret value reaches a workflow history, a query, an Event, a status or a log line.
 
-The whole local stack on devcluster's simulated runtime (pods turn Ready without processes,
-so no Ray dashboard answers): a RayCluster with GCS fault tolerance whose Redis password
-comes from a Secret, one with the password written inline in the CR, two RayJobs (HTTPMode,
-K8sJobMode) and a RayService whose clusters run with Ray token authentication. The
-activities read the token from its Secret for every dashboard call, and those calls fail
-here, which is the path where a token most easily slips into an error message. Then every
-workflow history (all events, payloads as stored, which without a key are readable JSON),
-every pending activity's last failure, every `progress` query, the Events, the CR statuses,
-the stack's log (worker, bridge and devcluster at the warning level `dev` logs at, activity
-failures with their tracebacks) and the Temporal server's log are searched for the secret
-values, plain and base64. Checked to fail when the redaction of inline passwords is off.
+The whole local stack on devcluster's simulated runtime (pods turn Ready without processes;
+each head's simulated Ray dashboard listens on the `dashboard-port` its rayStartParams give,
+which here is not the port its Service targets, so no dashboard answers): a RayCluster with GCS
+fault tolerance whose Redis password comes from a Secret, one with the password written inline
+in the CR, two RayJobs (HTTPMode, K8sJobMode) and a RayService whose clusters run with Ray
+token authentication. The activities read the token from its Secret for every dashboard call,
+and those calls fail here, which is the path where a token most easily slips into an error
+message. Then every workflow history (all events, payloads as stored, which without a key are
+readable JSON), every pending activity's last failure, every `progress` query, the Events, the
+CR statuses, the stack's log (worker, bridge and devcluster at the warning level `dev` logs at,
+activity failures with their tracebacks) and the Temporal server's log are searched for the
+secret values, plain and base64. Checked to fail when the redaction of inline passwords is off.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ AUTH = {"mode": "token", "secretName": "ray-auth"}
 def cluster_spec(**extra: Any) -> dict[str, Any]:
     def group(role: str) -> dict[str, Any]:
         container = {"name": f"ray-{role}", "image": RAY, "resources": {"limits": {"cpu": "1"}}}
-        return {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}}
+        # Off the Service's port: every dashboard call fails (see the module docstring).
+        params = {"dashboard-port": "18265"} if role == "head" else {}
+        return {"rayStartParams": params, "template": {"spec": {"containers": [container]}}}
 
     worker = {"groupName": "small", "replicas": 1, "minReplicas": 0, "maxReplicas": 2}
     return {
