@@ -45,6 +45,11 @@ a deadline asks Ray at once anyway)."""
 # what notices a dead worker; deadlines end a wait through `return_by`, signals cancel it.
 WAIT_BOUND = timedelta(hours=24)
 RAY_STATE = SearchAttributeKey.for_keyword("RayState")
+IDLE_PATCH = "rayjob-idle-without-resync"
+"""A finished, failed or suspended RayJob with no clock running waits for signals only."""
+IDLE_STATES = frozenset(
+    {Deploy.COMPLETE, Deploy.FAILED, Deploy.VALIDATION_FAILED, Deploy.SUSPENDED}
+)
 UNREADABLE_PATCH = "rayjob-unreadable-validation-failed"
 """A RayJob unreadable from its first read is refused like a bad edit (histories before wait)."""
 
@@ -138,7 +143,11 @@ class RayJobWorkflow:
         for moment in (state.wake_at, state.poll_at):
             if moment is not None:
                 wake = min(wake, moment)
-        if not state.dirty and wake > now:
+        if not state.dirty and self._idle() and workflow.patched(IDLE_PATCH):
+            # Nothing can change on its own: a periodic resync would only cost a timer and a
+            # read every few minutes for as long as the CR is kept. Edits and deletion signal.
+            await workflow.wait_condition(lambda: state.dirty or state.gone)
+        elif not state.dirty and wake > now:
             with contextlib.suppress(asyncio.TimeoutError):  # a timer: the pass is due anyway
                 await workflow.wait_condition(
                     lambda: state.dirty or state.gone,
@@ -146,6 +155,12 @@ class RayJobWorkflow:
                     timeout_summary=f"waiting for {state.waiting or 'a change'}",
                 )
         state.dirty = False
+
+    def _idle(self) -> bool:
+        state = self._state
+        status = state.status
+        clocks = state.wake_at is not None or state.poll_at is not None or state.busy
+        return not clocks and status is not None and status.job_deployment_status in IDLE_STATES
 
     def _should_continue_as_new(self) -> bool:
         info = workflow.info()

@@ -176,6 +176,44 @@ async def test_success_in_each_mode(harness: Harness, mode: str) -> None:
     assert progress.state == "Complete"
 
 
+async def test_a_finished_rayjob_costs_nothing_while_it_is_kept(harness: Harness) -> None:
+    """No resync timer once nothing can change on its own: a kept Complete RayJob's history
+    stays as it is for a week, and it still answers an edit and its deletion at once."""
+    world = harness.world
+    await harness.start()
+    await harness.ready_and_running()
+    await harness.finish()
+    await harness.state("Complete")
+    handle = harness.handle
+    assert handle is not None
+    await harness.env.sleep(TICK)  # the last quick poll timers fire
+    await eventually(lambda: _settled(handle), message="the workflow to settle")
+    before = await _history_length(handle)
+    await harness.env.sleep(timedelta(days=7))
+    assert await _history_length(handle) == before
+    world.edit(entrypoint="python other.py")  # a later edit is looked at, not acted on
+    await harness.spec_changed()
+    await eventually(lambda: _longer(handle, before), message="a pass for the edit")
+    world.deleting = True
+    await harness.signal(messages.DELETED, messages.Deleted(gone=False))
+    assert "is gone" in await handle.result()
+
+
+async def _history_length(handle: WorkflowHandle[Any, Any]) -> int:
+    return len([e async for e in handle.fetch_history_events()])
+
+
+async def _longer(handle: WorkflowHandle[Any, Any], than: int) -> bool:
+    return await _history_length(handle) > than
+
+
+async def _settled(handle: WorkflowHandle[Any, Any]) -> bool:
+    """The last workflow task has completed and nothing (activity, timer) is in flight."""
+    described = await handle.describe()
+    raw = described.raw_description
+    return not raw.pending_activities and not raw.pending_workflow_task.ByteSize()
+
+
 async def test_backoff_limit_one_makes_exactly_two_attempts(harness: Harness) -> None:
     world = harness.world
     world.spec = job_spec(backoffLimit=1)
