@@ -214,10 +214,11 @@ class RayClusterWorkflow:
         if violations and violations != self._state.reported_violations:
             message = "invalid spec: " + "; ".join(violations)
             self._state.remember(message)
-            await self._event("Warning", "InvalidRayClusterSpec", message)
+            await self._event("Warning", _invalid_reason(violations), message)
         self._state.reported_violations = violations
         if violations:
-            self._set_waiting(["a valid spec (see the InvalidRayClusterSpec Event)"])
+            reason = _invalid_reason(violations)
+            self._set_waiting([f"a valid RayCluster (see the {reason} Event)"])
         return not violations
 
     async def _act(self, snap: io.ClusterSnapshot) -> None:
@@ -395,6 +396,15 @@ class RayClusterWorkflow:
 
 
 _PROVISIONED = RayClusterConditionType.PROVISIONED
+
+
+def _invalid_reason(violations: list[str]) -> str:
+    """KubeRay's Event reason: metadata is checked first, then the status, then the spec."""
+    if any(v.startswith("metadata") for v in violations):
+        return "InvalidRayClusterMetadata"
+    if all(v.startswith("status") for v in violations):
+        return "InvalidRayClusterStatus"
+    return "InvalidRayClusterSpec"
 
 
 def _suspend_phase(status: object) -> SuspendPhase:
