@@ -36,7 +36,8 @@ from tests.badinput.strategies import (
 
 # A field path as violations print it: JSON names joined by dots, list indexes and map keys in
 # brackets (`spec.workerGroupSpecs[0].labels[ray.io/x]`); "<root>" only for a non-object.
-_PATH = re.compile(r"(apiVersion|kind|metadata|spec|status)([.\[].*)?")
+# A map key or an unknown field is printed as given, newlines included.
+_PATH = re.compile(r"(apiVersion|kind|metadata|spec|status)([.\[].*)?", re.DOTALL)
 
 CRDS = sorted(CRD_DIRS)
 

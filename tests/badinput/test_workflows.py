@@ -2,8 +2,9 @@
 
 (d) An object our gate rejects ends in KubeRay's refusal state, with the broken field's path in
     the message: RayJob `jobDeploymentStatus: ValidationFailed`, RayService `Ready=False` with
-    reason ValidationFailed, RayCluster a Warning Event `InvalidRayClusterSpec` (KubeRay writes
-    no status for an invalid RayCluster). The workflow keeps running without a failed workflow
+    reason ValidationFailed, RayCluster a Warning Event `InvalidRayClusterSpec` (or
+    `InvalidRayClusterMetadata` for a bad name; KubeRay writes no status for an invalid
+    RayCluster). The workflow keeps running without a failed workflow
     task, and nothing is created: no RayCluster, pod, Service, submitter or Ray job.
 (e) In the same worker, valid CRs of all three kinds reach ready/Complete while invalid ones
     are refused beside them.
@@ -98,7 +99,7 @@ async def stack() -> AsyncIterator[Stack]:
 def refusal(world: Any) -> str | None:
     """The message of the world's ValidationFailed outcome, None while there is none."""
     if isinstance(world, StoredCluster):
-        refused = [e for e in world.events if e.reason == "InvalidRayClusterSpec"]
+        refused = [e for e in world.events if e.reason.startswith("InvalidRayCluster")]
         assert all(e.type == "Warning" for e in refused)
         return refused[0].message if refused else None
     if isinstance(world, StoredJob):
@@ -188,12 +189,24 @@ async def _invalid_is_refused(stack: Stack, broken: Broken) -> None:
     handle, world = await stack.start(stored)
     try:
         await assert_refused(handle, world, broken.expected)
+        if isinstance(world, StoredCluster):
+            # KubeRay's reasons: metadata is checked before the spec.
+            part = "Metadata" if broken.expected.startswith("metadata") else "Spec"
+            assert world.events[0].reason == f"InvalidRayCluster{part}"
     finally:
         await _terminate(handle)
 
 
 @WORKFLOW
 @given(broken_objects(("RayCluster",)))
+# Regression: a bad name was reported as InvalidRayClusterSpec, not KubeRay's Metadata reason.
+@example(
+    Broken(
+        doc={**_valid("RayCluster", copy.deepcopy(CLUSTER_SPEC)), "metadata": {"name": "1abc"}},
+        expected="metadata.name",
+        mutation="bad-name",
+    )
+)
 async def test_an_invalid_raycluster_is_refused_by_a_warning_event(
     stack: Stack, broken: Broken
 ) -> None:
