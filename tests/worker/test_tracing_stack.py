@@ -1,5 +1,8 @@
 """One trace from applying a RayJob to the Kubernetes call that creates its cluster's pods.
 
+(And to the Ray dashboard calls about its job, through the API server's service proxy: on the
+simulated runtime devcluster's Ray simulator answers them.)
+
 The stack runs in this process on real parts: devcluster (simulated runtime: pods turn Ready
 without processes), the real Temporal dev server, the worker with every workflow and
 activity, and the bridge. Bridge and worker each have their own client, tracer provider and
@@ -107,8 +110,9 @@ def rayjob(name: str) -> dict[str, Any]:
         "kind": "RayJob",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
-            "entrypoint": "python -c 'print(1)'",
-            "submissionMode": "K8sJobMode",
+            # devcluster's simulated Ray answers the dashboard API: the job is submitted.
+            "entrypoint": "echo traced",
+            "submissionMode": "HTTPMode",
             "rayClusterSpec": {
                 "rayVersion": "2.60.0",
                 "headGroupSpec": group("head"),
@@ -208,6 +212,25 @@ async def test_applying_a_rayjob_yields_one_trace_to_the_pod_creating_call(
     assert (cluster_call.attributes or {})["http.response.status_code"] == 201
     (cluster_start,) = child_named(spans, cluster_delivery, "SignalWithStartWorkflow:RayCluster")
     assert child_named(spans, cluster_start, "RunWorkflow:RayCluster")
+
+    # The job goes to Ray's dashboard over HTTP, from an activity of the same trace.
+    def dashboard_calls() -> list[tuple[ReadableSpan, ReadableSpan]]:
+        finished = stack.spans.get_finished_spans()
+        by_id = {s.context.span_id: s for s in finished}
+        return [
+            (s, by_id[s.parent.span_id])
+            for s in finished
+            if "/api/jobs/" in str((s.attributes or {}).get("url.full", ""))
+            and s.context.trace_id == trace_id
+            and s.parent is not None
+            and s.parent.span_id in by_id  # its activity ended, too
+        ]
+
+    await eventually(dashboard_calls, within=60, message="a dashboard call in the trace")
+    call, activity = dashboard_calls()[0]
+    assert call.kind == SpanKind.CLIENT and service(call) == "kuberay-temporal-worker"
+    assert "http.response.status_code" in (call.attributes or {})
+    assert activity.name.startswith("RunActivity:")
 
     # The cluster carries the trace it was created in, for the bridge to continue.
     (cluster,) = await stack.kube.list_all(
