@@ -12,9 +12,9 @@ of a running CR's workflow would reach the backend; the interceptor records each
 span as a completed, zero-length span at the moment it happens, and only when the workflow
 is not replaying (its `_completed_span` returns early on replay), so a worker restart or a
 cache eviction adds no span twice. Those spans are created outside the sandbox, through an
-extern function, with this module's tracer. The plugin's replay-safe provider
-(`create_tracer_provider`) is not used with it on purpose: its id generator draws from the
-workflow's random stream, which would shift `workflow.random()` only in live runs.
+extern function, with this module's tracer, so a plain SDK provider serves: the plugin's
+replay-safe provider (`create_tracer_provider`) is for spans made by workflow code itself,
+which ours makes none of.
 
 A trace starts when its workflow starts: every later activity of a CR's workflow is in the
 trace of the delivery that started it (later deliveries link into it as `HandleSignal`).
