@@ -52,7 +52,8 @@ class Step:
     wake_at: datetime | None = None
     """The next instant this decision could change on its own (a deadline or a TTL)."""
     busy: bool = False
-    """Objects are being torn down: look again soon even without a signal."""
+    """Look again soon even without a signal: objects are being torn down, or a borrowed
+    cluster (clusterSelector), whose changes are not signalled, is awaited."""
     notes: list[str] = field(default_factory=list)
 
 

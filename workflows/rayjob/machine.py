@@ -245,6 +245,11 @@ def decide(facts: Facts, now: datetime, rng: random.Random) -> Step:
     """The next status, the actions and what to wait for, given one pass's facts."""
     current = facts.status.job_deployment_status or Deploy.NEW
     step = HANDLERS[current](facts, now, rng)
+    borrowed_pending = step.status.job_deployment_status in (Deploy.INITIALIZING, Deploy.WAITING)
+    if borrowed_pending and naming.uses_selector(facts.spec):
+        # A borrowed cluster is not owned by the RayJob, so none of its changes is signalled
+        # here: look again every few seconds, as KubeRay's requeue does.
+        step.busy = True
     if step.wake_at is None:
         submitter_end = facts.submitter.finished_at if facts.submitter else None
         step.wake_at = deadlines.deadlines(facts.spec, step.status, submitter_end).earliest()

@@ -426,3 +426,21 @@ def test_sidecar_job_that_finished_before_the_cluster_was_ready_is_tracked() -> 
     step = decide(facts(D.INITIALIZING, spec, cluster=unready, submitter=done))
     assert step.status.job_deployment_status == D.RUNNING
     assert step.status.dashboard_url == "c-svc:8265"
+
+
+@pytest.mark.parametrize(
+    ("spec", "cluster", "busy"),
+    [
+        pytest.param({"clusterSelector": {"ray.io/cluster": "c"}}, UNREADY, True, id="borrowed"),
+        pytest.param({"clusterSelector": {"ray.io/cluster": "c"}}, None, True, id="borrowed-gone"),
+        pytest.param({}, UNREADY, False, id="own-cluster-signals"),
+    ],
+)
+def test_a_borrowed_cluster_is_looked_at_every_few_seconds(
+    spec: dict[str, Any], cluster: ClusterView | None, busy: bool
+) -> None:
+    """Regression: a clusterSelector RayJob waited for the 5-minute resync to see its cluster
+    ready, because changes of a cluster it does not own are never signalled to it."""
+    step = decide(facts(D.INITIALIZING, spec, cluster=cluster))
+    assert step.status.job_deployment_status == D.INITIALIZING
+    assert step.busy is busy
