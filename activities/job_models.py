@@ -20,6 +20,10 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from activities.cluster_models import RECORD_EVENT, EventSpec, RecordEventInput
+from crds.constants import (
+    DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
+    DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
+)
 from crds.enums import JobStatus
 from crds.raycluster import RayClusterStatus
 from crds.rayjob import RayJobSpec, RayJobStatus
@@ -49,6 +53,7 @@ __all__ = [
     "EnsureHeadServiceInput",
     "EventSpec",
     "JobEventReason",
+    "JobOperatorOptions",
     "JobSnapshot",
     "RayJobRef",
     "RayJobView",
@@ -165,6 +170,24 @@ class SubmitterView(BaseModel):
     message: str = ""
 
 
+class JobOperatorOptions(BaseModel):
+    """KubeRay's operator-wide RayJob switches, as the worker was configured.
+
+    They change decisions, so the workflow must not read them from its own process: the read
+    activity reports them in every snapshot, and replay sees the values recorded then. An
+    old history without them replays with KubeRay's defaults, which is what ran.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    delete_rayjob_cr_after_job_finishes: bool = False
+    """DELETE_RAYJOB_CR_AFTER_JOB_FINISHES: `shutdownAfterJobFinishes` deletes the RayJob."""
+    transition_grace_period_seconds: int = DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS
+    """RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS (J12)."""
+    status_check_timeout_seconds: int = DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS
+    """RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS (J13)."""
+
+
 class JobSnapshot(BaseModel):
     """One consistent look at a RayJob and what it owns."""
 
@@ -180,6 +203,8 @@ class JobSnapshot(BaseModel):
     status: RayJobStatus | None = None
     cluster: ClusterView | None = None
     submitter: SubmitterView | None = None
+    options: JobOperatorOptions = Field(default_factory=JobOperatorOptions)
+    """How the worker that read this is configured (decisions must use these, not defaults)."""
 
 
 # --- Kubernetes writes --------------------------------------------------------------------------

@@ -49,9 +49,11 @@ class JobActivities:
         client: KubeClient,
         options: builders.BuildOptions,
         metrics: KubeRayMetrics | None = None,
+        job_options: io.JobOperatorOptions | None = None,
     ) -> None:
         self._kube = client
         self._options = options
+        self._job_options = job_options or io.JobOperatorOptions()
         self._metrics = metrics
         self._views = JobViews(client, options.cluster_domain)
 
@@ -86,6 +88,7 @@ class JobActivities:
         meta = obj["metadata"]
         finalizers = meta.get("finalizers") or []
         snap = io.JobSnapshot(
+            options=self._job_options,
             generation=int(meta.get("generation") or 0),
             deleting=bool(meta.get("deletionTimestamp")),
             has_finalizer=FINALIZER_RAYJOB in finalizers,

@@ -14,6 +14,7 @@ from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.cluster_cleanup import ClusterCleanupActivities
 from activities.clusters import ClusterActivities
 from activities.job_dashboard import DashboardAccess, DashboardConnector
+from activities.job_models import JobOperatorOptions
 from activities.job_ray import RayJobActivities
 from activities.jobs import JobActivities
 from activities.kube import KubeClient
@@ -28,6 +29,7 @@ def build_activities(
     options: BuildOptions = DEFAULT_OPTIONS,
     dashboard_access: str = DashboardAccess.PROXY,
     metrics: KubeRayMetrics | None = None,
+    job_options: JobOperatorOptions | None = None,
 ) -> list[Callable[..., Any]]:
     """Return the activity callables to register on the worker.
 
@@ -39,6 +41,8 @@ def build_activities(
             or `direct` (the worker setting `KUBERAY_TEMPORAL_DASHBOARD_ACCESS`).
         metrics: Where the status-writing activities record KubeRay's duration metrics;
             None records nothing (no metrics endpoint).
+        job_options: KubeRay's RayJob switches, reported in every RayJob snapshot; None
+            means KubeRay's defaults.
 
     Returns:
         Functions decorated with `@activity.defn`.
@@ -51,7 +55,7 @@ def build_activities(
     return [
         *ClusterActivities(kube, options, metrics).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
-        *JobActivities(kube, options, metrics).activities(),
+        *JobActivities(kube, options, metrics, job_options).activities(),
         *RayJobActivities(kube, connector).activities(),
         # RayService; its Events go through ClusterActivities' `record_event` (same name).
         *ServiceActivities(kube).activities(),

@@ -86,6 +86,17 @@ async def test_read_returns_spec_status_and_the_cluster_view(client: KubeClient)
     assert snap.submitter is None
     again = await run(acts.read, io.ReadJobInput(ref=ref, known_generation=1))
     assert again.spec is None and again.status is None
+    assert snap.options == again.options == io.JobOperatorOptions()
+
+
+async def test_read_reports_the_operator_options_it_was_built_with(client: KubeClient) -> None:
+    options = io.JobOperatorOptions(
+        delete_rayjob_cr_after_job_finishes=True, status_check_timeout_seconds=30
+    )
+    acts = JobActivities(client, DEFAULT_OPTIONS, job_options=options)
+    ref = await make_rayjob(client)
+    snap = await run(acts.read, io.ReadJobInput(ref=ref, known_generation=1))
+    assert snap.options == options
 
 
 async def test_create_cluster_is_idempotent_and_recorded(client: KubeClient) -> None:

@@ -5,6 +5,8 @@ deadlines cannot be tested at a chosen time. Here each deadline is a pure functi
 the status and the submitter's finish time, all of which live in the RayJob status or are read
 again after a continue-as-new; the workflow only keeps the earliest one as its next wake-up. A
 deadline is "passed" at exactly its instant (`now >= deadline`, as `!time.Now().Before(d)`).
+The grace period and the status-check timeout are operator settings (KubeRay's
+RAYJOB_* variables); they come from the read activity's snapshot, never from the environment.
 """
 
 from __future__ import annotations
@@ -13,17 +15,14 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from crds.constants import (
-    DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
-    DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS,
-    DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
-)
+from activities.job_models import JobOperatorOptions
+from crds.constants import DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobSpec, RayJobStatus
 
 SUBMITTER_FINISHED_TIMEOUT = timedelta(seconds=DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS)
-TRANSITION_GRACE_PERIOD = timedelta(seconds=DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS)
-STATUS_CHECK_TIMEOUT = timedelta(seconds=DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS)
+KUBERAY_DEFAULTS = JobOperatorOptions()
+"""The grace period and status-check timeout when no snapshot said otherwise (300 s each)."""
 
 _PRE_RUNNING = (JobDeploymentStatus.INITIALIZING, JobDeploymentStatus.WAITING)
 _ACTIVE = (JobDeploymentStatus.INITIALIZING, JobDeploymentStatus.RUNNING)
@@ -41,9 +40,10 @@ class Deadlines(BaseModel):
     submitter_finished: datetime | None = None
     """Submitter finished + 30 s, while the Ray job is not terminal."""
     transition_grace: datetime | None = None
-    """`rayJobInfo.endTime + 300 s`, while the Ray job is terminal but the RayJob Running."""
+    """`rayJobInfo.endTime` + grace period (300 s), while the Ray job is terminal but the
+    RayJob Running."""
     status_check: datetime | None = None
-    """`jobStatusCheckFailureStartTime + 300 s`, while the dashboard keeps failing."""
+    """`jobStatusCheckFailureStartTime` + timeout (300 s), while the dashboard keeps failing."""
 
     def earliest(self) -> datetime | None:
         """The next instant something may change on its own, if any."""
@@ -80,35 +80,52 @@ def submitter_finished_deadline(
     return finished_at + SUBMITTER_FINISHED_TIMEOUT
 
 
-def transition_grace_deadline(status: RayJobStatus) -> datetime | None:
-    """The Ray job ended; the deployment status gets 300 s to follow."""
+def transition_grace_period(options: JobOperatorOptions) -> timedelta:
+    """RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS as configured."""
+    return timedelta(seconds=options.transition_grace_period_seconds)
+
+
+def status_check_timeout(options: JobOperatorOptions) -> timedelta:
+    """RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS as configured."""
+    return timedelta(seconds=options.status_check_timeout_seconds)
+
+
+def transition_grace_deadline(
+    status: RayJobStatus, options: JobOperatorOptions = KUBERAY_DEFAULTS
+) -> datetime | None:
+    """The Ray job ended; the deployment status gets the grace period (300 s) to follow."""
     job_status = status.job_status or JobStatus.NEW
     info = status.ray_job_info
     if status.job_deployment_status != JobDeploymentStatus.RUNNING or not job_status.is_terminal:
         return None
     if info is None or info.end_time is None:
         return None
-    return info.end_time + TRANSITION_GRACE_PERIOD
+    return info.end_time + transition_grace_period(options)
 
 
-def status_check_deadline(status: RayJobStatus) -> datetime | None:
-    """The dashboard has failed since `jobStatusCheckFailureStartTime`; 300 s of that fail."""
+def status_check_deadline(
+    status: RayJobStatus, options: JobOperatorOptions = KUBERAY_DEFAULTS
+) -> datetime | None:
+    """The dashboard has failed since `jobStatusCheckFailureStartTime`; the timeout ends it."""
     if status.job_deployment_status != JobDeploymentStatus.RUNNING:
         return None
     since = status.job_status_check_failure_start_time
-    return None if since is None else since + STATUS_CHECK_TIMEOUT
+    return None if since is None else since + status_check_timeout(options)
 
 
 def deadlines(
-    spec: RayJobSpec, status: RayJobStatus, submitter_finished_at: datetime | None = None
+    spec: RayJobSpec,
+    status: RayJobStatus,
+    submitter_finished_at: datetime | None = None,
+    options: JobOperatorOptions = KUBERAY_DEFAULTS,
 ) -> Deadlines:
     """All deadlines that apply to the RayJob in its current state."""
     return Deadlines(
         active=active_deadline(spec, status),
         pre_running=pre_running_deadline(spec, status),
         submitter_finished=submitter_finished_deadline(status, submitter_finished_at),
-        transition_grace=transition_grace_deadline(status),
-        status_check=status_check_deadline(status),
+        transition_grace=transition_grace_deadline(status, options),
+        status_check=status_check_deadline(status, options),
     )
 
 

@@ -8,7 +8,8 @@ KubeRay has three overlapping mechanisms; this engine runs all of them from one 
 * Legacy `onSuccess` / `onFailure`: the policy for the final Ray job status, due at
   `endTime + ttlSecondsAfterFinished`.
 * `shutdownAfterJobFinishes`: DeleteCluster (the submitter Job is kept for its logs), due at
-  `endTime + ttlSecondsAfterFinished`.
+  `endTime + ttlSecondsAfterFinished`; DeleteSelf instead when the operator sets KubeRay's
+  DELETE_RAYJOB_CR_AFTER_JOB_FINISHES (`delete_self`, from the read activity's snapshot).
 
 "Done" is judged on the cluster as it is now (`ClusterView`), never remembered, so a rule that
 ran before a crash or a continue-as-new is not run twice and one undone by hand is redone.
@@ -66,8 +67,12 @@ def _ttl(spec: RayJobSpec) -> timedelta:
     return timedelta(seconds=spec.ttl_seconds_after_finished or 0)
 
 
-def due_rules(spec: RayJobSpec, status: RayJobStatus) -> list[DueRule]:
-    """Every deletion the spec asks for once this RayJob has finished, with its due time."""
+def due_rules(spec: RayJobSpec, status: RayJobStatus, delete_self: bool = False) -> list[DueRule]:
+    """Every deletion the spec asks for once this RayJob has finished, with its due time.
+
+    `delete_self` is DELETE_RAYJOB_CR_AFTER_JOB_FINISHES: it turns `shutdownAfterJobFinishes`
+    into deleting the RayJob (which cascades), as KubeRay's handleShutdownAfterJobFinishes.
+    """
     end, deployment = status.end_time, status.job_deployment_status
     if end is None or spec.cluster_selector or deployment is None or not deployment.is_terminal:
         return []
@@ -85,7 +90,8 @@ def due_rules(spec: RayJobSpec, status: RayJobStatus) -> list[DueRule]:
     if strategy is not None:
         return _legacy(spec, status, end)
     if spec.shutdown_after_job_finishes:
-        return [DueRule(policy=Policy.DELETE_CLUSTER, due_at=end + _ttl(spec), source="shutdown")]
+        policy = Policy.DELETE_SELF if delete_self else Policy.DELETE_CLUSTER
+        return [DueRule(policy=policy, due_at=end + _ttl(spec), source="shutdown")]
     return []
 
 
@@ -115,12 +121,16 @@ def is_done(policy: DeletionPolicyType, cluster: ClusterView | None) -> bool:
 
 
 def next_deletion(
-    spec: RayJobSpec, status: RayJobStatus, cluster: ClusterView | None, now: datetime
+    spec: RayJobSpec,
+    status: RayJobStatus,
+    cluster: ClusterView | None,
+    now: datetime,
+    delete_self: bool = False,
 ) -> DeletionStep:
     """The most impactful overdue rule not yet done, and the next instant a rule falls due."""
     overdue: list[DueRule] = []
     pending: list[datetime] = []
-    for rule in due_rules(spec, status):
+    for rule in due_rules(spec, status, delete_self):
         if now < rule.due_at:
             pending.append(rule.due_at)
         elif not is_done(rule.policy, cluster):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from activities.job_models import ClusterView, SubmitterView
+from activities.job_models import ClusterView, JobOperatorOptions, SubmitterView
 from crds.enums import JobDeploymentStatus, JobFailedReason, JobSubmissionMode
 from crds.rayjob import RayJobSpec, RayJobStatus
 from workflows.rayjob import actions as act
@@ -30,6 +30,8 @@ class Facts:
     cluster: ClusterView | None = None
     submitter: SubmitterView | None = None
     has_finalizer: bool = True
+    options: JobOperatorOptions = field(default_factory=JobOperatorOptions)
+    """The operator's RayJob switches, as the read activity reported them (history)."""
 
     @property
     def mode(self) -> JobSubmissionMode:

@@ -186,7 +186,13 @@ def _suspended(facts: Facts, now: datetime, rng: random.Random) -> Step:
 
 def _finished(facts: Facts, now: datetime, rng: random.Random) -> Step:
     """Complete / Failed: run the cleanup rules as their TTLs fall due (J16–J18)."""
-    plan = deletion.next_deletion(facts.spec, facts.status, facts.cluster, now)
+    plan = deletion.next_deletion(
+        facts.spec,
+        facts.status,
+        facts.cluster,
+        now,
+        delete_self=facts.options.delete_rayjob_cr_after_job_finishes,
+    )
     waiting = (
         f"the next cleanup rule at {plan.next_at:%H:%M:%S}"
         if plan.next_at
@@ -252,7 +258,9 @@ def decide(facts: Facts, now: datetime, rng: random.Random) -> Step:
         step.busy = True
     if step.wake_at is None:
         submitter_end = facts.submitter.finished_at if facts.submitter else None
-        step.wake_at = deadlines.deadlines(facts.spec, step.status, submitter_end).earliest()
+        step.wake_at = deadlines.deadlines(
+            facts.spec, step.status, submitter_end, facts.options
+        ).earliest()
     return step
 
 

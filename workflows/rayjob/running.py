@@ -58,7 +58,8 @@ def _clocks(facts: Facts, now: datetime) -> Step | None:
             f"ActiveDeadlineSeconds: {spec.active_deadline_seconds}"
         )
         return fail(facts, Reason.DEADLINE_EXCEEDED, message)
-    if deadlines.passed(deadlines.transition_grace_deadline(status), now):
+    options = facts.options
+    if deadlines.passed(deadlines.transition_grace_deadline(status, options), now):
         to = Deploy.FAILED if status.job_status == JobStatus.FAILED else Deploy.COMPLETE
         message = (
             "JobDeploymentStatus does not transition to Complete or Failed within the grace "
@@ -67,10 +68,10 @@ def _clocks(facts: Facts, now: datetime) -> Step | None:
         reason = Reason.TRANSITION_GRACE_PERIOD_EXCEEDED
         return move(facts, to, f"{reason}: {message}", reason=reason, message=message)
     since = status.job_status_check_failure_start_time
-    if deadlines.passed(deadlines.status_check_deadline(status), now):
+    if deadlines.passed(deadlines.status_check_deadline(status, options), now):
         message = (
             f"Job status checks have been failing since {since}; exceeded timeout of "
-            f"{int(deadlines.STATUS_CHECK_TIMEOUT.total_seconds())}s"
+            f"{options.status_check_timeout_seconds}s"
         )
         return fail(facts, Reason.STATUS_CHECK_TIMEOUT_EXCEEDED, message)
     return None

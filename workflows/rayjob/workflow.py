@@ -197,6 +197,7 @@ class RayJobWorkflow:
             cluster=snap.cluster,
             submitter=snap.submitter,
             has_finalizer=state.has_finalizer,
+            options=snap.options,
         )
         deadline = state.wake_at is not None and workflow.now() >= state.wake_at
         if (self._nudged or deadline) and facts.status.job_deployment_status == Deploy.RUNNING:

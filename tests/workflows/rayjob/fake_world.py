@@ -74,6 +74,8 @@ class FakeJobWorld:
     sidecar_end: datetime | None = None
     gc_on_delete: bool = True
     """Deleted clusters vanish at once (else they linger until `collect`)."""
+    options: io.JobOperatorOptions = field(default_factory=io.JobOperatorOptions)
+    """The operator switches the read activity reports, as the real one does from settings."""
 
     # --- what tests do ------------------------------------------------------------------------
 
@@ -147,6 +149,7 @@ class FakeJobWorld:
             return io.JobSnapshot(exists=False)
         same = params.known_generation == self.generation
         return io.JobSnapshot(
+            options=self.options,
             generation=self.generation,
             deleting=self.deleting,
             has_finalizer="ray.io/rayjob-finalizer" in self.finalizers,
@@ -287,7 +290,10 @@ class FakeJobWorld:
         else:
             self.finalizers.discard("ray.io/rayjob-finalizer")
             if self.deleting:
+                # Gone: the garbage collector takes what the RayJob owns.
                 self.exists = False
+                self.clusters.clear()
+                self.submitter = None
 
     @activity.defn(name=io.RECORD_EVENT)
     async def record_event(self, params: io.RecordEventInput) -> None:

@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.job_models import JobOperatorOptions
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_test_server
@@ -342,6 +343,52 @@ async def test_shutdown_after_finish_waits_for_ttl(harness: Harness) -> None:
     await harness.env.sleep(timedelta(seconds=60))
     await eventually(lambda: world.live_clusters() == [], message="cluster gone after TTL")
     assert world.submitter is not None  # kept for its logs
+
+
+async def test_delete_rayjob_cr_after_job_finishes_deletes_the_rayjob(harness: Harness) -> None:
+    """DELETE_RAYJOB_CR_AFTER_JOB_FINISHES (J16): shutdown deletes the RayJob, not the cluster."""
+    world = harness.world
+    world.options = JobOperatorOptions(delete_rayjob_cr_after_job_finishes=True)
+    world.spec = job_spec(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=100)
+    await harness.start()
+    await harness.ready_and_running()
+    await harness.finish()
+    await harness.state("Complete")
+    await harness.env.sleep(timedelta(seconds=50))
+    assert not world.deleted_self and world.live_clusters()
+    await harness.env.sleep(timedelta(seconds=60))
+    await eventually(lambda: world.deleted_self, message="RayJob deleted after the TTL")
+    assert harness.handle is not None
+    assert "is gone" in await harness.handle.result()
+    # The cluster and the submitter went with the RayJob (cascade), not by a cluster delete.
+    assert "DeletedRayCluster" not in world.reasons()
+    assert not world.exists and not world.clusters and world.submitter is None
+
+
+async def test_a_shortened_status_check_timeout_fails_the_job_sooner(harness: Harness) -> None:
+    """RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS=30 (J13): 30 s of an unreachable dashboard fail it."""
+    world = harness.world
+    world.options = JobOperatorOptions(status_check_timeout_seconds=30)
+    await harness.start()
+    await harness.ready_and_running()
+    world.dashboard_up = False
+    await harness.owned_changed()
+    await eventually(
+        lambda: world.status is not None and world.status.job_status_check_failure_start_time,
+        message="the failure clock started",
+    )
+    await harness.env.sleep(timedelta(seconds=20))
+    assert world.state == "Running"
+    await harness.env.sleep(timedelta(seconds=15))
+    await harness.state("Failed")
+    status = world.status
+    assert status is not None and status.reason == "JobStatusCheckTimeoutExceeded"
+    assert status.message and "exceeded timeout of 30s" in status.message
+    since, end = status.job_status_check_failure_start_time, status.end_time
+    assert since is not None and end is not None
+    assert timedelta(seconds=30) <= end - since < timedelta(seconds=40)
+    await harness.env.sleep(TICK)
+    assert len(world.created_clusters) == 1  # not retried
 
 
 async def test_cr_deleted_mid_run_stops_the_job(harness: Harness) -> None:
