@@ -268,6 +268,35 @@ async def test_active_deadline_fails_a_long_job(stack: LocalStack) -> None:
 # --- clusterSelector and deletion rules -------------------------------------------------------
 
 
+async def test_existing_cluster_by_selector(stack: LocalStack) -> None:
+    """`ray-job.use-existing-raycluster.yaml`: the job runs on a RayCluster the RayJob neither
+    creates nor deletes (KubeRay's sample, with our cluster's name in the selector)."""
+    cluster_name, name = "shared-cluster", "job-selector"
+    spec = adapt(sample("http"), "unused", workers=False)["spec"]["rayClusterSpec"]
+    meta = {"name": cluster_name, "namespace": "default"}
+    await apply(
+        stack, {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta, "spec": spec}
+    )
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"entrypoint": QUICK, "clusterSelector": {"ray.io/cluster": cluster_name}},
+    }
+    await apply(stack, job)
+    done = await reaches(stack, name, "Complete", within=240)
+    assert done["rayClusterName"] == cluster_name and done["jobStatus"] == "SUCCEEDED"
+    assert await cluster_pods_of_job(stack, name) == []  # no cluster of its own
+    # K8sJobMode (the sample's default): the submitter Job ran against the shared cluster.
+    assert await get(stack, "job", name) is not None
+    await delete(stack, "rayjob", name)
+    cluster = await get(stack, "raycluster", cluster_name)
+    assert cluster is not None and not cluster["metadata"].get("deletionTimestamp")
+    assert not cluster["metadata"].get("ownerReferences")
+    assert await cluster_pods(stack, cluster_name, "head")
+    await delete(stack, "raycluster", cluster_name)
+
+
 async def test_deletion_rules_in_order(stack: LocalStack) -> None:
     name = "job-rules"
     rules = [("DeleteWorkers", 5), ("DeleteCluster", 25), ("DeleteSelf", 35)]
