@@ -75,6 +75,7 @@ class ClusterActivities:
             annotations=_annotations(meta),
             labels=dict(meta.get("labels") or {}),
             finalizers=list(meta.get("finalizers") or []),
+            redis_cleanup=self._options.gcs_ft_redis_cleanup,
         )
         try:
             cluster = parse_ray_object(obj)

@@ -1,8 +1,9 @@
-"""Operator-wide switches that change what the builders produce.
+"""Operator-wide switches that change what the builders produce (and the Redis cleanup).
 
 KubeRay reads these from its own environment (CLUSTER_DOMAIN, ENABLE_INIT_CONTAINER_INJECTION,
-ENABLE_PROBES_INJECTION, ENABLE_LOGIN_SHELL, ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE). Builders
-read no environment: the worker turns its settings into one of these and passes it down.
+ENABLE_PROBES_INJECTION, ENABLE_LOGIN_SHELL, ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE,
+ENABLE_GCS_FT_REDIS_CLEANUP). Builders read no environment: the worker turns its settings
+(`WorkerSettings.build_options`) into one of these and passes it down.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ class BuildOptions:
     """Run generated commands in a login shell (`bash -cl`)."""
     head_cluster_ip_service: bool = False
     """Give the head Service a cluster IP instead of making it headless."""
+    gcs_ft_redis_cleanup: bool = True
+    """Clean Redis GCS FT storage on deletion (ENABLE_GCS_FT_REDIS_CLEANUP). Not a builder
+    switch: the RayCluster read activity reports it, so the workflow sees it in its history."""
 
 
 DEFAULT_OPTIONS = BuildOptions()

@@ -12,7 +12,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import cluster_models as io
 from activities import kube
-from activities.builders import DEFAULT_OPTIONS
+from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.cluster_cleanup import ClusterCleanupActivities
 from activities.clusters import ClusterActivities
 from activities.kube import KubeClient
@@ -69,6 +69,16 @@ async def test_read_a_missing_cluster(client: KubeClient) -> None:
     ref = ObjectRef(kind="RayCluster", namespace="default", name="nope", uid="x")
     snap = await run(acts.read, io.ReadClusterInput(ref=ref))
     assert not snap.exists
+
+
+async def test_read_reports_whether_redis_cleanup_is_on(client: KubeClient) -> None:
+    ref = await make_cluster(client)
+    default = await run(
+        ClusterActivities(client, DEFAULT_OPTIONS).read, io.ReadClusterInput(ref=ref)
+    )
+    off = ClusterActivities(client, BuildOptions(gcs_ft_redis_cleanup=False))
+    snap = await run(off.read, io.ReadClusterInput(ref=ref))
+    assert default.redis_cleanup and not snap.redis_cleanup
 
 
 async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) -> None:

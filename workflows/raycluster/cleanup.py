@@ -8,7 +8,9 @@ either way. A cleanup that cannot finish is force-removed after `ray.io/gcs-ft-d
 seconds (default 300) with a `ForceDeletedStuckCluster` warning — measured from the CR's
 deletionTimestamp, so a restarted worker resumes the same deadline. Unlike KubeRay, nothing
 is created in a namespace that is itself being deleted (pain point P1): the finalizer goes at
-once, with the same warning.
+once, with the same warning. With KubeRay's ENABLE_GCS_FT_REDIS_CLEANUP=false (`enabled`) no
+finalizer is added, and one left from before is removed without a Job: KubeRay would leave it,
+and the CR stuck in Terminating.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class CleanupFacts(BaseModel):
     """"Complete" or "Failed" once the cleanup Job ended; None while it runs or is absent."""
     job_exists: bool = False
     namespace_terminating: bool = False
+    enabled: bool = True
+    """ENABLE_GCS_FT_REDIS_CLEANUP, as the read activity reported it."""
 
 
 class CleanupDecision(BaseModel):
@@ -84,7 +88,7 @@ def deletion_timeout(annotations: dict[str, str]) -> timedelta:
 
 def cleanup_step(facts: CleanupFacts, now: datetime) -> CleanupDecision:
     """Decide this pass's finalizer work."""
-    wanted = needs_redis_cleanup(facts.spec, facts.annotations)
+    wanted = facts.enabled and needs_redis_cleanup(facts.spec, facts.annotations)
     if facts.deleted_at is None:
         if wanted and not facts.has_finalizer:
             return CleanupDecision(step=CleanupStep.ADD_FINALIZER, reason="GCS FT uses Redis")
@@ -93,6 +97,8 @@ def cleanup_step(facts: CleanupFacts, now: datetime) -> CleanupDecision:
         return CleanupDecision(step=CleanupStep.NONE)
     if not wanted:
         reason = "no Redis state to clean (embedded GCS storage); the finalizer is stale"
+        if not facts.enabled:
+            reason = "Redis cleanup is off (ENABLE_GCS_FT_REDIS_CLEANUP=false); clean it by hand"
         return CleanupDecision(step=CleanupStep.REMOVE_FINALIZER, reason=reason)
     deadline = facts.deleted_at + deletion_timeout(facts.annotations)
     if now >= deadline:

@@ -184,6 +184,7 @@ class RayClusterWorkflow:
             job_exists=snap.cleanup_job_exists,
             job_finished=snap.cleanup_job_finished,
             namespace_terminating=snap.namespace_terminating,
+            enabled=snap.redis_cleanup,
         )
         decision = cleanup.cleanup_step(facts, workflow.now())
         state.wake_at = decision.deadline

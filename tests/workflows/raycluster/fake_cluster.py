@@ -42,6 +42,8 @@ class FakeCluster:
         self.deleted_at: datetime | None = None
         self.cleanup_job: str | None = None
         """None (no Job), "running", "Complete" or "Failed"."""
+        self.redis_cleanup = True
+        """ENABLE_GCS_FT_REDIS_CLEANUP as the read reports it (the real read: the settings)."""
 
     # --- what tests do to the "cluster" -------------------------------------------------------
 
@@ -119,6 +121,7 @@ class FakeCluster:
             deleting=self.deleted_at is not None,
             deleted_at=self.deleted_at,
             finalizers=list(self.finalizers),
+            redis_cleanup=self.redis_cleanup,
             cleanup_job_exists=self.cleanup_job is not None,
             cleanup_job_finished=self.cleanup_job if self.cleanup_job != "running" else None,
             annotations=dict(self.annotations),

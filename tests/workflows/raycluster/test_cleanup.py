@@ -48,6 +48,16 @@ def facts(**fields: Any) -> CleanupFacts:
         ),
         pytest.param(facts(spec=ROCKSDB), S.REMOVE_FINALIZER, id="rocksdb-stale-finalizer"),
         pytest.param(facts(has_finalizer=False), S.NONE, id="deleting-without-finalizer"),
+        pytest.param(
+            facts(enabled=False, has_finalizer=False, deleted_at=None),
+            S.NONE,
+            id="cleanup-off-adds-no-finalizer",
+        ),
+        pytest.param(
+            facts(enabled=False, live_pods=3, head_pods=1),
+            S.REMOVE_FINALIZER,
+            id="cleanup-off-drops-a-left-over-finalizer",
+        ),
         pytest.param(facts(live_pods=3, head_pods=1), S.DELETE_PODS, id="pods-first"),
         pytest.param(facts(head_pods=1), S.WAIT_FOR_HEAD, id="head-terminating"),
         pytest.param(facts(), S.CREATE_JOB, id="create-job"),

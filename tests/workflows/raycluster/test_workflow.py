@@ -261,6 +261,38 @@ async def test_redis_cleanup_runs_before_the_finalizer_goes(
     )
 
 
+async def test_redis_cleanup_off_adds_no_finalizer_and_runs_no_job(
+    harness: Harness, env: WorkflowEnvironment
+) -> None:
+    """ENABLE_GCS_FT_REDIS_CLEANUP=false: the CR deletes at once, Redis is left to the user."""
+    cluster = harness.cluster
+    cluster.spec = {**cluster.spec, **FT}
+    cluster.redis_cleanup = False
+    handle = await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3, message="pods")
+    assert not cluster.finalizers
+    cluster.delete(await env.get_current_time())
+    assert not cluster.exists
+    await harness.signal(messages.DELETED, messages.Deleted(gone=True))
+    assert "is gone" in await handle.result()
+    assert cluster.cleanup_job is None
+
+
+async def test_a_left_over_finalizer_goes_without_a_job_when_cleanup_is_off(
+    harness: Harness, env: WorkflowEnvironment
+) -> None:
+    """The finalizer was added before the operator turned the cleanup off."""
+    cluster = harness.cluster
+    cluster.spec = {**cluster.spec, **FT}
+    handle = await harness.start()
+    await eventually(lambda: cluster.finalizers and len(cluster.live()) == 3, message="finalizer")
+    cluster.redis_cleanup = False  # the worker restarted with the variable set
+    cluster.delete(await env.get_current_time())
+    await harness.signal(messages.DELETED, messages.Deleted(gone=False))
+    assert "is gone" in await handle.result()
+    assert cluster.cleanup_job is None and not cluster.exists
+
+
 async def test_a_stuck_cleanup_is_force_removed_after_the_timeout(
     harness: Harness, env: WorkflowEnvironment
 ) -> None:
