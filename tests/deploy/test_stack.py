@@ -1,4 +1,5 @@
-"""The worker and the bridge, as processes with the manifests' settings, run a RayCluster.
+"""The worker and the bridge, as processes with the manifests' settings, run a RayCluster and a
+RayJob end to end.
 
 This is the deployment as a cluster would run it, minus the cluster: the environment each
 process gets is read from the rendered kustomize base (its ConfigMap and env, and the
@@ -89,7 +90,7 @@ async def _kubectl(kubeconfig: Path, *args: str) -> None:
     assert await asyncio.wait_for(process.wait(), 60) == 0
 
 
-async def test_worker_and_bridge_processes_run_a_raycluster(
+async def test_worker_and_bridge_processes_run_a_raycluster_and_a_rayjob(
     tmp_path: Path, temporal: WorkflowEnvironment
 ) -> None:
     async with DevCluster(tmp_path / "cluster", runtime="simulated") as cluster:
@@ -149,6 +150,26 @@ async def test_worker_and_bridge_processes_run_a_raycluster(
             info = f'name="raycluster-mini",namespace="default",uid="{uid}",owner_kind="None"'
             assert f"kuberay_cluster_info{{{info}}} 1\n" in bridge_metrics
             assert "temporal_" in bridge_metrics  # the bridge's client calls
+
+            # A RayJob end to end: its cluster, the HTTPMode submission, Complete, cleanup.
+            sample = REPO_ROOT / "samples" / "rayjob.http-mode.yaml"
+            await _kubectl(config, "apply", "-f", str(sample))
+
+            async def complete() -> kube.JSON | None:
+                job = await client.get_or_none(kube.RAYJOBS, "default", "rayjob-http-mode")
+                status = (job or {}).get("status") or {}
+                return status if status.get("jobDeploymentStatus") == "Complete" else None
+
+            done = await eventually(complete, within=120, message="the RayJob Complete")
+            assert done["jobStatus"] == "SUCCEEDED" and done["succeeded"] == 1
+
+            async def cluster_deleted() -> bool:  # shutdownAfterJobFinishes
+                found = await client.get_or_none(
+                    kube.RAYCLUSTERS, "default", done["rayClusterName"]
+                )
+                return found is None
+
+            await eventually(cluster_deleted, within=60, message="the job's cluster deleted")
         finally:
             await client.close()
             for process in processes.values():
