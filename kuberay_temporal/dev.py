@@ -177,7 +177,11 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
     settings, telemetry = stack.settings, stack.telemetry or build_telemetry(None)
     activities = build_activities(
-        stack.kube, dashboard_access=settings.dashboard_access, metrics=telemetry.kuberay
+        stack.kube,
+        settings.build_options(),
+        dashboard_access=settings.dashboard_access,
+        metrics=telemetry.kuberay,
+        job_options=settings.job_options(),
     )
     kube, durations = stack.kube, telemetry.kuberay
     sources: list[SeriesSource] = [] if kube is None else [lambda: cr_state(kube)]

@@ -162,7 +162,11 @@ async def _serve_traced(settings: WorkerSettings, tracing: Tracing) -> None:
             await ensure_search_attributes(client, settings.temporal_namespace)
             kube = await connect_kube_or_none(settings, tracing)
             activities = build_activities(
-                kube, dashboard_access=settings.dashboard_access, metrics=telemetry.kuberay
+                kube,
+                settings.build_options(),
+                dashboard_access=settings.dashboard_access,
+                metrics=telemetry.kuberay,
+                job_options=settings.job_options(),
             )
             durations = telemetry.kuberay
             sources = [] if durations is None else [lambda: durations.collect(kube)]

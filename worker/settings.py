@@ -23,6 +23,13 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
+from activities.builders.options import BuildOptions
+from activities.job_models import JobOperatorOptions
+from crds.constants import (
+    DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
+    DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
+)
 from worker.codec import PAYLOAD_KEY_VARIABLE, parse_keys
 
 
@@ -196,6 +203,106 @@ class WorkerSettings(BaseModel):
             "`direct` to `http://<svc>.<ns>.svc.<domain>:<port>` (a worker inside the cluster)."
         ),
     )
+
+    # KubeRay's own operator variables (`utils/constant.go`), under KubeRay's names and with
+    # its defaults, so an operator's existing configuration carries over unchanged. The
+    # RayJob ones reach workflows only through the `read_rayjob` snapshot (history).
+    cluster_domain: str = Field(
+        default=DEFAULT_CLUSTER_DOMAIN,
+        validation_alias="CLUSTER_DOMAIN",
+        min_length=1,
+        description=(
+            "KubeRay's variable: the cluster DNS domain in head Service addresses "
+            "(`<svc>.<ns>.svc.<domain>`) used by workers, submitters and `dashboardURL`."
+        ),
+    )
+    init_container_injection: bool = Field(
+        default=True,
+        validation_alias="ENABLE_INIT_CONTAINER_INJECTION",
+        description=(
+            "KubeRay's variable: give worker pods the `wait-gcs-ready` init container "
+            "that waits for the head's GCS."
+        ),
+    )
+    probes_injection: bool = Field(
+        default=True,
+        validation_alias="ENABLE_PROBES_INJECTION",
+        description=(
+            "KubeRay's variable: add KubeRay's liveness and readiness probes to Ray "
+            "containers that have none."
+        ),
+    )
+    login_shell: bool = Field(
+        default=False,
+        validation_alias="ENABLE_LOGIN_SHELL",
+        description=(
+            "KubeRay's variable: run generated container commands in a login shell "
+            "(`/bin/bash -cl`), so profile scripts run."
+        ),
+    )
+    head_cluster_ip_service: bool = Field(
+        default=False,
+        validation_alias="ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE",
+        description=(
+            "KubeRay's variable: give a ClusterIP head Service a cluster IP instead of "
+            "making it headless."
+        ),
+    )
+    gcs_ft_redis_cleanup: bool = Field(
+        default=True,
+        validation_alias="ENABLE_GCS_FT_REDIS_CLEANUP",
+        description=(
+            "KubeRay's variable: clean a Redis GCS FT cluster's storage namespace on deletion "
+            "(finalizer and `<cluster>-redis-cleanup` Job). Off: no finalizer is added and a "
+            "left-over one is removed without cleaning Redis."
+        ),
+    )
+    delete_rayjob_cr_after_job_finishes: bool = Field(
+        default=False,
+        validation_alias="DELETE_RAYJOB_CR_AFTER_JOB_FINISHES",
+        description=(
+            "KubeRay's variable: `shutdownAfterJobFinishes` deletes the RayJob itself "
+            "(cascading to its RayCluster and submitter Job) instead of only the RayCluster."
+        ),
+    )
+    rayjob_transition_grace_period_seconds: int = Field(
+        default=DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
+        validation_alias="RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS",
+        gt=0,
+        description=(
+            "KubeRay's variable: seconds a RayJob may stay Running after Ray reported its "
+            "job terminal before it is forced to Complete/Failed "
+            "(JobDeploymentStatusTransitionGracePeriodExceeded)."
+        ),
+    )
+    rayjob_status_check_timeout_seconds: int = Field(
+        default=DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
+        validation_alias="RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS",
+        gt=0,
+        description=(
+            "KubeRay's variable: seconds of failing dashboard calls after which a running "
+            "RayJob fails with JobStatusCheckTimeoutExceeded (not retried)."
+        ),
+    )
+
+    def build_options(self) -> BuildOptions:
+        """KubeRay's switches for what the activities build (pods, Services, Jobs)."""
+        return BuildOptions(
+            cluster_domain=self.cluster_domain,
+            init_container_injection=self.init_container_injection,
+            probes_injection=self.probes_injection,
+            login_shell=self.login_shell,
+            head_cluster_ip_service=self.head_cluster_ip_service,
+            gcs_ft_redis_cleanup=self.gcs_ft_redis_cleanup,
+        )
+
+    def job_options(self) -> JobOperatorOptions:
+        """KubeRay's RayJob switches, reported to the workflow in every `read_rayjob`."""
+        return JobOperatorOptions(
+            delete_rayjob_cr_after_job_finishes=self.delete_rayjob_cr_after_job_finishes,
+            transition_grace_period_seconds=self.rayjob_transition_grace_period_seconds,
+            status_check_timeout_seconds=self.rayjob_status_check_timeout_seconds,
+        )
 
     @property
     def namespaces(self) -> list[str | None]:

@@ -39,6 +39,8 @@ def _default(field: FieldInfo) -> str:
         return "unset"
     if isinstance(value, timedelta):
         return f"`{value.total_seconds():g}`"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"  # as the variable is written
     if value == "":
         return "empty"
     return f"`{value}`"
