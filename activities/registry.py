@@ -58,7 +58,7 @@ def build_activities(
         *JobActivities(kube, options, metrics, job_options).activities(),
         *RayJobActivities(kube, connector).activities(),
         # RayService; its Events go through ClusterActivities' `record_event` (same name).
-        *ServiceActivities(kube).activities(),
+        *ServiceActivities(kube, options).activities(),
         *serve.activities(),
         *labeler.activities(),
         *RouteActivities(kube, labeler, options).activities(),

@@ -87,6 +87,9 @@ class ServiceSnapshot(BaseModel):
     """Gateway Accepted+Programmed and HTTPRoute parent Accepted+ResolvedRefs (S14)."""
     owned_objects: list[str] = Field(default_factory=list)
     """`Kind/name` of the Services, Gateway and HTTPRoute the RayService owns."""
+    zero_downtime: bool = True
+    """KubeRay's ENABLE_ZERO_DOWNTIME as the worker is configured: with it off, an unset
+    `upgradeStrategy.type` means None. Read here, from history, never from the environment."""
 
     def cluster(self, name: str | None) -> ClusterView | None:
         """The owned cluster of that name, if it exists."""

@@ -17,6 +17,7 @@ from temporalio import activity
 
 from activities import events, kube
 from activities import service_models as io
+from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.builders import rayservice as rs
 from activities.builders import rayservice_gateway as gw
 from activities.errors import KubeError, KubeUnavailable
@@ -78,9 +79,10 @@ class ServiceStore:
 class ServiceActivities:
     """RayService side effects on the Kubernetes API (not the dashboard, not the routes)."""
 
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(self, client: KubeClient, options: BuildOptions = DEFAULT_OPTIONS) -> None:
         self._kube = client
         self._store = ServiceStore(client)
+        self._zero_downtime = options.zero_downtime
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
@@ -106,6 +108,7 @@ class ServiceActivities:
             return io.ServiceSnapshot(exists=False)
         meta = obj["metadata"]
         snap = io.ServiceSnapshot(
+            zero_downtime=self._zero_downtime,
             generation=int(meta.get("generation") or 0),
             deleting=bool(meta.get("deletionTimestamp")),
             finalizers=list(meta.get("finalizers") or []),

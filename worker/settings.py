@@ -257,6 +257,15 @@ class WorkerSettings(BaseModel):
             "left-over one is removed without cleaning Redis."
         ),
     )
+    zero_downtime: bool = Field(
+        default=True,
+        validation_alias="ENABLE_ZERO_DOWNTIME",
+        description=(
+            "KubeRay's variable: a RayService without `upgradeStrategy.type` upgrades by a "
+            "new cluster (blue-green). `false`: such a RayService acts as type None (no new "
+            "cluster; the Serve config is still applied in place)."
+        ),
+    )
     delete_rayjob_cr_after_job_finishes: bool = Field(
         default=False,
         validation_alias="DELETE_RAYJOB_CR_AFTER_JOB_FINISHES",
@@ -294,6 +303,7 @@ class WorkerSettings(BaseModel):
             login_shell=self.login_shell,
             head_cluster_ip_service=self.head_cluster_ip_service,
             gcs_ft_redis_cleanup=self.gcs_ft_redis_cleanup,
+            zero_downtime=self.zero_downtime,
         )
 
     def job_options(self) -> JobOperatorOptions:

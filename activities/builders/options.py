@@ -2,8 +2,8 @@
 
 KubeRay reads these from its own environment (CLUSTER_DOMAIN, ENABLE_INIT_CONTAINER_INJECTION,
 ENABLE_PROBES_INJECTION, ENABLE_LOGIN_SHELL, ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE,
-ENABLE_GCS_FT_REDIS_CLEANUP). Builders read no environment: the worker turns its settings
-(`WorkerSettings.build_options`) into one of these and passes it down.
+ENABLE_GCS_FT_REDIS_CLEANUP, ENABLE_ZERO_DOWNTIME). Builders read no environment: the worker
+turns its settings (`WorkerSettings.build_options`) into one of these and passes it down.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ class BuildOptions:
     gcs_ft_redis_cleanup: bool = True
     """Clean Redis GCS FT storage on deletion (ENABLE_GCS_FT_REDIS_CLEANUP). Not a builder
     switch: the RayCluster read activity reports it, so the workflow sees it in its history."""
+    zero_downtime: bool = True
+    """An unset RayService `upgradeStrategy.type` means NewCluster; off, None
+    (ENABLE_ZERO_DOWNTIME). Reported by the RayService read activity, like the one above."""
 
 
 DEFAULT_OPTIONS = BuildOptions()

@@ -16,6 +16,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import kube
 from activities import service_models as io
+from activities.builders import BuildOptions
 from activities.builders import rayservice as rs
 from activities.job_dashboard import DashboardConnector
 from activities.kube import KubeClient
@@ -87,6 +88,14 @@ async def test_read_a_missing_service(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = ObjectRef(kind="RayService", namespace="default", name="nope", uid="x")
     assert not (await run(acts.read, io.ReadServiceInput(ref=ref))).exists
+
+
+async def test_read_reports_enable_zero_downtime(client: KubeClient) -> None:
+    ref = await make_service(client)
+    on = await run(ServiceActivities(client).read, io.ReadServiceInput(ref=ref))
+    acts = ServiceActivities(client, BuildOptions(zero_downtime=False))
+    off = await run(acts.read, io.ReadServiceInput(ref=ref))
+    assert on.zero_downtime and not off.zero_downtime
 
 
 async def test_read_leaves_the_serve_config_out_and_hashes_it(client: KubeClient) -> None:

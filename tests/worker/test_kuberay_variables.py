@@ -20,6 +20,7 @@ KUBERAY_VARIABLES = {
     "ENABLE_LOGIN_SHELL",
     "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE",
     "ENABLE_GCS_FT_REDIS_CLEANUP",
+    "ENABLE_ZERO_DOWNTIME",
     "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES",
     "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS",
     "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS",
@@ -44,6 +45,7 @@ def test_unset_means_kuberays_defaults() -> None:
         login_shell=False,
         head_cluster_ip_service=False,
         gcs_ft_redis_cleanup=True,
+        zero_downtime=True,
     )
     assert settings.job_options() == JobOperatorOptions(
         delete_rayjob_cr_after_job_finishes=False,
@@ -61,6 +63,7 @@ def test_every_kuberay_variable_reaches_the_activities() -> None:
             "ENABLE_LOGIN_SHELL": "true",
             "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE": "TRUE",
             "ENABLE_GCS_FT_REDIS_CLEANUP": "false",
+            "ENABLE_ZERO_DOWNTIME": "0",
             "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES": "true",
             "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS": "45",
             "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": "60",
@@ -74,6 +77,7 @@ def test_every_kuberay_variable_reaches_the_activities() -> None:
         login_shell=True,
         head_cluster_ip_service=True,
         gcs_ft_redis_cleanup=False,
+        zero_downtime=False,
     )
     assert settings.job_options() == JobOperatorOptions(
         delete_rayjob_cr_after_job_finishes=True,

@@ -68,10 +68,16 @@ class DeletionPlan(BaseModel):
     due: list[str]
 
 
-def upgrade_type(spec: RayServiceSpec) -> Upgrade:
-    """`spec.upgradeStrategy.type`, NewCluster when unset (S12)."""
+def upgrade_type(spec: RayServiceSpec, zero_downtime: bool = True) -> Upgrade:
+    """`spec.upgradeStrategy.type`; when unset, NewCluster (S12).
+
+    Unset means None instead when the operator turned zero-downtime upgrades off
+    (KubeRay's ENABLE_ZERO_DOWNTIME=false, reported in the read snapshot).
+    """
     strategy = spec.upgrade_strategy
-    return strategy.type if strategy and strategy.type else Upgrade.NEW_CLUSTER
+    if strategy and strategy.type:
+        return strategy.type
+    return Upgrade.NEW_CLUSTER if zero_downtime else Upgrade.NONE
 
 
 def is_incremental(spec: RayServiceSpec) -> bool:

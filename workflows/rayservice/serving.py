@@ -32,7 +32,7 @@ class ServingMixin(UpgradingMixin):
         name = active_name(state)
         active = snap.cluster(name)
         if state.upgrade is None:
-            kind = rules.upgrade_type(state.spec)
+            kind = rules.upgrade_type(state.spec, snap.zero_downtime)
             move = rules.cluster_move(state.goal_hash, active, kind, state.refused_hash)
             if move in (ClusterMove.CREATE_FIRST, ClusterMove.UPGRADE):
                 await self._start_upgrade(active.name if active else None)

@@ -69,6 +69,8 @@ class FakeServiceWorld:
         self.report_refs = False
         """True: report the route's ResolvedRefs as a controller would (see `gateway`)."""
         self.backend_services: set[str] = set()
+        self.zero_downtime = True
+        """ENABLE_ZERO_DOWNTIME as the read reports it (the real read: the worker settings)."""
         """False: the Gateway API CRDs are not installed (as `reconcile_gateway` reports it)."""
 
     # --- what tests do -------------------------------------------------------------------------
@@ -149,6 +151,7 @@ class FakeServiceWorld:
         config = self.spec.get("serveConfigV2") or ""
         owned = [f"Service/{self.name}-serve-svc"] if self.serve_svc else []
         return io.ServiceSnapshot(
+            zero_downtime=self.zero_downtime,
             generation=self.generation,
             deleting=self.deleted_at is not None,
             finalizers=list(self.finalizers),

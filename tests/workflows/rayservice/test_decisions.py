@@ -202,6 +202,22 @@ def test_upgrade_type(given: RayServiceSpec, kind: Upgrade, incremental: bool) -
 
 
 @pytest.mark.parametrize(
+    ("given", "kind"),
+    [
+        pytest.param(spec(), Upgrade.NONE, id="unset-is-none"),
+        pytest.param(spec(upgradeStrategy={}), Upgrade.NONE, id="empty-strategy-is-none"),
+        pytest.param(
+            spec(upgradeStrategy={"type": "NewCluster"}), Upgrade.NEW_CLUSTER, id="spec-wins"
+        ),
+    ],
+)
+def test_enable_zero_downtime_false_only_changes_an_unset_type(
+    given: RayServiceSpec, kind: Upgrade
+) -> None:
+    assert d.upgrade_type(given, zero_downtime=False) == kind
+
+
+@pytest.mark.parametrize(
     ("seconds", "expected"), [(None, 60), (0, 0), (5, 5), (-1, 0)], ids=["default", "0", "5", "neg"]
 )
 def test_deletion_delay(seconds: int | None, expected: int) -> None:

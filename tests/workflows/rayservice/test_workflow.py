@@ -192,6 +192,25 @@ async def test_cluster_change_is_blue_green_and_the_old_cluster_goes_after_the_d
     assert timedelta(seconds=110) <= at - promoted_at <= timedelta(seconds=125)
 
 
+async def test_zero_downtime_off_keeps_the_cluster_when_the_type_is_unset(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    """ENABLE_ZERO_DOWNTIME=false: an unset upgradeStrategy.type acts as None (S12)."""
+    h = await make(SPEC)
+    h.world.zero_downtime = False
+    await h.start()
+    old = await h.ready()
+    h.world.edit_cluster(headGroupSpec={**CLUSTER["headGroupSpec"], "rayStartParams": {"x": "1"}})
+    await h.spec_changed()
+    new_config = "applications:\n  - name: app1\n    import_path: a:c\n"
+    h.world.edit(serveConfigV2=new_config)
+    await h.spec_changed()
+    # The serve config still goes in place (S12); the cluster change starts no upgrade.
+    await eventually(lambda: h.world.clusters[old].applied[-1] == (new_config, None))
+    await env.sleep(timedelta(seconds=60))
+    assert h.world.created == [old] and h.world.active() == old
+
+
 async def test_incremental_upgrade_moves_weights_in_steps_at_the_interval(
     make: Any, env: WorkflowEnvironment
 ) -> None:
