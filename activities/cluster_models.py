@@ -42,6 +42,9 @@ class ClusterSnapshot(BaseModel):
     status: RayClusterStatus | None = None
     spec_hash: str = ""
     head_prefix: str = ""
+    head_name: str = ""
+    """The head pod's fixed name with KubeRay's ENABLE_DETERMINISTIC_HEAD_POD_NAME; empty: the
+    workflow adds a random suffix to `head_prefix`."""
     worker_prefixes: dict[str, str] = Field(default_factory=dict)
     resources: DesiredResources = Field(default_factory=DesiredResources)
     pods: list[PodView] = Field(default_factory=list)

@@ -143,6 +143,8 @@ class ClusterActivities:
                 snapshot.missing_objects.append(f"NetworkPolicy/{stale}")
         snapshot.spec_hash = builders.recreate_hash(cluster.spec)
         snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
+        if self._options.deterministic_head_pod_name:
+            snapshot.head_name = names.deterministic_head_pod_name(cluster)
         snapshot.worker_prefixes = {
             g.group_name: builders.worker_pod_name_prefix(cluster, g.group_name)
             for g in cluster.spec.worker_group_specs or []

@@ -257,6 +257,14 @@ class WorkerSettings(BaseModel):
             "left-over one is removed without cleaning Redis."
         ),
     )
+    deterministic_head_pod_name: bool = Field(
+        default=False,
+        validation_alias="ENABLE_DETERMINISTIC_HEAD_POD_NAME",
+        description=(
+            "KubeRay's variable: name head pods `<cluster>-head` (the cluster name clipped to "
+            "50 characters) instead of `<cluster>-head-<random>`; a restarted head keeps it."
+        ),
+    )
     zero_downtime: bool = Field(
         default=True,
         validation_alias="ENABLE_ZERO_DOWNTIME",
@@ -304,6 +312,7 @@ class WorkerSettings(BaseModel):
             head_cluster_ip_service=self.head_cluster_ip_service,
             gcs_ft_redis_cleanup=self.gcs_ft_redis_cleanup,
             zero_downtime=self.zero_downtime,
+            deterministic_head_pod_name=self.deterministic_head_pod_name,
         )
 
     def job_options(self) -> JobOperatorOptions:

@@ -57,6 +57,11 @@ def head_pod_name_prefix(cluster: RayCluster) -> str:
     return _pod_prefix(cluster.name, RayNodeType.HEAD)
 
 
+def deterministic_head_pod_name(cluster: RayCluster) -> str:
+    """`<cluster>-head`, clipped like the prefix (ENABLE_DETERMINISTIC_HEAD_POD_NAME)."""
+    return head_pod_name_prefix(cluster).removesuffix("-")
+
+
 def worker_pod_name_prefix(cluster: RayCluster, group_name: str) -> str:
     """`<cluster>-<group>-worker-`, with `<cluster>-<group>` clipped to 50 characters."""
     return _pod_prefix(f"{cluster.name}-{group_name}", RayNodeType.WORKER)

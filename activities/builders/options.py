@@ -2,8 +2,9 @@
 
 KubeRay reads these from its own environment (CLUSTER_DOMAIN, ENABLE_INIT_CONTAINER_INJECTION,
 ENABLE_PROBES_INJECTION, ENABLE_LOGIN_SHELL, ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE,
-ENABLE_GCS_FT_REDIS_CLEANUP, ENABLE_ZERO_DOWNTIME). Builders read no environment: the worker
-turns its settings (`WorkerSettings.build_options`) into one of these and passes it down.
+ENABLE_GCS_FT_REDIS_CLEANUP, ENABLE_ZERO_DOWNTIME, ENABLE_DETERMINISTIC_HEAD_POD_NAME).
+Builders read no environment: the worker turns its settings
+(`WorkerSettings.build_options`) into one of these and passes it down.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ class BuildOptions:
     gcs_ft_redis_cleanup: bool = True
     """Clean Redis GCS FT storage on deletion (ENABLE_GCS_FT_REDIS_CLEANUP). Not a builder
     switch: the RayCluster read activity reports it, so the workflow sees it in its history."""
+    deterministic_head_pod_name: bool = False
+    """Name head pods `<cluster>-head` instead of `<cluster>-head-<random>`
+    (ENABLE_DETERMINISTIC_HEAD_POD_NAME). The workflow names pods, so the RayCluster read
+    activity reports the fixed name in its snapshot."""
     zero_downtime: bool = True
     """An unset RayService `upgradeStrategy.type` means NewCluster; off, None
     (ENABLE_ZERO_DOWNTIME). Reported by the RayService read activity, like the one above."""

@@ -81,6 +81,16 @@ async def test_read_reports_whether_redis_cleanup_is_on(client: KubeClient) -> N
     assert default.redis_cleanup and not snap.redis_cleanup
 
 
+async def test_read_reports_the_deterministic_head_name(client: KubeClient) -> None:
+    ref = await make_cluster(client)
+    default = await run(
+        ClusterActivities(client, DEFAULT_OPTIONS).read, io.ReadClusterInput(ref=ref)
+    )
+    fixed = ClusterActivities(client, BuildOptions(deterministic_head_pod_name=True))
+    snap = await run(fixed.read, io.ReadClusterInput(ref=ref))
+    assert default.head_name == "" and snap.head_name == f"{ref.name}-head"
+
+
 async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) -> None:
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client)

@@ -21,6 +21,7 @@ KUBERAY_VARIABLES = {
     "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE",
     "ENABLE_GCS_FT_REDIS_CLEANUP",
     "ENABLE_ZERO_DOWNTIME",
+    "ENABLE_DETERMINISTIC_HEAD_POD_NAME",
     "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES",
     "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS",
     "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS",
@@ -46,6 +47,7 @@ def test_unset_means_kuberays_defaults() -> None:
         head_cluster_ip_service=False,
         gcs_ft_redis_cleanup=True,
         zero_downtime=True,
+        deterministic_head_pod_name=False,
     )
     assert settings.job_options() == JobOperatorOptions(
         delete_rayjob_cr_after_job_finishes=False,
@@ -64,6 +66,7 @@ def test_every_kuberay_variable_reaches_the_activities() -> None:
             "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE": "TRUE",
             "ENABLE_GCS_FT_REDIS_CLEANUP": "false",
             "ENABLE_ZERO_DOWNTIME": "0",
+            "ENABLE_DETERMINISTIC_HEAD_POD_NAME": "1",
             "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES": "true",
             "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS": "45",
             "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": "60",
@@ -78,6 +81,7 @@ def test_every_kuberay_variable_reaches_the_activities() -> None:
         head_cluster_ip_service=True,
         gcs_ft_redis_cleanup=False,
         zero_downtime=False,
+        deterministic_head_pod_name=True,
     )
     assert settings.job_options() == JobOperatorOptions(
         delete_rayjob_cr_after_job_finishes=True,

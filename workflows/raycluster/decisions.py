@@ -40,6 +40,8 @@ class ClusterFacts(BaseModel):
     spec_hash: str
     head_prefix: str
     worker_prefixes: dict[str, str]
+    head_name: str = ""
+    """A fixed head pod name (ENABLE_DETERMINISTIC_HEAD_POD_NAME); empty: a random suffix."""
     suspend_phase: SuspendPhase = SuspendPhase.NONE
     provisioned: bool = False
     skip_head_restart: bool = False
@@ -161,9 +163,10 @@ def _plan_head(
     if facts.provisioned and facts.skip_head_restart:
         plan.waiting.append("head: not recreated (ray.io/disable-provisioned-head-restart)")
         return True
-    plan.creations.append(
-        PodCreation(name=new_name(facts.head_prefix), group=HEAD_GROUP_VALUE, head=True)
-    )
+    # A fixed name is safe to reuse: a head is created only once no head pod, not even a
+    # terminating one, is left.
+    name = facts.head_name or new_name(facts.head_prefix)
+    plan.creations.append(PodCreation(name=name, group=HEAD_GROUP_VALUE, head=True))
     return True
 
 

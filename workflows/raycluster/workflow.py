@@ -234,6 +234,7 @@ class RayClusterWorkflow:
             spec=spec,
             spec_hash=snap.spec_hash,
             head_prefix=snap.head_prefix,
+            head_name=snap.head_name,
             worker_prefixes=snap.worker_prefixes,
             suspend_phase=phase,
             provisioned=is_true(previous.conditions if previous else None, _PROVISIONED),

@@ -65,6 +65,8 @@ def test_pod_name_prefixes(
     data["metadata"]["name"] = cluster_name
     model = cluster(data)
     assert names.head_pod_name_prefix(model) == head_prefix
+    # ENABLE_DETERMINISTIC_HEAD_POD_NAME (KubeRay's TestHeadPodName): the prefix, no dash.
+    assert names.deterministic_head_pod_name(model) == head_prefix.removesuffix("-")
     assert names.worker_pod_name_prefix(model, group) == worker_prefix
     assert names.pod_name(head_prefix, "x1y2z") == head_prefix + "x1y2z"
 

@@ -43,6 +43,8 @@ class FakeCluster:
         self.cleanup_job: str | None = None
         """None (no Job), "running", "Complete" or "Failed"."""
         self.redis_cleanup = True
+        self.head_name = ""
+        """The fixed head name the read reports (ENABLE_DETERMINISTIC_HEAD_POD_NAME)."""
         """ENABLE_GCS_FT_REDIS_CLEANUP as the read reports it (the real read: the settings)."""
 
     # --- what tests do to the "cluster" -------------------------------------------------------
@@ -129,6 +131,7 @@ class FakeCluster:
             status=self.status if params.known_generation is None else None,
             spec_hash=hashlib.sha1(json.dumps(self.spec, sort_keys=True).encode()).hexdigest(),
             head_prefix=f"{self.name}-head-",
+            head_name=self.head_name,
             worker_prefixes={g: f"{self.name}-{g}-worker-" for g in groups},
             resources=DesiredResources(cpu="1"),
             pods=list(self.pods.values()),

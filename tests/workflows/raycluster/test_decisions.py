@@ -144,6 +144,24 @@ def test_missing_head_is_recreated() -> None:
     assert [c.name for c in plan.creations if c.head] == ["c-head-00000"]
 
 
+def test_a_deterministic_head_name_is_used_and_draws_no_random_suffix() -> None:
+    """ENABLE_DETERMINISTIC_HEAD_POD_NAME: the snapshot's fixed name, the RNG left untouched."""
+    cluster = facts(spec({"replicas": 1}), head_name="c-head")
+    plan = plan_pods(cluster, [], {}, NOW, namer())
+    assert [(c.name, c.head) for c in plan.creations] == [
+        ("c-head", True),
+        ("c-g-worker-00000", False),
+    ]
+
+
+def test_a_deterministic_head_name_waits_for_the_old_head_to_be_gone() -> None:
+    cluster = facts(spec(), head_name="c-head")
+    waiting = plan_pods(cluster, [head("c-head", terminating=True)], {}, NOW, namer())
+    assert waiting.creations == []
+    again = plan_pods(cluster, [], {}, NOW, namer())
+    assert [c.name for c in again.creations] == ["c-head"]
+
+
 def test_provisioned_sidecar_cluster_head_is_not_recreated() -> None:
     cluster = facts(spec(), provisioned=True, skip_head_restart=True)
     plan = plan_pods(cluster, [], {}, NOW, namer())

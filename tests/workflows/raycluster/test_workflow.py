@@ -131,6 +131,21 @@ async def test_new_cluster_becomes_ready(harness: Harness) -> None:
     assert any("created" in d for d in progress.last_decisions)
 
 
+async def test_a_deterministic_head_name_is_kept_across_a_head_restart(harness: Harness) -> None:
+    """ENABLE_DETERMINISTIC_HEAD_POD_NAME: `<cluster>-head`, recreated under the same name."""
+    cluster = harness.cluster
+    cluster.head_name = f"{cluster.name}-head"
+    await harness.start()
+    await eventually(lambda: cluster.live("head") == [cluster.head_name], message="the head")
+    await harness.pods_settle()
+    # The pass that sees the pods as created must run before the head disappears.
+    await eventually(lambda: cluster.status and cluster.status.state == "ready", message="ready")
+    del cluster.pods[cluster.head_name]  # the head pod was deleted by someone
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["Pod"]))
+    await eventually(lambda: cluster.live("head") == [cluster.head_name], message="recreated")
+    assert cluster.created.count(cluster.head_name) == 2
+
+
 async def test_scale_up_and_down_by_spec(harness: Harness) -> None:
     cluster = harness.cluster
     await harness.start()
