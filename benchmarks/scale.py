@@ -31,7 +31,10 @@ idle machine:
     python -m benchmarks.scale --kind rayjob --count 1000 --workers 1
     python -m benchmarks.scale --kind rayjob --count 1000 --workers 2
 
-A quick check of the harness: the same with `--count 20`.
+A quick check of the harness: the same with `--count 20`. Memory per CR includes the worker's
+warm-up (its first workflows load the sandbox's modules), so it means something only at large
+counts; on a machine doing other work the latencies measure that work too (the summary notes the
+load average at the start).
 """
 
 from __future__ import annotations
