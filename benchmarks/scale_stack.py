@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import signal
 import sys
 import time
@@ -61,6 +62,16 @@ def cpu_seconds(pid: int) -> float:
     """A live process's CPU time so far."""
     ticks = os.sysconf("SC_CLK_TCK")
     return parse_cpu_seconds(Path(f"/proc/{pid}/stat").read_text(), ticks)
+
+
+def raise_open_files_limit() -> None:
+    """Let this process and its children open as many files as the hard limit allows.
+
+    Every simulated head listens on sockets of its own in devcluster, so 1,000 RayClusters
+    need more than the usual soft limit of 1,024 descriptors.
+    """
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 class Child:
@@ -164,6 +175,7 @@ async def running_stack(state: Path, workers: int, ready_delay: float) -> AsyncI
 
     Everything is stopped when the block ends.
     """
+    raise_open_files_limit()
     kube_port = free_port()
     devcluster = Child(
         "devcluster",
