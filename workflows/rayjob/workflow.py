@@ -52,6 +52,8 @@ IDLE_STATES = frozenset(
 )
 UNREADABLE_PATCH = "rayjob-unreadable-validation-failed"
 """A RayJob unreadable from its first read is refused like a bad edit (histories before wait)."""
+STALE_VIEW_PATCH = "rayjob-finished-submitter-asks-ray-first"
+"""A finished submitter with Ray's last answer not terminal: ask Ray before deciding."""
 
 _RAY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
@@ -200,7 +202,12 @@ class RayJobWorkflow:
             options=snap.options,
         )
         deadline = state.wake_at is not None and workflow.now() >= state.wake_at
-        if (self._nudged or deadline) and facts.status.job_deployment_status == Deploy.RUNNING:
+        running = facts.status.job_deployment_status == Deploy.RUNNING
+        # A pass the poll timer starts may read a finished submitter before the bridge's
+        # signal about it arrives: Ray's last answer (say, "not found" from before the
+        # submission) is then older than the submitter's end, and would fail a good job.
+        stale = running and _submitter_outran_ray(facts) and workflow.patched(STALE_VIEW_PATCH)
+        if (self._nudged or deadline or stale) and running:
             # Something changed (the submitter, the cluster) or a clock ran out: decide on
             # Ray's state as of now, not as of the last poll.
             await self._poll(peek=True)
@@ -357,3 +364,10 @@ class RayJobWorkflow:
             line += f", Ray job {status.job_id} {status.job_status}"
         doing = f"attempt {state.attempt.number}: waiting for {state.waiting}"
         return f"{line}\n\n{doing}" if state.waiting else line
+
+
+def _submitter_outran_ray(facts: Facts) -> bool:
+    """Whether the submitter has finished while Ray's last answer was not yet terminal."""
+    submitter, view = facts.submitter, facts.attempt.ray_job
+    finished = submitter is not None and submitter.finished_at is not None
+    return finished and (view is None or not view.found or not view.status.is_terminal)

@@ -474,3 +474,36 @@ async def test_submitted_exactly_once_across_a_worker_restart(
         assert harness.handle is not None
         await harness.handle.terminate("test finished")
     assert len(world.submissions) == 1
+
+
+async def test_a_submitter_finished_before_its_signal_is_checked_with_ray_first(
+    harness: Harness,
+) -> None:
+    """A pass the poll timer starts may read a finished submitter before the bridge's signal.
+
+    Ray's last answer is then "not found" from before the submission; deciding on it would
+    fail a job that succeeded ("Submitter completed but Ray job not found"). Found by the
+    e2e on devcluster's Ray simulator, whose jobs finish within one poll gap.
+    """
+    world = harness.world
+    await harness.start()
+    await eventually(lambda: world.live_clusters(), message="a RayCluster")
+    assert world.status is not None and world.status.job_id
+    job_id = world.status.job_id
+    # Held back: the fake submitter's `ray job submit` skips a known id, and Ray answers
+    # "not found" for it until the test puts the record in.
+    world.ray_jobs[job_id] = None  # type: ignore[assignment]
+    world.make_ready()
+    await harness.owned_changed()
+
+    async def asked_in_vain() -> bool:
+        return any("to be submitted" in w for w in (await harness.progress()).waiting_for)
+
+    await eventually(asked_in_vain, message="Ray asked before the submission")
+    # The submitter submits, the job succeeds and the submitter ends; no signal yet.
+    world.ray_jobs[job_id] = RayRecord()
+    world.submissions.append(job_id)
+    world.finish(JobStatus.SUCCEEDED, await harness.env.get_current_time())
+    await harness.env.sleep(TICK)
+    await harness.state("Complete")
+    assert world.status is not None and world.status.job_status == JobStatus.SUCCEEDED
