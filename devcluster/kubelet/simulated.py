@@ -13,6 +13,8 @@ through their whole lifecycle. Every other container runs until its pod is delet
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,7 +69,7 @@ class SimulatedRuntime:
             record.state, record.reason, record.started_at = RUNNING, "", now
             record.ready = record.started = True
             record.container_id = f"simulated://{ctx.uid[:8]}-{index}"
-        await self.ray.start_head(ctx.ip, pod, ctx.lookup)
+        await self.ray.start_head(ctx.ip, pod, ctx.lookup, ctx.pod_dir / "ray-head.json")
         ctx.publish(inits, records)
         ending = [
             asyncio.create_task(self._submitter(ctx, container, record, inits, records))
@@ -94,16 +96,26 @@ class SimulatedRuntime:
         inits: Sequence[ContainerRecord],
         records: Sequence[ContainerRecord],
     ) -> None:
-        """Run a simulated `ray job submit` until it exits, restarting it as the policy says."""
+        """Run a simulated `ray job submit` until it exits, restarting it as the policy says.
+
+        Its progress is kept in the pod directory so that a devcluster restart, which runs the
+        pod again, neither submits twice nor re-runs a submitter that had already exited.
+        """
         pod = ctx.pod()
         namespace = pod["metadata"].get("namespace", "")
         policy = pod.get("spec", {}).get("restartPolicy", "Always")
+        marker = ctx.pod_dir / f"submitter-{record.name}.json"
+        saved = json.loads(marker.read_text()) if marker.exists() else {}
         while True:
-            code = await self.ray.submit(
-                ctx.ip, namespace, pod, container, ctx.lookup, ctx.terminating
-            )
-            if ctx.terminating.is_set():
-                return
+            code = saved.get("exit_code")
+            if code is None:
+                await asyncio.to_thread(_write, marker, {"started": True})
+                code = await self.ray.submit(
+                    ctx.ip, namespace, pod, container, ctx.lookup, ctx.terminating, bool(saved)
+                )
+                if ctx.terminating.is_set():
+                    return
+                await asyncio.to_thread(_write, marker, {"started": True, "exit_code": code})
             record.state, record.exit_code = TERMINATED, code
             record.reason = "Completed" if code == 0 else "Error"
             record.finished_at, record.ready = now_rfc3339(), False
@@ -111,6 +123,7 @@ class SimulatedRuntime:
             if not should_restart(policy, code):
                 return
             await asyncio.sleep(self.delay)
+            saved = {}
             record.last_terminated = record.terminated()
             record.restart_count += 1
             record.state, record.reason, record.started_at = RUNNING, "", now_rfc3339()
@@ -124,3 +137,10 @@ class SimulatedRuntime:
     def writing(self, ctx: PodContext, container: str) -> bool:
         """Simulated containers write no logs."""
         return False
+
+
+def _write(path: Path, data: JsonObject) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(data))
+    os.replace(partial, path)

@@ -12,4 +12,10 @@ Conventions (documented in `jobs.plan`), chosen so that an entrypoint behaves th
 real Ray: `sleep N` makes the job run N seconds (summed over all of them), `exit N` or
 `sys.exit(N)` makes it end FAILED with that exit code, `echo TEXT` puts TEXT in its logs.
 Serve applications turn RUNNING `serve_delay` seconds after they are applied.
+
+A head's jobs and Serve state live with its pod (in the pod's directory): deleting the pod
+loses them, as a head without GCS fault tolerance does, while a devcluster restart, which
+real heads would not notice, keeps them, and submitters that were running carry on without
+submitting again. GCS fault tolerance (state surviving a head pod's replacement) is not
+simulated.
 """

@@ -4,7 +4,11 @@
 the status codes and content types clients branch on: a duplicate submission id is a 500
 whose text says "Please use a different submission_id", an unknown job a plain-text 404,
 a bad Serve config a 400. With `token` set, every dashboard call but `/api/gcs_healthz`
-needs `x-ray-authorization: Bearer <token>`, as with `RAY_AUTH_MODE=token`.
+needs `x-ray-authorization: Bearer <token>`, as with `RAY_AUTH_MODE=token`. With `faults`,
+some proxied calls fail (see `faults`).
+
+With `state_file`, jobs and Serve state are written there on every change and read back on
+`start`, so a head outlives a devcluster restart as a real head outlives its control plane's.
 
 Each head listens on 127.0.0.1, on an ephemeral port for its dashboard and, once Serve is
 started, another for Serve's HTTP proxy; the simulated runtime maps the pod's dashboard and
@@ -13,17 +17,21 @@ Serve ports onto them (see `SimulatedHeads`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import secrets
 import string
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from devcluster.ray_simulator.jobs import SimulatedJob, plan
-from devcluster.ray_simulator.serve import InvalidServeConfig, SimulatedServe
+from devcluster.ray_simulator.faults import DashboardFaults
+from devcluster.ray_simulator.jobs import Plan, SimulatedJob, plan
+from devcluster.ray_simulator.serve import InvalidServeConfig, ServedApp, SimulatedServe
 
 Clock = Callable[[], float]
 AUTH_HEADER = "x-ray-authorization"
@@ -49,12 +57,16 @@ class SimulatedHead:
         serve_delay: float = 1.0,
         job_seconds: float | None = None,
         clock: Clock = time.time,
+        state_file: Path | None = None,
+        faults: DashboardFaults | None = None,
     ) -> None:
         self.jobs: dict[str, SimulatedJob] = {}
+        self.faults = faults
         self.serve = SimulatedServe(delay=serve_delay)
         self._token = token
         self._job_seconds = job_seconds
         self._clock = clock
+        self._state_file = state_file
         self._runners: dict[str, web.AppRunner] = {}
         self.ports: dict[str, int] = {}  # "dashboard" / "serve" -> local port
 
@@ -62,7 +74,8 @@ class SimulatedHead:
 
     def dashboard_app(self) -> web.Application:
         """The dashboard's routes (Jobs, Serve, version, GCS health)."""
-        app = web.Application(middlewares=[self._auth])
+        faulty = [self.faults.middleware] if self.faults is not None else []
+        app = web.Application(middlewares=[*faulty, self._auth])
         app.router.add_get("/api/gcs_healthz", self._healthz)
         app.router.add_get("/api/version", self._version)
         app.router.add_post("/api/jobs/", self._submit)
@@ -132,6 +145,7 @@ class SimulatedHead:
             metadata=body.get("metadata"),
             runtime_env=body.get("runtime_env"),
         )
+        self._save()
         return 200, job_id, ""
 
     async def _submit(self, request: web.Request) -> web.Response:
@@ -159,7 +173,9 @@ class SimulatedHead:
         return _json(self._job(request).info(self._clock()))
 
     async def _stop(self, request: web.Request) -> web.Response:
-        return _json({"stopped": self._job(request).stop(self._clock())})
+        stopped = self._job(request).stop(self._clock())
+        self._save()
+        return _json({"stopped": stopped})
 
     async def _logs(self, request: web.Request) -> web.Response:
         return _json({"logs": self._job(request).logs(self._clock())})
@@ -173,6 +189,7 @@ class SimulatedHead:
                 f"non-terminal state {job.status(now)}.",
             )
         del self.jobs[job.submission_id]
+        self._save()
         return _json({"deleted": True})
 
     async def _serve_get(self, _: web.Request) -> web.Response:
@@ -183,12 +200,14 @@ class SimulatedHead:
             self.serve.apply(await request.json(), self._clock())
         except (ValueError, InvalidServeConfig) as err:
             return _text(400, str(err))
+        self._save()
         if "serve" not in self.ports:  # Ray starts Serve's proxy with the first config
             await self._open("serve", self.serve_app())
         return web.Response(status=200)
 
     async def _serve_delete(self, _: web.Request) -> web.Response:
         self.serve.shutdown()
+        self._save()
         await self._close("serve")
         return web.Response(status=200)
 
@@ -219,7 +238,10 @@ class SimulatedHead:
     # --- listening -----------------------------------------------------------------------
 
     async def start(self) -> int:
-        """Serve the dashboard on 127.0.0.1 (an ephemeral port, returned)."""
+        """Read the saved state, serve the dashboard on 127.0.0.1 (an ephemeral port, returned)."""
+        self._load()
+        if self.serve.started_at is not None:
+            await self._open("serve", self.serve_app())
         return await self._open("dashboard", self.dashboard_app())
 
     def serve_port(self) -> int | None:
@@ -245,3 +267,36 @@ class SimulatedHead:
         self.ports.pop(name, None)
         if runner is not None:
             await runner.cleanup()
+
+    # --- surviving a restart ---------------------------------------------------------------
+
+    def _save(self) -> None:
+        if self._state_file is None:
+            return
+        serve = self.serve
+        state = {
+            "jobs": [dataclasses.asdict(job) for job in self.jobs.values()],
+            "serve": {
+                "started_at": serve.started_at,
+                "target_capacity": serve.target_capacity,
+                "http_options": serve.http_options,
+                "apps": {n: dataclasses.asdict(a) for n, a in serve.apps.items()},
+            },
+        }
+        partial = self._state_file.with_suffix(".tmp")
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(state))
+        os.replace(partial, self._state_file)
+
+    def _load(self) -> None:
+        if self._state_file is None or not self._state_file.exists():
+            return
+        state = json.loads(self._state_file.read_text())
+        for job in state["jobs"]:
+            job["plan"] = Plan(**{**job["plan"], "output": tuple(job["plan"]["output"])})
+            self.jobs[job["submission_id"]] = SimulatedJob(**job)
+        serve = state["serve"]
+        self.serve.started_at = serve["started_at"]
+        self.serve.target_capacity = serve["target_capacity"]
+        self.serve.http_options = serve["http_options"]
+        self.serve.apps = {n: ServedApp(**a) for n, a in serve["apps"].items()}

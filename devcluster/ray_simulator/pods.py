@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ipaddress
 import re
 import secrets
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from devcluster.kubelet import envs
 from devcluster.ray_simulator import submitter
 from devcluster.ray_simulator.dashboard import SimulatedHead
+from devcluster.ray_simulator.faults import DashboardFaults
 
 JsonObject = dict[str, Any]
 Address = tuple[str, int]
@@ -70,6 +73,7 @@ class SimulatedRay:
     def __init__(self, serve_delay: float = 1.0) -> None:
         self.serve_delay = serve_delay
         self.resolve_service: ServiceResolver | None = None  # set by DevCluster
+        self.faults: DashboardFaults | None = None  # set by DevCluster, shared by every head
         self._heads: dict[str, tuple[SimulatedHead, int]] = {}
 
     def local_address(self, ip: str, port: int) -> Address | None:
@@ -85,8 +89,13 @@ class SimulatedRay:
             return "127.0.0.1", serve
         return None
 
-    async def start_head(self, ip: str, pod: JsonObject, lookup: Lookup) -> bool:
-        """Give a head pod its simulated dashboard; whether the pod is a head."""
+    async def start_head(
+        self, ip: str, pod: JsonObject, lookup: Lookup, state_file: Path | None = None
+    ) -> bool:
+        """Give a head pod its simulated dashboard (its state kept in `state_file`).
+
+        Returns whether the pod is a head.
+        """
         container = head_container(pod)
         if container is None:
             return False
@@ -94,7 +103,9 @@ class SimulatedRay:
         token = None
         if env.get("RAY_AUTH_MODE") == "token":  # unreadable token: nobody gets in
             token = env.get("RAY_AUTH_TOKEN") or secrets.token_hex(16)
-        head = SimulatedHead(token=token, serve_delay=self.serve_delay)
+        head = SimulatedHead(
+            token=token, serve_delay=self.serve_delay, state_file=state_file, faults=self.faults
+        )
         await head.start()
         self._heads[ip] = (head, dashboard_port(container))
         return True
@@ -113,12 +124,19 @@ class SimulatedRay:
         container: JsonObject,
         lookup: Lookup,
         stopping: asyncio.Event,
+        resume: bool = False,
     ) -> int:
-        """Run a `ray job submit` container's script; its exit code."""
+        """Run a `ray job submit` container's script; its exit code.
+
+        With `resume` (the script was already running when devcluster stopped) a job Ray
+        already knows is followed, not submitted again: the real script would still be running.
+        """
         env = _env(pod, container, lookup)
         submission = submitter.parse(container, env)
         if submission is None:
             return 2  # as bash would fail on a script it cannot run
+        if resume:
+            submission = dataclasses.replace(submission, check_first=True)
 
         def base_url() -> str | None:
             target = self._target(submission.address, ip, namespace)

@@ -24,7 +24,9 @@ class InvalidServeConfig(ValueError):
 
 
 @dataclass
-class _App:
+class ServedApp:
+    """One applied application: its config and when that config was deployed."""
+
     config: JsonObject
     deployed_at: float
 
@@ -37,7 +39,7 @@ class SimulatedServe:
     started_at: float | None = None
     target_capacity: float | None = None
     http_options: JsonObject = field(default_factory=dict)
-    apps: dict[str, _App] = field(default_factory=dict)
+    apps: dict[str, ServedApp] = field(default_factory=dict)
 
     @property
     def http_port(self) -> int:
@@ -68,7 +70,7 @@ class SimulatedServe:
         kept = {}
         for name, app in zip(names, apps, strict=True):
             old = self.apps.get(name)
-            kept[name] = old if old and old.config == app else _App(app, now)
+            kept[name] = old if old and old.config == app else ServedApp(app, now)
         self.apps = kept
 
     def shutdown(self) -> None:
@@ -100,7 +102,7 @@ class SimulatedServe:
             "target_capacity": self.target_capacity,
         }
 
-    def _app(self, name: str, app: _App, now: float) -> JsonObject:
+    def _app(self, name: str, app: ServedApp, now: float) -> JsonObject:
         ready = now >= app.deployed_at + self.delay
         deployments = [d.get("name") for d in app.config.get("deployments") or [] if d.get("name")]
         if not deployments:  # Ray names them after the bound class; the import path is all we know

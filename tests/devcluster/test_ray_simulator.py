@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import httpx
 import pytest
 
 from activities.builders.rayjob import submit_script
 from crds.enums import JobSubmissionMode
 from crds.rayjob import RayJob
 from devcluster.ray_simulator import submitter
+from devcluster.ray_simulator.dashboard import SimulatedHead
 from devcluster.ray_simulator.jobs import PENDING_SECONDS, Plan, SimulatedJob, plan
 from devcluster.ray_simulator.serve import InvalidServeConfig, SimulatedServe
 
@@ -173,3 +177,28 @@ def test_parse_reads_the_sidecar_script_and_user_commands() -> None:
         "echo hi",
     )
     assert submitter.parse({"command": ["python", "main.py"]}, {}) is None
+
+
+async def test_a_head_with_a_state_file_comes_back_with_its_jobs_and_apps(tmp_path: Path) -> None:
+    state = tmp_path / "head.json"
+    first = SimulatedHead(state_file=state, serve_delay=0.0)
+    base = f"http://127.0.0.1:{await first.start()}"
+    config = {"applications": [{"name": "a", "import_path": "m:app"}], "target_capacity": 30}
+    async with httpx.AsyncClient(base_url=base) as http:
+        await http.post("/api/jobs/", json={"entrypoint": "sleep 600", "submission_id": "p1"})
+        await http.post("/api/jobs/p1/stop")
+        assert (await http.put("/api/serve/applications/", json=config)).status_code == 200
+    await first.stop()
+
+    second = SimulatedHead(state_file=state, serve_delay=0.0)
+    base = f"http://127.0.0.1:{await second.start()}"
+    try:
+        async with httpx.AsyncClient(base_url=base) as http:
+            job = (await http.get("/api/jobs/p1")).json()
+            serve = (await http.get("/api/serve/applications/")).json()
+            health = await http.get(f"http://127.0.0.1:{second.serve_port()}/-/healthz")
+        assert job["status"] == "STOPPED"
+        assert (serve["applications"]["a"]["status"], serve["target_capacity"]) == ("RUNNING", 30)
+        assert health.text == "success"
+    finally:
+        await second.stop()

@@ -193,3 +193,42 @@ async def test_sidecar_submitter_exits_with_the_job_and_token_auth(http: httpx.A
         f"{pod_proxy}/api/jobs/c1", headers={"x-ray-authorization": "Bearer t0ken"}
     )
     assert answer.json()["status"] == "FAILED"
+
+
+async def test_a_head_and_its_sidecar_outlive_a_devcluster_restart(tmp_path: Path) -> None:
+    script = submit_script(kuberay_job("sleep 3"), "r1", "", JobSubmissionMode.SIDECAR, 8265)
+    sidecar = {"name": "ray-job-submitter", "image": "rayproject/ray:2.60.0", "args": [script]}
+    pod_proxy = f"/api/v1/namespaces/{NS}/pods/h:8265/proxy"
+    first = DevCluster(tmp_path, runtime="simulated", ready_delay=0.1)
+    await first.start()
+    try:
+        async with httpx.AsyncClient(base_url=first.url, timeout=10) as http:
+            await head_with_service(http, head_pod("h", sidecar))
+
+            async def running() -> bool:
+                answer = await http.get(f"{pod_proxy}/api/jobs/r1")
+                return answer.status_code == 200 and answer.json()["status"] == "RUNNING"
+
+            await eventually(running, message="job r1 RUNNING")
+    finally:
+        await first.stop()
+
+    second = DevCluster(tmp_path, runtime="simulated", ready_delay=0.1)
+    await second.start()
+    try:
+        async with httpx.AsyncClient(base_url=second.url, timeout=10) as http:
+
+            async def sidecar_exit() -> str | None:  # a string: exit code 0 is falsy
+                pod = (await http.get(f"/api/v1/namespaces/{NS}/pods/h")).json()
+                for status in pod.get("status", {}).get("containerStatuses", []):
+                    if status["name"] == "ray-job-submitter" and "terminated" in status["state"]:
+                        return str(status["state"]["terminated"]["exitCode"])
+                return None
+
+            # The script is followed to its end, not run again: a second `ray job submit`
+            # would have been refused as a duplicate and exited 1.
+            assert await eventually(sidecar_exit, within=20, message="the sidecar to exit") == "0"
+            jobs = (await http.get(f"{pod_proxy}/api/jobs/")).json()
+            assert [(j["submission_id"], j["status"]) for j in jobs] == [("r1", "SUCCEEDED")]
+    finally:
+        await second.stop()
