@@ -245,22 +245,30 @@ async def test_an_invalid_rayservice_ends_ready_false_validation_failed(
 # --- (e) --------------------------------------------------------------------------------------
 
 
+# The valid CRs wait on real time (nothing skips it here), under the load of their neighbours.
+_WITHIN = 30.0
+
+
 async def _cluster_ready(stack: Stack, handle: WorkflowHandle[Any, Any], world: Any) -> None:
-    await eventually(lambda: len(world.live()) == 3, message="head and two workers")
+    await eventually(lambda: len(world.live()) == 3, message="head and two workers", within=_WITHIN)
     world.make_ready()
     await handle.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["Pod"]))
-    await eventually(lambda: world.status and world.status.state == "ready", message="ready")
+    await eventually(
+        lambda: world.status and world.status.state == "ready", message="ready", within=_WITHIN
+    )
 
 
 async def _job_complete(stack: Stack, handle: WorkflowHandle[Any, Any], world: Any) -> None:
     changed = messages.OwnedChanged(kinds=["RayCluster"])
-    await eventually(lambda: world.live_clusters(), message="the RayJob's RayCluster")
+    await eventually(
+        lambda: world.live_clusters(), message="the RayJob's RayCluster", within=_WITHIN
+    )
     world.make_ready()
     await handle.signal(messages.OWNED_CHANGED, changed)
-    await eventually(lambda: world.state == "Running", message="Running")
+    await eventually(lambda: world.state == "Running", message="Running", within=_WITHIN)
     world.finish(JobStatus.SUCCEEDED, await stack.env.get_current_time())
     await handle.signal(messages.OWNED_CHANGED, changed)
-    await eventually(lambda: world.state == "Complete", message="Complete")
+    await eventually(lambda: world.state == "Complete", message="Complete", within=_WITHIN)
 
 
 def _service_ready(world: Any) -> bool:
@@ -292,10 +300,11 @@ async def test_valid_crs_progress_beside_invalid_ones(stack: Stack, brokens: lis
         await asyncio.gather(
             _cluster_ready(stack, cluster_handle, cluster),
             _job_complete(stack, job_handle, job),
-            eventually(lambda: _service_ready(service), message="RayService Ready"),
+            eventually(lambda: _service_ready(service), message="RayService Ready", within=_WITHIN),
             *(assert_refused(h, w, expected) for h, w, expected in refused),
         )
         for handle in (cluster_handle, job_handle, service_handle):
             assert await workflow_task_failures(handle) == []
+        assert stack.worker.is_running and not stack.worker.is_shutdown
     finally:
         await _terminate(*handles)
