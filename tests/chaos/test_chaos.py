@@ -1,0 +1,176 @@
+"""Chaos: `kill -9` of the worker, the bridge, devcluster and the Temporal dev server, at seeded
+random moments, while mixed RayCluster, RayJob and RayService lifecycles run.
+
+Every component is its own process (see `processes`); each kill is followed by a restart
+after a short random outage, one kill at a time, at most `KILLS` kills inside the window in
+which the lifecycles start. Afterwards: every lifecycle saw its CR reach the state it should
+(see `lifecycles`), Ray created exactly one job per RayJob attempt (counted by the simulated
+heads, `counting_devcluster`), nothing a CR made is left once the CRs are deleted, and no
+workflow is still running, ended other than completed, or had a workflow task fail.
+
+Size and seed come from the environment; CI runs the default small size. The full size:
+
+    KUBERAY_TEMPORAL_CHAOS_LIFECYCLES=200 .venv/bin/pytest tests/chaos/test_chaos.py -s
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from activities import kube
+from kuberay_temporal.binaries import kubectl
+from tests.chaos.counting_devcluster import read_submissions
+from tests.chaos.lifecycles import ATTEMPTS, NAMESPACE, Driver, deal, serve_app_configmap, until
+from tests.chaos.processes import Stack
+from tests.chaos.schedule import plan_kills
+from tests.reference import REPO_ROOT
+
+LIFECYCLES = int(os.environ.get("KUBERAY_TEMPORAL_CHAOS_LIFECYCLES", "20"))
+SEED = int(os.environ.get("KUBERAY_TEMPORAL_CHAOS_SEED", "1"))
+KILLS = max(8, LIFECYCLES // 4)
+WINDOW = 3.0 * LIFECYCLES
+"""Seconds over which lifecycles start and kills happen."""
+STEP_DEADLINE = 300.0
+"""How long any one step of a lifecycle may take, outages included."""
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(int(600 + 6 * LIFECYCLES))]
+
+LEFTOVERS = (kube.RAYSERVICES, kube.RAYJOBS, kube.RAYCLUSTERS, kube.JOBS, kube.PODS, kube.SERVICES)
+
+
+async def test_kill_9_of_every_component_loses_nothing(tmp_path: Path) -> None:
+    stack = Stack(tmp_path)
+    stack.build()
+    supervisors: list[asyncio.Task[None]] = []
+    client: kube.KubeClient | None = None
+    try:
+        await stack.start()
+        await _kubectl(stack, "apply", "-f", str(REPO_ROOT / "deploy" / "crds"))
+        client = await kube.connect(str(stack.kubeconfig))
+        await client.create_or_get(kube.CONFIGMAPS, NAMESPACE, serve_app_configmap())
+        await stack.start_operator()
+        supervisors = [asyncio.create_task(c.supervise()) for c in stack.components.values()]
+
+        plan = deal(SEED, LIFECYCLES)
+        kills = plan_kills(SEED, KILLS, WINDOW)
+        driver = Driver(client, STEP_DEADLINE)
+        began = time.monotonic()
+
+        async def chaos() -> None:
+            for kill in kills:
+                await asyncio.sleep(max(0.0, began + kill.at - time.monotonic()))
+                await stack.kill_and_restart(kill.component, kill.down_for)
+
+        async def lifecycle(index: int, name: str, kind: str) -> Any:
+            await asyncio.sleep(index * WINDOW / LIFECYCLES)  # staggered starts, not a wait
+            return await driver.run(name, kind)
+
+        killing = asyncio.create_task(chaos())
+        outcomes = await asyncio.gather(*(lifecycle(i, n, k) for i, (n, k) in enumerate(plan)))
+        await killing
+        elapsed = time.monotonic() - began
+
+        failures = [f"{o.name}: {o.failure}" for o in outcomes if o.failure]
+        failures += _submission_failures(plan, read_submissions(stack.submission_log))
+        failures += await _leftovers(client)
+        failures += await _workflow_failures(stack.temporal_address)
+        crashes = {n: c.crashes for n, c in stack.components.items() if c.crashes}
+        print(
+            f"\nchaos: seed {SEED}, {LIFECYCLES} lifecycles "
+            f"{dict(Counter(k for _, k in plan))}, {sum(stack.restarts.values())} kills "
+            f"{dict(stack.restarts)}, unprompted exits {crashes}, {elapsed:.0f}s, "
+            f"failures: {len(failures)}"
+        )
+        assert sum(stack.restarts.values()) == KILLS
+        assert not failures, "\n".join(failures)
+    finally:
+        for task in supervisors:
+            task.cancel()
+        await asyncio.gather(*supervisors, return_exceptions=True)
+        if client is not None:
+            await client.close()
+        await stack.stop()
+
+
+def _submission_failures(plan: list[tuple[str, str]], created: list[str]) -> list[str]:
+    """Ray must have created each submission id once, one per attempt of each RayJob."""
+    counts = Counter(created)
+    failures = [f"Ray created job {s} {n} times" for s, n in counts.items() if n > 1]
+    for name, kind in plan:
+        if kind not in ATTEMPTS:
+            continue
+        ids = sorted(s for s in counts if s.startswith(f"{name}-"))
+        if len(ids) != ATTEMPTS[kind]:
+            failures.append(f"{name}: Ray has jobs {ids}, expected {ATTEMPTS[kind]}")
+    return failures
+
+
+async def _leftovers(client: kube.KubeClient) -> list[str]:
+    """Once every CR is deleted, nothing they made may remain (waited for, with a deadline)."""
+
+    async def remaining() -> list[str]:
+        found = []
+        for resource in LEFTOVERS:
+            for item in await client.list_all(resource, NAMESPACE):
+                name = item["metadata"]["name"]
+                if not (resource is kube.SERVICES and name == "kubernetes"):
+                    found.append(f"{resource.plural}/{name}")
+        return found
+
+    async def clean() -> bool:
+        return not await remaining()
+
+    try:
+        await until(clean, 120, "namespace free of CRs and what they made")
+    except Exception:
+        return [f"orphaned: {', '.join(await remaining())}"]
+    return []
+
+
+async def _workflow_failures(address: str) -> list[str]:
+    """Every workflow ended completed, none still runs, no workflow task ever failed."""
+    temporal = await Client.connect(address, data_converter=pydantic_data_converter)
+
+    async def settled() -> list[Any] | None:
+        executions = [w async for w in temporal.list_workflows()]
+        running = [w for w in executions if w.status == WorkflowExecutionStatus.RUNNING]
+        return None if running else executions
+
+    try:
+        executions = await until(settled, 120, "every workflow finished", every=2.0)
+    except Exception as err:
+        return [f"workflows still running: {err}"]
+    failures = [
+        f"workflow {w.id} ended {w.status}"
+        for w in executions
+        if w.status
+        not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.CONTINUED_AS_NEW)
+    ]
+    for w in executions:
+        history = await temporal.get_workflow_handle(w.id, run_id=w.run_id).fetch_history()
+        failed = [
+            e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+        ]
+        if failed:
+            failures.append(f"workflow {w.id}: {len(failed)} workflow task failures")
+    return failures
+
+
+async def _kubectl(stack: Stack, *args: str) -> None:
+    process = await asyncio.create_subprocess_exec(
+        str(kubectl()),
+        f"--kubeconfig={stack.kubeconfig}",
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    assert await asyncio.wait_for(process.wait(), 60) == 0
