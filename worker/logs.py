@@ -133,6 +133,9 @@ def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
         root.removeHandler(old)
     root.addHandler(build_handler(log_format))
     root.setLevel(level)
+    # httpx logs every request at INFO: one line per dashboard poll of every running RayJob.
+    # Our activities log what they decide and the requests are in traces; DEBUG shows them.
+    logging.getLogger("httpx").setLevel(logging.WARNING if level > logging.DEBUG else level)
     # Temporal's loggers append their details to the message as a dict's repr; JSON lines
     # carry them as fields (`temporal`, and the CR's), so the message stays the message.
     json_lines = log_format == "json"

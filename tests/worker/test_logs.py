@@ -154,3 +154,19 @@ def test_text_lines_keep_the_logger_name() -> None:
     handler = build_handler("text", stream)
     handler.handle(record(workflow_id="rayjob/default/j/u"))
     assert " WARNING bridge.queueing: m a" in stream.getvalue()
+
+
+def test_request_lines_of_httpx_are_left_out_at_info() -> None:
+    """One line per dashboard poll of every running RayJob drowned the log at scale."""
+    root, httpx_logger = logging.getLogger(), logging.getLogger("httpx")
+    saved = (list(root.handlers), root.level, httpx_logger.level)
+    try:
+        configure_logging("text", logging.INFO)
+        assert not httpx_logger.isEnabledFor(logging.INFO)
+        assert httpx_logger.isEnabledFor(logging.WARNING)
+        configure_logging("text", logging.DEBUG)
+        assert httpx_logger.isEnabledFor(logging.DEBUG)
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        httpx_logger.setLevel(saved[2])
