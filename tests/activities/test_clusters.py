@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest_asyncio
 from temporalio.testing import ActivityEnvironment
 
 from activities import cluster_models as io
@@ -18,8 +15,6 @@ from activities.clusters import ClusterActivities
 from activities.kube import KubeClient
 from crds.raycluster import RayClusterStatus
 from crds.refs import ObjectRef
-from devcluster.server import DevCluster
-from kuberay_temporal.crd_install import install_crds
 
 SPEC: dict[str, Any] = {
     "headGroupSpec": {
@@ -35,15 +30,6 @@ SPEC: dict[str, Any] = {
         }
     ],
 }
-
-
-@pytest_asyncio.fixture
-async def client(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    async with DevCluster(tmp_path) as cluster:
-        client = await kube.connect(str(cluster.kubeconfig_path))
-        await install_crds(client)
-        yield client
-        await client.close()
 
 
 async def make_cluster(client: KubeClient, **spec: Any) -> ObjectRef:

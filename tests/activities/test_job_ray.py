@@ -9,24 +9,19 @@ against a real head in `tests/e2e/test_rayjob_real.py`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from activities import job_models as io
-from activities import kube
 from activities.job_dashboard import DashboardAccess, DashboardConnector
 from activities.job_ray import RayJobActivities
 from activities.kube import KubeClient
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
-from devcluster.server import DevCluster
-from kuberay_temporal.crd_install import install_crds
 from tests.activities.test_jobs import make_rayjob, run
 
 URL = "job-x-head-svc.default.svc.cluster.local:8265"
@@ -82,15 +77,6 @@ def answer(status: int, body: Any = None, text: str | None = None) -> Answer:
 
 def refused(request: httpx.Request) -> httpx.Response:
     raise httpx.ConnectError("connection refused", request=request)
-
-
-@pytest_asyncio.fixture
-async def client(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    async with DevCluster(tmp_path) as cluster:
-        client = await kube.connect(str(cluster.kubeconfig_path))
-        await install_crds(client)
-        yield client
-        await client.close()
 
 
 def activities(client: KubeClient, dashboard: Dashboard) -> RayJobActivities:

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest_asyncio
 from temporalio.testing import ActivityEnvironment
 
 from activities import job_models as io
@@ -19,8 +16,6 @@ from activities.kube import KubeClient
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
-from devcluster.server import DevCluster
-from kuberay_temporal.crd_install import install_crds
 
 IMAGE = "rayproject/ray:2.60.0"
 CLUSTER_SPEC: dict[str, Any] = {
@@ -37,15 +32,6 @@ CLUSTER_SPEC: dict[str, Any] = {
         }
     ],
 }
-
-
-@pytest_asyncio.fixture
-async def client(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    async with DevCluster(tmp_path) as cluster:
-        client = await kube.connect(str(cluster.kubeconfig_path))
-        await install_crds(client)
-        yield client
-        await client.close()
 
 
 async def make_rayjob(client: KubeClient, **spec: Any) -> ObjectRef:

@@ -4,13 +4,10 @@ gauges (`bridge.metrics`) listed from devcluster (real HTTP, real API semantics)
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from temporalio.testing import ActivityEnvironment
 
 from activities import job_models as io
@@ -29,8 +26,6 @@ from bridge.metrics import cr_state
 from crds.enums import JobDeploymentStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
-from devcluster.server import DevCluster
-from kuberay_temporal.crd_install import install_crds
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 START = "2026-01-01T11:59:00Z"
@@ -97,15 +92,6 @@ def test_exposition_text() -> None:
 
 
 # --- against devcluster ----------------------------------------------------------------------
-
-
-@pytest_asyncio.fixture
-async def client(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    async with DevCluster(tmp_path) as cluster:
-        client = await kube.connect(str(cluster.kubeconfig_path))
-        await install_crds(client)
-        yield client
-        await client.close()
 
 
 HEAD = {

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -25,8 +22,6 @@ from activities.service_serve import HeadLabeler, ServeActivities
 from activities.services import ServiceActivities
 from crds.rayservice import RayServiceStatus, RayServiceStatuses
 from crds.refs import ObjectRef
-from devcluster.server import DevCluster
-from kuberay_temporal.crd_install import install_crds
 from tests.e2e.conftest import gateway_api_crds
 
 CONTAINER = {
@@ -51,15 +46,6 @@ SPEC: dict[str, Any] = {
         "workerGroupSpecs": [GROUP],
     },
 }
-
-
-@pytest_asyncio.fixture
-async def client(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    async with DevCluster(tmp_path) as cluster:
-        client = await kube.connect(str(cluster.kubeconfig_path))
-        await install_crds(client)
-        yield client
-        await client.close()
 
 
 async def make_service(client: KubeClient, **spec: Any) -> ObjectRef:
