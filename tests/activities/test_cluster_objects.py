@@ -11,9 +11,7 @@ from activities import kube
 from activities.builders import DEFAULT_OPTIONS
 from activities.clusters import ClusterActivities
 from activities.kube import KubeClient
-from tests.activities.test_clusters import client, make_cluster, run
-
-__all__ = ["client"]  # the fixture, shared with test_clusters
+from tests.activities.test_clusters import make_cluster, run
 
 
 async def bump(client: KubeClient, name: str, patch: list[dict[str, object]]) -> None:

@@ -19,9 +19,7 @@ from activities.kube import KubeClient
 from activities.service_serve import HeadLabeler, ServeActivities
 from activities.services import ServiceActivities
 from crds.refs import ObjectRef
-from tests.activities.test_services import client, make_service, run
-
-__all__ = ["client"]  # the devcluster fixture, shared
+from tests.activities.test_services import make_service, run
 
 SECRET_CONFIG = (
     "applications:\n"
