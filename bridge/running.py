@@ -2,7 +2,9 @@
 
 Restart safety comes from the shape, not from saved state: on start every watcher lists, and
 every object is signalled again (workflows ignore generations they have seen); a vanished
-object — deleted while no bridge watched — is noticed by comparing lists. Several replicas are
+object — deleted while no bridge watched — is noticed by comparing lists, the first list with
+the CRs whose workflows Temporal says are running (a new process remembers nothing of its
+own). Several replicas are
 safe by idempotence: signal-with-start never starts a second workflow for an id, and a
 duplicate nudge is a no-op in the workflow (tests run two bridges against one cluster).
 """
@@ -13,6 +15,8 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from temporalio.service import RPCError
 
 from activities.kube import JSON, KubeClient
 from activities.tracing import traceparent_of
@@ -64,10 +68,27 @@ class Bridge:
 
     async def run(self) -> None:
         """Run until cancelled."""
+        await self._recall()
         async with asyncio.TaskGroup() as group:
             group.create_task(self.coalescer.run())
             for watcher in self.watchers:
                 group.create_task(watcher.run())
+
+    async def _recall(self) -> None:
+        """Know the CRs whose workflows run, so the first list notices those that are gone."""
+        for target in self.targets:
+            if not target.primary:
+                continue
+            for namespace in self.namespaces:
+                try:
+                    refs = await self.signaller.running(target.kind, namespace)
+                except RPCError as err:  # the workflows' own resync still notices, later
+                    logger.warning("cannot list running %s workflows: %s", target.kind, err)
+                    continue
+                for ref in refs:
+                    known = self._known.setdefault((target.kind, ref.namespace), {})
+                    meta = {"name": ref.name, "namespace": ref.namespace, "uid": ref.uid}
+                    known.setdefault(ref.uid, {"metadata": meta, "spec": {}})
 
     async def wait_listed(self) -> None:
         """Return once every watcher has completed its first list."""

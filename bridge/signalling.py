@@ -37,6 +37,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from activities.tracing import default_tracer, parent_context
 from bridge.filtering import Signal
 from bridge.queueing import Batch
+from crds.refs import ObjectRef
 from workflows import messages
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,13 @@ class Signaller:
         self._tracer = tracer or default_tracer()
         self.sent = 0
         self.refused = 0
+
+    async def running(self, kind: str, namespace: str | None) -> list[ObjectRef]:
+        """The CRs of `kind` (in `namespace`, None: all) whose workflows are running."""
+        query = f"RayKind='{kind}' AND ExecutionStatus='Running'"
+        if namespace is not None:
+            query += f" AND RayNamespace='{namespace}'"
+        return [ObjectRef.from_workflow_id(w.id) async for w in self._client.list_workflows(query)]
 
     async def deliver(self, batch: Batch) -> None:
         """Signal-with-start the first signal, then send the rest in order, in one span."""

@@ -124,6 +124,24 @@ async def test_a_recreated_cr_gets_a_new_workflow_and_the_old_one_ends(stack: St
     assert new_id != old_id
 
 
+async def test_a_cr_deleted_while_no_bridge_runs_ends_its_workflow(stack: Stack) -> None:
+    """A restarted bridge has no memory of its own: it learns the running CRs from Temporal.
+
+    Found by the chaos suite: without this a workflow whose CR went while the bridge was
+    down waited for its 5-minute resync to notice.
+    """
+    namespace = await new_namespace(stack)
+    created = await stack.create_cluster("gone-while-down", namespace)
+    workflow_id = f"raycluster/{namespace}/gone-while-down/{created['metadata']['uid']}"
+    async with running_bridge(stack, namespace):
+        await eventually(lambda: caught_up(stack, namespace), message="the workflow")
+    await stack.kube.delete(kube.RAYCLUSTERS, namespace, "gone-while-down")
+    async with running_bridge(stack, namespace):
+        handle = stack.env.client.get_workflow_handle(workflow_id, result_type=Seen)
+        result = await asyncio.wait_for(handle.result(), 30)
+    assert result.gone
+
+
 async def test_status_writes_do_not_reach_temporal(stack: Stack) -> None:
     namespace = await new_namespace(stack)
     await stack.create_cluster("quiet", namespace)
