@@ -168,3 +168,13 @@ def status_changed(old: RayClusterStatus | None, new: RayClusterStatus) -> bool:
         return True
     ignore = {"last_update_time"}
     return old.model_dump(exclude=ignore) != new.model_dump(exclude=ignore)
+
+
+def suspend_phase(status: RayClusterStatus | None) -> SuspendPhase:
+    """The suspend phase a written status records (its Suspending/Suspended conditions)."""
+    conditions = getattr(status, "conditions", None)
+    if is_true(conditions, RayClusterConditionType.SUSPENDING):
+        return SuspendPhase.SUSPENDING
+    if is_true(conditions, RayClusterConditionType.SUSPENDED):
+        return SuspendPhase.SUSPENDED
+    return SuspendPhase.NONE

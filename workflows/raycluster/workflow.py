@@ -24,15 +24,21 @@ with workflow.unsafe.imports_passed_through():
     from crds.validation import validate
     from workflows import messages
     from workflows.conditions import is_true
-    from workflows.raycluster import cleanup, decisions
-    from workflows.raycluster.plans import Expectation, PodPlan, SuspendPhase
+    from workflows.raycluster import cleanup, decisions, narration
+    from workflows.raycluster.plans import Expectation, PodPlan
     from workflows.raycluster.state import RayClusterInput, RayClusterState
-    from workflows.raycluster.status import StatusInputs, compute_status, status_changed
+    from workflows.raycluster.status import (
+        StatusInputs,
+        compute_status,
+        status_changed,
+        suspend_phase,
+    )
 
 T = TypeVar("T")
 
 RESYNC = timedelta(seconds=300)
 BUSY_RESYNC = timedelta(seconds=15)
+_PROVISIONED = RayClusterConditionType.PROVISIONED
 RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 
 _ACTIVITY_RETRY = RetryPolicy(
@@ -215,10 +221,10 @@ class RayClusterWorkflow:
         if violations and violations != self._state.reported_violations:
             message = "invalid spec: " + "; ".join(violations)
             self._state.remember(message)
-            await self._event("Warning", _invalid_reason(violations), message)
+            await self._event("Warning", narration.invalid_reason(violations), message)
         self._state.reported_violations = violations
         if violations:
-            reason = _invalid_reason(violations)
+            reason = narration.invalid_reason(violations)
             self._set_waiting([f"a valid RayCluster (see the {reason} Event)"])
         return not violations
 
@@ -228,7 +234,7 @@ class RayClusterWorkflow:
         now = workflow.now()
         previous = state.status
         phase = decisions.next_suspend_phase(
-            _suspend_phase(previous), bool(spec.suspend), len(snap.pods)
+            suspend_phase(previous), bool(spec.suspend), len(snap.pods)
         )
         facts = decisions.ClusterFacts(
             spec=spec,
@@ -268,7 +274,7 @@ class RayClusterWorkflow:
                 "write the RayCluster status",
             )
         state.status = status
-        self._set_waiting(_waiting(plan, phase))
+        self._set_waiting(narration.waiting_for(plan, phase))
         self._publish_state()
 
     async def _apply(self, plan: PodPlan, missing_objects: bool) -> io.ApplyClusterResult:
@@ -286,7 +292,7 @@ class RayClusterWorkflow:
                 creations=plan.creations,
             ),
             io.ApplyClusterResult,
-            _describe(plan),
+            narration.describe_plan(plan),
         )
         if result.stale:
             self._state.dirty = True
@@ -294,7 +300,7 @@ class RayClusterWorkflow:
         if plan.delete_all_reason:
             self._state.expectations = {}  # every pod goes; nothing earlier is still awaited
         self._expect(plan, result)
-        for line in _decision_lines(plan, result):
+        for line in narration.decision_lines(plan, result):
             self._state.remember(line)
         return result
 
@@ -395,55 +401,3 @@ class RayClusterWorkflow:
             )
         lines += [f"waiting for {w}" for w in self._state.waiting]
         return "\n\n".join(lines)
-
-
-_PROVISIONED = RayClusterConditionType.PROVISIONED
-
-
-def _invalid_reason(violations: list[str]) -> str:
-    """KubeRay's Event reason: metadata is checked first, then the status, then the spec."""
-    if any(v.startswith("metadata") for v in violations):
-        return "InvalidRayClusterMetadata"
-    if all(v.startswith("status") for v in violations):
-        return "InvalidRayClusterStatus"
-    return "InvalidRayClusterSpec"
-
-
-def _suspend_phase(status: object) -> SuspendPhase:
-    conditions = getattr(status, "conditions", None)
-    if is_true(conditions, RayClusterConditionType.SUSPENDING):
-        return SuspendPhase.SUSPENDING
-    if is_true(conditions, RayClusterConditionType.SUSPENDED):
-        return SuspendPhase.SUSPENDED
-    return SuspendPhase.NONE
-
-
-def _waiting(plan: PodPlan, phase: SuspendPhase) -> list[str]:
-    waiting = list(plan.waiting)
-    if plan.stopped:
-        waiting.insert(0, plan.stopped)
-    if phase == SuspendPhase.SUSPENDING:
-        waiting.append("all pods to be deleted (suspending)")
-    return waiting
-
-
-def _describe(plan: PodPlan) -> str:
-    parts = []
-    if plan.delete_all_reason:
-        parts.append(f"delete all pods: {plan.delete_all_reason}")
-    if plan.deletions:
-        parts.append(f"delete {len(plan.deletions)} pod(s)")
-    if plan.creations:
-        parts.append(f"create {len(plan.creations)} pod(s)")
-    return "; ".join(parts) or "create missing owned objects"
-
-
-def _decision_lines(plan: PodPlan, result: io.ApplyClusterResult) -> list[str]:
-    lines = []
-    if plan.delete_all_reason:
-        lines.append(f"deleted all pods: {plan.delete_all_reason}")
-    lines += [f"deleted {d.name}: {d.reason}" for d in plan.deletions if d.name in result.deleted]
-    lines += [f"created {c.name} ({c.group})" for c in plan.creations if c.name in result.created]
-    if result.failure:
-        lines.append(f"{result.failure.reason}: {result.failure.message}")
-    return lines
