@@ -148,8 +148,9 @@ async def _workflow_failures(address: str) -> list[str]:
 
     try:
         executions = await until(settled, 120, "every workflow finished", every=2.0)
-    except Exception as err:
-        return [f"workflows still running: {err}"]
+    except Exception:
+        query = "ExecutionStatus='Running'"
+        return [f"still running: {w.id}" async for w in temporal.list_workflows(query)]
     failures = [
         f"workflow {w.id} ended {w.status}"
         for w in executions
