@@ -6,11 +6,12 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 
-from devcluster.faults import Faults
+from devcluster.faults import SEED_ENV, Faults
 from devcluster.kubelet import RUNTIMES, RuntimeUnavailable
 from devcluster.server import DevCluster
 
@@ -29,6 +30,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--fault-config", type=Path, default=None, help="JSON/YAML fault-injection rules"
     )
     parser.add_argument(
+        "--fault-rate",
+        type=float,
+        default=None,
+        help="inject the standard faults (500s, 429s, 409s, latency, cut watches; dashboard "
+        "500s, timeouts, dropped connections) into this share of requests, e.g. 0.2 (env "
+        "DEVCLUSTER_FAULT_RATE; with --fault-config, that file wins)",
+    )
+    parser.add_argument(
+        "--fault-seed",
+        type=int,
+        default=None,
+        help="seed of --fault-rate's draws (env DEVCLUSTER_FAULT_SEED)",
+    )
+    parser.add_argument(
         "--runtime",
         choices=RUNTIMES,
         default="process",
@@ -44,13 +59,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; return the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    faults = Faults.from_file(args.fault_config) if args.fault_config else None
+    faults = faults_from(args)
     try:
         asyncio.run(_serve(args.state_dir, args.port, faults, args.runtime, args.ready_delay))
     except RuntimeUnavailable as err:
         print(f"devcluster: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def faults_from(args: argparse.Namespace) -> Faults | None:
+    """The faults the options ask for: a config file, else a rate, else the environment."""
+    if getattr(args, "fault_config", None):
+        return Faults.from_file(args.fault_config)
+    if args.fault_rate is not None:
+        return Faults.at_rate(args.fault_rate, args.fault_seed) if args.fault_rate else None
+    env = dict(os.environ)
+    if args.fault_seed is not None:
+        env[SEED_ENV] = str(args.fault_seed)
+    return Faults.from_env(env)
 
 
 async def _serve(

@@ -113,6 +113,7 @@ class Routes:
         app.router.add_get("/version", self._version)
         for probe in ("/healthz", "/livez", "/readyz"):
             app.router.add_get(probe, self._ok)
+        app.router.add_get("/debug/faults", self._fault_counts)
         app.router.add_get("/openapi/v2", self._openapi_v2)
         app.router.add_get("/openapi/v3", self._openapi_index)
         app.router.add_get("/openapi/v3/{path:.*}", self._openapi_document)
@@ -125,6 +126,10 @@ class Routes:
 
     async def _ok(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")
+
+    async def _fault_counts(self, _request: web.Request) -> web.Response:
+        # Not a Kubernetes URL: the fault suites read what was injected from here.
+        return json_response(self._faults.snapshot())
 
     async def _openapi_v2(self, _request: web.Request) -> web.Response:
         # kubectl falls back to v2 only for kinds v3 does not know; it decodes the answer as

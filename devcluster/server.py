@@ -95,6 +95,7 @@ class DevCluster:
         self.handler = Handler(self.store, self.kinds)
         self.endpoints = Endpoints(self.handler, bookmark_interval)
         self._faults = faults or Faults()
+        self.faults = self._faults  # what is injected, and the counts (`Faults.snapshot`)
         # With `pod_network` (the process kubelet's bridge) Services also get DNS and ClusterIPs.
         self.proxy = ProxySubresource(self.handler, pod_network=pod_network)
         self._controllers: list[Controller] = [
@@ -109,6 +110,7 @@ class DevCluster:
             self.endpoints.logs = kubelet.serve_log
             if isinstance(kubelet.runtime, SimulatedRuntime):  # simulated Ray heads answer
                 kubelet.runtime.ray.resolve_service = self.proxy.service_target
+                kubelet.runtime.ray.faults = self._faults.dashboard
                 self.proxy.local = kubelet.runtime.ray.local_address
             self._controllers.append(kubelet)
             self._kubelet = kubelet

@@ -184,11 +184,13 @@ class ProxySubresource:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=False)
         body = await request.read()
+        # As kube-apiserver's proxy does; simulated dashboards tell the operator's calls by it.
+        client = request.remote or "127.0.0.1"
         try:
             async with self._session.request(
                 request.method,
                 yarl.URL(url, encoded=True),  # already encoded: do not quote it again
-                headers=forwarded_headers(request.headers),
+                headers={**forwarded_headers(request.headers), "X-Forwarded-For": client},
                 data=body or None,
                 allow_redirects=False,
                 ssl=False,

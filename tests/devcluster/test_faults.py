@@ -89,3 +89,34 @@ def test_fault_config_file_is_validated(tmp_path: Path) -> None:
     path.write_text("rules:\n  - {action: error, code: 418}\n")
     with pytest.raises(ValueError, match="fault code"):
         Faults.from_file(path)
+
+
+def test_standard_mix_is_built_from_a_rate() -> None:
+    faults = Faults.at_rate(0.2, seed=1)
+    labels = {rule.label for rule in faults.rules}
+    assert labels == {"500", "429", "409", "latency", "watch cut"}
+    assert faults.dashboard is not None and faults.dashboard.rate == 0.2
+    assert Faults.from_env({"DEVCLUSTER_FAULT_RATE": "0"}) is None
+    from_env = Faults.from_env({"DEVCLUSTER_FAULT_RATE": "0.1", "DEVCLUSTER_FAULT_SEED": "4"})
+    assert from_env is not None and from_env.seed == 4
+    with pytest.raises(ValueError, match="within"):
+        Faults.at_rate(1.5)
+
+
+async def test_injected_faults_are_counted_and_served(tmp_path: Path) -> None:
+    faults = Faults.at_rate(0.3, seed=5)
+    async with DevCluster(tmp_path, faults=faults) as cluster, aiohttp.ClientSession() as session:
+        codes: list[int] = []
+        for index in range(60):
+            async with session.post(cluster.url + CM_PATH, data=_body(f"c{index}")) as response:
+                codes.append(response.status)
+        async with session.get(cluster.url + "/debug/faults") as response:
+            served = await response.json()
+    apiserver = served["apiserver"]
+    assert apiserver["requests"] == 60
+    # Creates get no 409 (only updates and patches do); every error answered was counted.
+    assert apiserver.get("409", 0) == 0
+    assert apiserver.get("500", 0) == codes.count(500)
+    assert apiserver.get("429", 0) == codes.count(429)
+    assert 0 < codes.count(500) + codes.count(429) + apiserver.get("latency", 0) < 60
+    assert served["dashboard"] == {"requests": 0, "500": 0, "timeout": 0, "refused": 0}
