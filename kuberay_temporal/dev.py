@@ -31,6 +31,8 @@ from activities.registry import build_activities
 from bridge.metrics import cr_state
 from bridge.running import Bridge
 from bridge.signalling import Signaller
+from devcluster.command import faults_from
+from devcluster.faults import Faults
 from devcluster.kubelet import RUNTIMES, RuntimeUnavailable
 from devcluster.server import DevCluster
 from kuberay_temporal.binaries import BinaryNotFoundError, temporal_cli
@@ -70,6 +72,8 @@ class DevStack:
     """Where devcluster serves the Kubernetes API."""
     runtime: str = "process"
     """How devcluster runs pods: real processes, or `simulated` (Ready without processes)."""
+    faults: Faults | None = None
+    """Faults devcluster injects (reliability tests); None: none."""
     client: Client | None = None
     """Connected to the dev server once the Temporal component is up."""
     kube: KubeClient | None = None
@@ -153,6 +157,7 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
         stack.kube_port,
         runtime=stack.runtime,
         pod_network=stack.runtime == "process",
+        faults=stack.faults,
     )
     async with cluster:
         kube = await connect_kube(str(cluster.kubeconfig_path), stack.tracing.kube_tracer)
@@ -267,6 +272,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="how devcluster runs pods: real processes (default; needs root) or simulated",
     )
     parser.add_argument(
+        "--fault-rate",
+        type=float,
+        default=None,
+        help="devcluster injects faults into this share of requests, e.g. 0.2, for "
+        "reliability tests (env DEVCLUSTER_FAULT_RATE; see `kuberay-temporal devcluster -h`)",
+    )
+    parser.add_argument("--fault-seed", type=int, default=None, help="seed of --fault-rate")
+    parser.add_argument(
         "--task-queue", help="task queue (env KUBERAY_TEMPORAL_TASK_QUEUE, default kuberay)"
     )
     parser.set_defaults(handler=run)
@@ -310,7 +323,15 @@ def _run(args: argparse.Namespace) -> int:
         configure_logging("json", logging.WARNING)
     try:
         return asyncio.run(
-            run_stack(temporal, settings, COMPONENTS, args.kube_port, args.runtime, tracing)
+            run_stack(
+                temporal,
+                settings,
+                COMPONENTS,
+                args.kube_port,
+                args.runtime,
+                tracing,
+                faults=faults_from(args),
+            )
         )
     except _STACK_ERRORS as err:
         _say(str(err), error=True)
@@ -324,6 +345,8 @@ async def run_stack(
     kube_port: int = 6443,
     runtime: str = "process",
     tracing: Tracing | None = None,
+    *,
+    faults: Faults | None = None,
 ) -> int:
     """Start `components` in order, wait for a stop, stop them in reverse order.
 
@@ -334,6 +357,7 @@ async def run_stack(
         kube_port: Where devcluster serves the Kubernetes API.
         runtime: How devcluster runs pods.
         tracing: Where the stack's traces go; None: nowhere. Flushed once all stopped.
+        faults: Faults devcluster injects; None: none.
 
     Returns:
         0 if stopped by a signal, 1 if a component failed while running.
@@ -346,6 +370,7 @@ async def run_stack(
             kube_port=kube_port,
             runtime=runtime,
             tracing=tracing or Tracing(),
+            faults=faults,
         )
         async with AsyncExitStack() as started:
             started.push_async_callback(stack.tracing.shutdown)
