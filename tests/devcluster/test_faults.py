@@ -120,3 +120,22 @@ async def test_injected_faults_are_counted_and_served(tmp_path: Path) -> None:
     assert apiserver.get("429", 0) == codes.count(429)
     assert 0 < codes.count(500) + codes.count(429) + apiserver.get("latency", 0) < 60
     assert served["dashboard"] == {"requests": 0, "500": 0, "timeout": 0, "refused": 0}
+
+
+async def test_writes_meet_conflicts_in_the_standard_mix(tmp_path: Path) -> None:
+    faults = Faults.at_rate(0.6, seed=8)
+    patch = json.dumps({"data": {"k": "v"}})
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with (
+        DevCluster(tmp_path) as cluster,
+        aiohttp.ClientSession() as session,
+        session.post(cluster.url + CM_PATH, data=_body("p")) as response,
+    ):
+        assert response.status == 201
+    async with DevCluster(tmp_path, faults=faults) as cluster, aiohttp.ClientSession() as session:
+        codes = []
+        for _ in range(60):
+            url = f"{cluster.url}{CM_PATH}/p"
+            async with session.patch(url, data=patch, headers=headers) as response:
+                codes.append(response.status)
+    assert codes.count(409) == faults.counts["409"] > 0
