@@ -25,6 +25,7 @@ class KubeError(Exception):
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.retry_after: float | None = None  # seconds the server asked us to wait, if any
 
 
 class KubeUnavailable(KubeError):

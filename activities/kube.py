@@ -8,6 +8,7 @@ have no generated models), so this client speaks paths and dicts and turns every
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ JSON = dict[str, Any]
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
+RETRIES: Final = 10
+"""How often a request the server asks to repeat (429, or 5xx with Retry-After) is repeated."""
+MAX_RETRY_AFTER: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -281,6 +285,31 @@ class KubeClient:
         content_type: str,
         request_timeout: float,
     ) -> aiohttp.ClientResponse:
+        """Send once, and again as client-go does when the server says when to come back.
+
+        A 429, or a 5xx with Retry-After, was not carried out, so any verb may be repeated;
+        up to `RETRIES` times, waiting what Retry-After says (at most `MAX_RETRY_AFTER`).
+        """
+        for _ in range(RETRIES):
+            try:
+                return await self._send_once(
+                    method, path, query, body, content_type, request_timeout
+                )
+            except errors.KubeUnavailable as err:
+                if err.retry_after is None:
+                    raise
+                await asyncio.sleep(err.retry_after)
+        return await self._send_once(method, path, query, body, content_type, request_timeout)
+
+    async def _send_once(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str | int | bool] | None,
+        body: Any,
+        content_type: str,
+        request_timeout: float,
+    ) -> aiohttp.ClientResponse:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         params = [
             (k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()
@@ -301,7 +330,9 @@ class KubeClient:
             except ApiException as err:
                 if err.status:
                     call.answered(err.status)
-                raise errors.from_status(err.status or 0, err.body) from err
+                error = errors.from_status(err.status or 0, err.body)
+                error.retry_after = retry_after(err.status or 0, err.headers or {})
+                raise error from err
             except (aiohttp.ClientError, TimeoutError, OSError) as err:
                 raise errors.KubeUnavailable(f"{method} {path}: {err}") from err
             call.answered(response.status)
@@ -311,5 +342,18 @@ class KubeClient:
                     body = await response.read()
                 finally:
                     response.release()
-                raise errors.from_status(response.status, body)
+                error = errors.from_status(response.status, body)
+                error.retry_after = retry_after(response.status, response.headers)
+                raise error
         return response
+
+
+def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait before repeating a request, when the answer asks for a repeat.
+
+    As client-go: a 429 or a 5xx with a Retry-After of whole seconds (capped here), else None.
+    """
+    if status != 429 and status // 100 != 5:
+        return None
+    value = headers.get("Retry-After", "").strip()
+    return min(float(value), MAX_RETRY_AFTER) if value.isdigit() else None
