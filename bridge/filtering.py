@@ -97,6 +97,7 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
     ref = ref_of(kind, obj)
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
     seen = memory.seen.setdefault(ref.uid, Seen())
+    owner = controller_of(obj) or memory.cluster_owner.get((ref.namespace, ref.name))
     if kind == "RayCluster":
         _track_cluster(ref, obj, memory, gone=event == "DELETED")
     if spec.get("managedBy") == MANAGED_BY_MULTIKUEUE:
@@ -104,7 +105,13 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
         return []
     if event == "DELETED":
         memory.seen.pop(ref.uid, None)
-        return [Nudge(ref, messages.DELETED, messages.Deleted(gone=True))]
+        gone = [Nudge(ref, messages.DELETED, messages.Deleted(gone=True))]
+        if kind == "RayCluster" and owner is not None and owner.kind in ("RayJob", "RayService"):
+            # The owner may wait on this deletion; its pods' events may come later and
+            # then no longer lead to it (the cluster's owner is forgotten just above).
+            change = messages.OwnedChanged(kinds=["RayCluster"], names=[ref.name])
+            gone.append(Nudge(owner, messages.OWNED_CHANGED, change))
+        return gone
     nudges = _spec_nudges(ref, meta, seen)
     if meta.get("deletionTimestamp") and not seen.deleting:
         seen.deleting = True

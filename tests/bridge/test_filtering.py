@@ -86,6 +86,20 @@ def test_owned_cluster_status_nudges_its_owner() -> None:
     assert primary_nudges("RayCluster", "MODIFIED", touched, memory) == []
 
 
+def test_a_deleted_owned_cluster_nudges_its_owner() -> None:
+    """The owner waits on its cluster's deletion; its pods' events may come after the
+    cluster's DELETED (separate watches) and then no longer know the owner (found by the
+    chaos suite: a RayService kept its finalizer until its 5-minute resync)."""
+    memory = Memory()
+    obj = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
+    primary_nudges("RayCluster", "ADDED", obj, memory)
+    nudges = primary_nudges("RayCluster", "DELETED", obj, memory)
+    assert signals(nudges) == [
+        ("c", "deleted", messages.Deleted(gone=True)),
+        ("job", "owned_changed", messages.OwnedChanged(kinds=["RayCluster"], names=["c"])),
+    ]
+
+
 def pod(phase: str = "Pending", ready: str = "False", **labels: str) -> dict[str, Any]:
     return {
         "metadata": {
