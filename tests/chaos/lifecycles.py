@@ -91,6 +91,8 @@ class Driver:
             await steps[kind](name, kind)
         except LifecycleFailed as err:
             return Outcome(name, kind, str(err))
+        except Exception as err:  # a surprise in a CR's status: reported, not fatal to the run
+            return Outcome(name, kind, f"{type(err).__name__}: {err}")
         return Outcome(name, kind)
 
     # --- API calls that outlive an API server restart ----------------------------------
@@ -125,12 +127,17 @@ class Driver:
         await until(gone, self.within, f"{name} deleted (finalizer released)")
 
     async def _status(self, resource: kube.Resource, name: str, wanted: Callable[..., bool]) -> Any:
+        last: list[Any] = [None]
+
         async def probe() -> dict[str, Any] | None:
             found = await self.client.get_or_none(resource, NAMESPACE, name)
-            status = (found or {}).get("status") or {}
+            status = last[0] = (found or {}).get("status") or {}
             return found if found and wanted(found, status) else None
 
-        return await until(probe, self.within, f"{name} in the wanted state")
+        try:
+            return await until(probe, self.within, f"{name} in the wanted state")
+        except LifecycleFailed as err:
+            raise LifecycleFailed(f"{err}; last status {last[0]!r:.1500}") from None
 
     # --- lifecycles -----------------------------------------------------------------------
 
@@ -231,7 +238,9 @@ class Driver:
 
         def caught_up(found: dict[str, Any], status: dict[str, Any]) -> bool:
             return bool(
-                status.get("observedGeneration", 0) >= generation and _service_ready(found, status)
+                status.get("observedGeneration", 0) >= generation
+                and _service_ready(found, status)
+                and (status.get("activeServiceStatus") or {}).get("rayClusterName")
             )
 
         service = await self._status(kube.RAYSERVICES, name, caught_up)
