@@ -144,7 +144,6 @@ def test_proc_parsing() -> None:
 
 
 def test_runs_of_one_size_share_a_plot(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="the optional `bench` extra")
     for kind, workers in (("raycluster", 1), ("rayjob", 2)):
         csv_path, _, png = output_paths(tmp_path, kind, 4, workers)
         write_csv(samples(), csv_path)
