@@ -64,12 +64,18 @@ def shape(value: Any) -> Any:
             return {"*": shape(next(iter(value.values())))}
         return {k: shape(v) for k, v in sorted(value.items())}
     if isinstance(value, list):
-        return [shape(value[0])] if value else []
+        # Ray lists jobs in no fixed order: take the same one on both sides (the first id).
+        first = min(value, key=_list_order, default=None)
+        return [shape(first)] if value else []
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
         return "number"
     return type(value).__name__
+
+
+def _list_order(item: Any) -> str:
+    return str(item.get("submission_id", "")) if isinstance(item, dict) else ""
 
 
 def contained(small: Any, big: Any, path: str = "") -> list[str]:
