@@ -131,16 +131,21 @@ def creator_kind(cluster: RayCluster) -> str:
     return value if value in (CREATOR_RAYJOB, CREATOR_RAYSERVICE) else CREATOR_RAYCLUSTER
 
 
-def owner_reference(cluster: RayCluster) -> JSONObject:
-    """The controller ownerReference every child of the cluster carries."""
+def controller_reference(kind: str, name: str, uid: str | None) -> JSONObject:
+    """The controller ownerReference to a ray.io object (garbage collection, bridge routing)."""
     return {
         "apiVersion": k.API_VERSION,
-        "kind": "RayCluster",
-        "name": cluster.name,
-        "uid": cluster.metadata.uid or "",
+        "kind": kind,
+        "name": name,
+        "uid": uid or "",
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def owner_reference(cluster: RayCluster) -> JSONObject:
+    """The controller ownerReference every child of the cluster carries."""
+    return controller_reference("RayCluster", cluster.name, cluster.metadata.uid)
 
 
 # --- label sets -------------------------------------------------------------------------------

@@ -43,14 +43,7 @@ SUBMITTER_REQUESTS = {"cpu": "500m", "memory": "200Mi"}
 
 def rayjob_owner_reference(rayjob: RayJob) -> JSONObject:
     """The controller ownerReference of everything a RayJob creates (GC and bridge routing)."""
-    return {
-        "apiVersion": k.API_VERSION,
-        "kind": "RayJob",
-        "name": rayjob.name,
-        "uid": rayjob.metadata.uid or "",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return names.controller_reference("RayJob", rayjob.name, rayjob.metadata.uid)
 
 
 def originated_labels(rayjob: RayJob) -> dict[str, str]:

@@ -100,14 +100,7 @@ def parse_serve_config(text: str) -> dict[str, Any]:
 
 def rayservice_owner_reference(service: RayService) -> JSONObject:
     """The controller ownerReference of everything a RayService creates."""
-    return {
-        "apiVersion": k.API_VERSION,
-        "kind": "RayService",
-        "name": service.name,
-        "uid": service.metadata.uid or "",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return names.controller_reference("RayService", service.name, service.metadata.uid)
 
 
 def originated_labels(service: RayService) -> dict[str, str]:
