@@ -138,13 +138,18 @@ class JobActivities:
         )
         # The cluster's own workflow then continues this trace (`activities.tracing`).
         stamp_trace_context(manifest)
-        created = await self._create_announced(
-            params.ref,
-            kube.RAYCLUSTERS,
-            manifest,
-            ("RayCluster", "RayCluster"),
-            (io.JobEventReason.CREATED_RAY_CLUSTER, io.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER),
-        )
+        ns, name = params.ref.namespace, params.cluster_name
+        try:
+            _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ns, manifest)
+        except KubeRejected as err:
+            message = f"Failed to create RayCluster {ns}/{name}: {err}"
+            await self._event(
+                params.ref, "Warning", io.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER, message
+            )
+            raise
+        if created:
+            message = f"Created RayCluster {ns}/{name}"
+            await self._event(params.ref, "Normal", io.JobEventReason.CREATED_RAY_CLUSTER, message)
         return io.CreateResult(created=created)
 
     @activity.defn(name=io.CREATE_SUBMITTER_JOB)
@@ -160,13 +165,18 @@ class JobActivities:
         job = build_submitter_job(
             rayjob, cluster, params.job_id, params.dashboard_url, params.attempt, self._options
         )
-        created = await self._create_announced(
-            params.ref,
-            kube.JOBS,
-            job,
-            ("Kubernetes Job", "new Kubernetes Job"),
-            (io.JobEventReason.CREATED_SUBMITTER, io.JobEventReason.FAILED_TO_CREATE_SUBMITTER),
-        )
+        name = job["metadata"]["name"]
+        try:
+            _, created = await self._kube.create_or_get(kube.JOBS, ns, job)
+        except KubeRejected as err:
+            message = f"Failed to create new Kubernetes Job {ns}/{name}: {err}"
+            await self._event(
+                params.ref, "Warning", io.JobEventReason.FAILED_TO_CREATE_SUBMITTER, message
+            )
+            raise
+        if created:
+            message = f"Created Kubernetes Job {ns}/{name}"
+            await self._event(params.ref, "Normal", io.JobEventReason.CREATED_SUBMITTER, message)
         return io.CreateResult(created=created)
 
     @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE)
@@ -313,30 +323,6 @@ class JobActivities:
         except KubeError as err:
             if isinstance(err, KubeUnavailable) or err.status != 404:
                 raise
-
-    async def _create_announced(
-        self,
-        ref: ObjectRef,
-        resource: kube.Resource,
-        manifest: kube.JSON,
-        words: tuple[str, str],
-        reasons: tuple[str, str],
-    ) -> bool:
-        """Create `manifest` (or find it) with KubeRay's Events; True when it is new.
-
-        `words` name the object in the Normal and the Warning message, `reasons` are the
-        Normal and the Warning reason; a refusal is recorded, then raised.
-        """
-        ns, name = ref.namespace, manifest["metadata"]["name"]
-        try:
-            _, created = await self._kube.create_or_get(resource, ns, manifest)
-        except KubeRejected as err:
-            message = f"Failed to create {words[1]} {ns}/{name}: {err}"
-            await self._event(ref, "Warning", reasons[1], message)
-            raise
-        if created:
-            await self._event(ref, "Normal", reasons[0], f"Created {words[0]} {ns}/{name}")
-        return created
 
     async def _event(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
         """Record an Event once per activity and message (a retried attempt records none)."""
