@@ -16,13 +16,11 @@ import pytest_asyncio
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from crds.refs import ObjectRef
-from kuberay_temporal.binaries import temporal_test_server
 from tests.eventually import eventually
 from worker.running import build_sandbox_runner
 from workflows import messages
@@ -54,18 +52,6 @@ async def register_state_attribute(env: WorkflowEnvironment) -> None:
             search_attributes={"RayState": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
         )
     )
-
-
-@pytest_asyncio.fixture
-async def env() -> AsyncIterator[WorkflowEnvironment]:
-    """A time-skipping server per test: skipping time must not wake other tests' workflows."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
-    await register_state_attribute(env)
-    yield env
-    await env.shutdown()
 
 
 class Harness:

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio.client import WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -24,9 +23,7 @@ from temporalio.worker import Worker
 from activities.job_models import JobOperatorOptions
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
-from kuberay_temporal.binaries import temporal_test_server
 from tests.eventually import eventually
-from tests.workflows.raycluster.test_workflow import register_state_attribute
 from worker.running import build_sandbox_runner
 from workflows import messages
 from workflows.rayjob.state import RayJobInput
@@ -61,18 +58,6 @@ def job_spec(**fields: Any) -> dict[str, Any]:
     if fields.get("submissionMode") == "SidecarMode":
         spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["restartPolicy"] = "Never"
     return {**spec, **fields}
-
-
-@pytest_asyncio.fixture
-async def env() -> AsyncIterator[WorkflowEnvironment]:
-    """A time-skipping server per test: skipping time must not wake other tests' workflows."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
-    await register_state_attribute(env)
-    yield env
-    await env.shutdown()
 
 
 class Harness:
