@@ -27,16 +27,14 @@ from datetime import timedelta
 
 from temporalio import activity
 from temporalio.client import WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities import job_models as io
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
-from kuberay_temporal.binaries import temporal_test_server
 from tests.eventually import eventually
-from tests.workflows.raycluster.test_workflow import register_state_attribute
+from tests.time_skipping import start_time_skipping
 from tests.workflows.rayjob.fake_world import FakeJobWorld
 from tests.workflows.rayjob.test_workflow import job_spec
 from worker.running import build_sandbox_runner
@@ -148,12 +146,8 @@ async def count_history(
 
 
 async def main(durations: list[float]) -> None:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
+    env = await start_time_skipping()
     try:
-        await register_state_attribute(env)
         columns = ["events", *ACTIONS.values(), "waits"]
         print(f"{'Ray job duration':>18} " + " ".join(f"{c:>10}" for c in columns))
         for seconds in durations:

@@ -16,7 +16,8 @@ import pytest_asyncio
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from kuberay_temporal.binaries import temporal_cli, temporal_test_server
+from kuberay_temporal.binaries import temporal_cli
+from tests.time_skipping import start_time_skipping
 from worker.search_attributes import ALL_KEYS
 
 
@@ -26,10 +27,7 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
 
     Time is global to the server, so tests using it must not run concurrently.
     """
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
+    env = await start_time_skipping()
     yield env
     await env.shutdown()
 

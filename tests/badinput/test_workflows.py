@@ -28,20 +28,18 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from crds.enums import JobStatus
-from kuberay_temporal.binaries import temporal_test_server
 from tests.badinput.budget import MIXED, WORKFLOW
 from tests.badinput.objects import JSON, admit, our_verdict, path_matches
 from tests.badinput.strategies import Broken, broken_objects
 from tests.badinput.worlds import Router, StoredCluster, StoredJob, StoredService
 from tests.eventually import eventually
+from tests.time_skipping import start_time_skipping
 from tests.workflows.raycluster.test_workflow import SPEC as CLUSTER_SPEC
-from tests.workflows.raycluster.test_workflow import register_state_attribute
 from tests.workflows.rayjob.test_workflow import job_spec
 from tests.workflows.rayservice.test_workflow import SPEC as SERVICE_SPEC
 from worker.running import build_worker
@@ -80,11 +78,7 @@ class Stack:
 
 @pytest_asyncio.fixture(scope="module")
 async def stack() -> AsyncIterator[Stack]:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
-    await register_state_attribute(env)
+    env = await start_time_skipping()
     router = Router()
     queue = f"badinput-{uuid.uuid4()}"
     worker = build_worker(env.client, WorkerSettings(task_queue=queue), router.activities())

@@ -17,16 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
-from kuberay_temporal.binaries import temporal_test_server
 from tests.eventually import eventually
+from tests.time_skipping import start_time_skipping
 from tests.workflows.raycluster.fake_cluster import FakeCluster
-from tests.workflows.raycluster.test_workflow import SPEC, register_state_attribute
+from tests.workflows.raycluster.test_workflow import SPEC
 from worker.running import build_sandbox_runner
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
@@ -165,12 +163,8 @@ SCENARIOS = {
 
 
 async def main() -> None:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
+    env = await start_time_skipping()
     try:
-        await register_state_attribute(env)
         only = set(sys.argv[1:]) or set(SCENARIOS)
         for name, scenario in SCENARIOS.items():
             if name not in only:
