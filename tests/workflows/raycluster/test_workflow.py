@@ -5,7 +5,6 @@ Kubernetes is replaced at the activity boundary by `FakeCluster`.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -13,15 +12,12 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import WorkflowHandle
-from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from crds.refs import ObjectRef
 from tests.eventually import eventually
+from tests.workflows.harness import EntityHarness
 from worker.running import build_sandbox_runner
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
@@ -44,40 +40,12 @@ SPEC: dict[str, Any] = {
 }
 
 
-async def register_state_attribute(env: WorkflowEnvironment) -> None:
-    """The time-skipping server cannot list search attributes, only add them."""
-    await env.client.operator_service.add_search_attributes(
-        AddSearchAttributesRequest(
-            namespace="default",
-            search_attributes={"RayState": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
-        )
-    )
+class Harness(EntityHarness):
+    kind, run, input_type = "RayCluster", RayClusterWorkflow.run, RayClusterInput
 
-
-class Harness:
     def __init__(self, env: WorkflowEnvironment, cluster: FakeCluster, queue: str) -> None:
-        self.env, self.cluster, self.queue = env, cluster, queue
-        self.ref = ObjectRef(
-            kind="RayCluster", namespace="default", name=cluster.name, uid=str(uuid.uuid4())
-        )
-        self.handle: WorkflowHandle[Any, Any] | None = None
-
-    async def start(self, **params: Any) -> WorkflowHandle[Any, Any]:
-        self.handle = await self.env.client.start_workflow(
-            RayClusterWorkflow.run,
-            RayClusterInput(ref=self.ref, **params),
-            id=self.ref.workflow_id,
-            task_queue=self.queue,
-        )
-        return self.handle
-
-    async def signal(self, name: str, arg: Any) -> None:
-        assert self.handle is not None
-        await self.handle.signal(name, arg)
-
-    async def progress(self) -> messages.Progress:
-        assert self.handle is not None
-        return await self.handle.query(messages.PROGRESS, result_type=messages.Progress)
+        super().__init__(env, cluster.name, queue)
+        self.cluster = cluster
 
     async def pods_settle(self) -> None:
         """Make the created pods ready and tell the workflow, as the bridge would."""
@@ -98,11 +66,7 @@ async def harness(env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Ha
     ):
         harness = Harness(env, cluster, task_queue)
         yield harness
-        # Entity workflows never end on their own; a leftover one would hold the shared
-        # time-skipping clock back for the tests after this one.
-        if harness.handle is not None:
-            with contextlib.suppress(RPCError):
-                await harness.handle.terminate("test finished")
+        await harness.terminate()
 
 
 async def test_new_cluster_becomes_ready(harness: Harness) -> None:

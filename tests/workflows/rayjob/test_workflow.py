@@ -6,9 +6,7 @@ deadlines with durable timers, so each test skips exactly the time it means to.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -16,14 +14,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio.client import WorkflowHandle
-from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.job_models import JobOperatorOptions
 from crds.enums import JobStatus
-from crds.refs import ObjectRef
 from tests.eventually import eventually
+from tests.workflows.harness import EntityHarness
 from worker.running import build_sandbox_runner
 from workflows import messages
 from workflows.rayjob.state import RayJobInput
@@ -60,14 +57,12 @@ def job_spec(**fields: Any) -> dict[str, Any]:
     return {**spec, **fields}
 
 
-class Harness:
+class Harness(EntityHarness):
+    kind, run, input_type = "RayJob", RayJobWorkflow.run, RayJobInput
+
     def __init__(self, env: WorkflowEnvironment, queue: str) -> None:
-        self.env, self.queue = env, queue
+        super().__init__(env, "train", queue)
         self.world = FakeJobWorld("train", job_spec())
-        self.ref = ObjectRef(
-            kind="RayJob", namespace="default", name="train", uid=str(uuid.uuid4())
-        )
-        self.handle: WorkflowHandle[Any, Any] | None = None
 
     def worker(self) -> Worker:
         return Worker(
@@ -77,19 +72,6 @@ class Harness:
             activities=self.world.activities(),
             workflow_runner=build_sandbox_runner(),
         )
-
-    async def start(self, **params: Any) -> WorkflowHandle[Any, Any]:
-        self.handle = await self.env.client.start_workflow(
-            RayJobWorkflow.run,
-            RayJobInput(ref=self.ref, **params),
-            id=self.ref.workflow_id,
-            task_queue=self.queue,
-        )
-        return self.handle
-
-    async def signal(self, name: str, arg: Any) -> None:
-        assert self.handle is not None
-        await self.handle.signal(name, arg)
 
     async def owned_changed(self) -> None:
         await self.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["RayCluster"]))
@@ -116,19 +98,13 @@ class Harness:
         self.world.finish(status, await self.env.get_current_time())
         await self.owned_changed()
 
-    async def progress(self) -> messages.Progress:
-        assert self.handle is not None
-        return await self.handle.query(messages.PROGRESS, result_type=messages.Progress)
-
 
 @pytest_asyncio.fixture
 async def harness(env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Harness]:
     harness = Harness(env, task_queue)
     async with harness.worker():
         yield harness
-        if harness.handle is not None:
-            with contextlib.suppress(RPCError):
-                await harness.handle.terminate("test finished")
+        await harness.terminate()
 
 
 @pytest.mark.parametrize("mode", ["K8sJobMode", "HTTPMode", "SidecarMode", "InteractiveMode"])

@@ -6,7 +6,6 @@ Each test gets its own server: skipping time for one test must not fire another'
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
 import uuid
@@ -16,14 +15,13 @@ from typing import Any
 
 import pytest_asyncio
 from temporalio.client import WorkflowHandle
-from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities import service_models as io
 from crds.rayservice import RayServiceStatus
-from crds.refs import ObjectRef
 from tests.eventually import eventually
+from tests.workflows.harness import EntityHarness
 from worker.running import build_sandbox_runner
 from workflows import messages
 from workflows.rayservice.state import RayServiceInput
@@ -64,26 +62,12 @@ INCREMENTAL: dict[str, Any] = {
 }
 
 
-class Harness:
+class Harness(EntityHarness):
+    kind, run, input_type = "RayService", RayServiceWorkflow.run, RayServiceInput
+
     def __init__(self, env: WorkflowEnvironment, world: FakeServiceWorld, queue: str) -> None:
-        self.env, self.world, self.queue = env, world, queue
-        self.ref = ObjectRef(
-            kind="RayService", namespace="default", name=world.name, uid=str(uuid.uuid4())
-        )
-        self.handle: WorkflowHandle[Any, Any] | None = None
-
-    async def start(self, **params: Any) -> WorkflowHandle[Any, Any]:
-        self.handle = await self.env.client.start_workflow(
-            RayServiceWorkflow.run,
-            RayServiceInput(ref=self.ref, **params),
-            id=self.ref.workflow_id,
-            task_queue=self.queue,
-        )
-        return self.handle
-
-    async def signal(self, name: str, arg: Any) -> None:
-        assert self.handle is not None
-        await self.handle.signal(name, arg)
+        super().__init__(env, world.name, queue)
+        self.world = world
 
     async def spec_changed(self) -> None:
         await self.signal(
@@ -129,9 +113,7 @@ async def make(env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Any]:
 
     yield build
     for harness in harnesses:
-        if harness.handle is not None:
-            with contextlib.suppress(RPCError):
-                await harness.handle.terminate("test finished")
+        await harness.terminate()
     for worker in workers:
         await worker.__aexit__(None, None, None)
 
@@ -146,7 +128,7 @@ async def test_first_deploy_becomes_ready(make: Any) -> None:
     assert world.status and world.status.active_service_status
     apps = world.status.active_service_status.applications or {}
     assert apps["app1"].status == "RUNNING"
-    assert (await h.handle.query(messages.PROGRESS, result_type=messages.Progress)).state == "Ready"
+    assert (await h.progress()).state == "Ready"
 
 
 async def test_serve_config_change_is_applied_in_place(make: Any) -> None:
@@ -369,7 +351,7 @@ async def test_an_upgrade_without_the_gateway_api_says_so_and_aborts_at_its_dead
     )
     assert h.world.condition("UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
     assert h.world.condition("Ready") == ("True", "NonZeroServeEndpoints")
-    progress = await h.handle.query(messages.PROGRESS, result_type=messages.Progress)
+    progress = await h.progress()
     assert any("Gateway API" in w for w in progress.waiting_for)
     await env.sleep(timedelta(minutes=11))
     await eventually(

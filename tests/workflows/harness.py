@@ -1,0 +1,51 @@
+"""What the three workflow test harnesses share: one CR's workflow started, signalled, queried."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from typing import Any, ClassVar
+
+from temporalio.client import WorkflowHandle
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+
+from crds.refs import ObjectRef
+from workflows import messages
+
+
+class EntityHarness:
+    """One CR named `name` and its workflow on `queue`; subclasses name the workflow."""
+
+    kind: ClassVar[str]
+    run: ClassVar[Any]  # the workflow's run method
+    input_type: ClassVar[Any]  # its input model, built from `ref` and the start parameters
+
+    def __init__(self, env: WorkflowEnvironment, name: str, queue: str) -> None:
+        self.env, self.queue = env, queue
+        self.ref = ObjectRef(kind=self.kind, namespace="default", name=name, uid=str(uuid.uuid4()))
+        self.handle: WorkflowHandle[Any, Any] | None = None
+
+    async def start(self, **params: Any) -> WorkflowHandle[Any, Any]:
+        self.handle = await self.env.client.start_workflow(
+            type(self).run,
+            self.input_type(ref=self.ref, **params),
+            id=self.ref.workflow_id,
+            task_queue=self.queue,
+        )
+        return self.handle
+
+    async def signal(self, name: str, arg: Any) -> None:
+        assert self.handle is not None
+        await self.handle.signal(name, arg)
+
+    async def progress(self) -> messages.Progress:
+        assert self.handle is not None
+        return await self.handle.query(messages.PROGRESS, result_type=messages.Progress)
+
+    async def terminate(self) -> None:
+        """End the workflow if it runs: entity workflows never end on their own, and a
+        leftover one would hold the time-skipping clock back for the tests after this one."""
+        if self.handle is not None:
+            with contextlib.suppress(RPCError):
+                await self.handle.terminate("test finished")
