@@ -156,19 +156,8 @@ class Stack:
             lambda: _tcp_open(api_port),
         )
         for name in ("worker", "bridge"):
-            health = free_port()
-            env = base | {
-                "TEMPORAL_ADDRESS": self._temporal.address,
-                "KUBECONFIG": str(self.kubeconfig),
-                "KUBERAY_TEMPORAL_HEALTH_PORT": str(health),
-                "KUBERAY_TEMPORAL_RELIST_SECONDS": "30",
-            }
-            self.components[name] = Supervised(
-                name,
-                [python, "-m", "kuberay_temporal", name],
-                env,
-                self.root,
-                _healthy(health),
+            self.components[name] = operator_component(
+                name, self._temporal.address, self.kubeconfig, self.root
             )
 
     async def start(self) -> None:
@@ -195,6 +184,22 @@ class Stack:
         for name in ("bridge", "worker", "devcluster", "temporal"):
             if name in self.components:
                 await self.components[name].stop()
+
+
+def operator_component(
+    name: str, temporal_address: str, kubeconfig: Path, log_dir: Path
+) -> Supervised:
+    """`kuberay-temporal worker` or `bridge` as its own process, ready when /readyz says so."""
+    health = free_port()
+    env = dict(os.environ) | {
+        "TEMPORAL_ADDRESS": temporal_address,
+        "KUBECONFIG": str(kubeconfig),
+        "KUBERAY_TEMPORAL_HEALTH_PORT": str(health),
+        "KUBERAY_TEMPORAL_RELIST_SECONDS": "30",
+    }
+    return Supervised(
+        name, [sys.executable, "-m", "kuberay_temporal", name], env, log_dir, _healthy(health)
+    )
 
 
 async def _tcp_open(port: int) -> bool:

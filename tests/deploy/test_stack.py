@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -33,13 +32,8 @@ from kuberay_temporal.binaries import find_binary, temporal_cli
 from tests.deploy.rendering import by_kind, container, kustomize_docs, settings_env
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
+from tests.worker.ports import free_port
 from worker.search_attributes import ALL_KEYS
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest_asyncio.fixture
@@ -96,8 +90,8 @@ async def test_worker_and_bridge_processes_run_a_raycluster_and_a_rayjob(
     async with DevCluster(tmp_path / "cluster", runtime="simulated") as cluster:
         config = cluster.kubeconfig_path
         await _kubectl(config, "apply", "-f", str(REPO_ROOT / "deploy" / "crds"))
-        ports = {"worker": _free_port(), "bridge": _free_port()}
-        metrics_ports = {"worker": _free_port(), "bridge": _free_port()}
+        ports = {"worker": free_port(), "bridge": free_port()}
+        metrics_ports = {"worker": free_port(), "bridge": free_port()}
         where = {
             "TEMPORAL_ADDRESS": temporal.client.service_client.config.target_host,
             "KUBECONFIG": str(config),

@@ -10,10 +10,7 @@ new worker process takes over the same workflow from its history.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
+from tests.chaos.processes import Supervised, operator_component
 from tests.e2e.conftest import LocalStack
 from tests.e2e.test_rayjob_real import adapt, apply, ray_jobs, reaches, sample, status
 from tests.eventually import eventually
@@ -55,54 +53,25 @@ async def stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
         await env.shutdown()
 
 
-class Process:
-    """One `kuberay-temporal` component as a child process, with its log in a file."""
+def component(stack: LocalStack, name: str) -> Supervised:
+    return operator_component(
+        name,
+        stack.client.service_client.config.target_host,
+        stack.kubeconfig,
+        stack.kubeconfig.parent,
+    )
 
-    def __init__(self, stack: LocalStack, component: str) -> None:
-        self.stack, self.component, self.starts = stack, component, 0
-        self.process: asyncio.subprocess.Process | None = None
 
-    @property
-    def log(self) -> Path:
-        return self.stack.kubeconfig.parent / f"{self.component}-{self.starts}.log"
-
-    async def start(self) -> None:
-        self.starts += 1
-        env = {
-            **os.environ,
-            "TEMPORAL_ADDRESS": self.stack.client.service_client.config.target_host,
-            "KUBECONFIG": str(self.stack.kubeconfig),
-            "KUBERAY_TEMPORAL_RELIST_SECONDS": "30",
-        }
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "kuberay_temporal",
-            self.component,
-            env=env,
-            stdout=self.log.open("wb"),
-            stderr=asyncio.subprocess.STDOUT,
-        )
-
-    async def kill(self) -> None:
-        """SIGKILL: no drain, no goodbye to the server; running activities are simply lost."""
-        assert self.process is not None and self.process.returncode is None, self.log.read_text()
-        self.process.send_signal(signal.SIGKILL)
-        assert await asyncio.wait_for(self.process.wait(), 30) == -signal.SIGKILL
-
-    async def stop(self) -> None:
-        if self.process is None or self.process.returncode is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(self.process.wait(), 60)
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
+async def kill(process: Supervised) -> None:
+    """SIGKILL of a process that was running: no drain, no goodbye to the server."""
+    running = process.process
+    assert running is not None and running.returncode is None, "died before the kill"
+    await process.kill()
+    assert running.returncode == -signal.SIGKILL
 
 
 async def test_kill_9_of_the_worker_submits_once_and_completes(stack: LocalStack) -> None:
-    worker, bridge = Process(stack, "worker"), Process(stack, "bridge")
+    worker, bridge = component(stack, "worker"), component(stack, "bridge")
     await worker.start()
     await bridge.start()
     try:
@@ -120,14 +89,14 @@ async def test_kill_9_of_the_worker_submits_once_and_completes(stack: LocalStack
         # First death: the attempt's cluster exists, Ray has no job yet.
         initializing = await reaches(stack, name, "Initializing", within=90)
         cluster, job_id = initializing["rayClusterName"], initializing["jobId"]
-        await worker.kill()
+        await kill(worker)
         await worker.start()
 
         # Second death: Ray runs the job, the worker is inside its long wait on it.
         await eventually(
             lambda: _ray_runs(stack, cluster, job_id), within=240, message="Ray runs the job"
         )
-        await worker.kill()
+        await kill(worker)
         await worker.start()
 
         done = await reaches(stack, name, "Complete", within=240)
