@@ -142,9 +142,8 @@ def remove_leftovers(bridge: bool = True) -> None:
         _ip("netns", "delete", name, check=False)
         (_OWNERS / name).unlink(missing_ok=True)
     if bridge:
-        (_OWNERS / _bridge_claim(os.getpid())).unlink(missing_ok=True)
-        claimed = _bridge_claimed()  # also forgets the claims of devclusters that died
-        if not kept and not claimed:
+        _forget_dead_bridge_claims()
+        if not kept and not _bridge_claims():
             _ip("link", "delete", BRIDGE_NAME, check=False)
 
 
@@ -161,16 +160,18 @@ def _bridge_claim(pid: int) -> str:
     return f"{_BRIDGE_CLAIM}{pid}"
 
 
-def _bridge_claimed() -> bool:
-    """Whether a live devcluster other than this process still uses the bridge."""
+def _bridge_claims() -> list[str]:
+    """The bridge claims on record (this process's, live or dead devclusters')."""
     if not _OWNERS.is_dir():
-        return False
-    claims = [p.name for p in _OWNERS.iterdir() if p.name.startswith(_BRIDGE_CLAIM)]
-    alive = [c for c in claims if _owner_alive(c)]
-    for stale in set(claims) - set(alive):
-        if stale != _bridge_claim(os.getpid()):
-            (_OWNERS / stale).unlink(missing_ok=True)
-    return bool(alive)
+        return []
+    return [p.name for p in _OWNERS.iterdir() if p.name.startswith(_BRIDGE_CLAIM)]
+
+
+def _forget_dead_bridge_claims() -> None:
+    """Drop this process's claim and those of devclusters that died without cleaning up."""
+    for claim in _bridge_claims():
+        if not _owner_alive(claim):
+            (_OWNERS / claim).unlink(missing_ok=True)
 
 
 def _record_owner(netns: str) -> None:
