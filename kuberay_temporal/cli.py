@@ -20,6 +20,7 @@ _COMPONENTS = (
     "devcluster.command",
     "worker.command",
     "bridge.command",
+    "worker.codec_server",
     "kuberay_temporal.inspect",
 )
 

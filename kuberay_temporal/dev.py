@@ -1,7 +1,8 @@
 """`kuberay-temporal dev`: the embedded local stack, in the foreground, state in one directory.
 
 The stack is a list of components started in order and stopped in reverse order:
-devcluster (with our CRDs installed), the Temporal dev server, the worker and the bridge.
+devcluster (with our CRDs installed), the codec server when payloads are encrypted (so the
+web UI shows them decrypted), the Temporal dev server, the worker and the bridge.
 Each component is an async context manager over a shared `DevStack`, in which it
 publishes what later components need (the Temporal client, later the kubeconfig) and a
 line for the "what is running" summary. Ctrl-C or SIGTERM stops them all; the worker
@@ -14,12 +15,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 from temporalio.client import Client
@@ -39,6 +42,9 @@ from kuberay_temporal.binaries import BinaryNotFoundError, temporal_cli
 from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.temporal_server import DevServer, DevServerError, DevServerOptions
 from worker.client import connect, exit_without_finalizing
+from worker.codec import PAYLOAD_KEY_VARIABLE, EncryptionCodec, parse_keys
+from worker.codec_server import DEFAULT_PORT as DEFAULT_CODEC_PORT
+from worker.codec_server import dev_ui_origins, serving_codec
 from worker.command import settings_from
 from worker.logs import configure_logging
 from worker.metrics import SeriesSource, Telemetry, build_telemetry, serving_metrics
@@ -150,6 +156,21 @@ async def run_temporal(stack: DevStack) -> AsyncIterator[None]:
 
 
 @asynccontextmanager
+async def run_codec_server(stack: DevStack) -> AsyncIterator[None]:
+    """With payload encryption on, serve the codec endpoint the dev server's UI decodes with."""
+    endpoint, key = stack.temporal.ui_codec_endpoint, stack.settings.payload_key
+    if endpoint is None or key is None:
+        yield
+        return
+    codec = EncryptionCodec(parse_keys(key.get_secret_value()))
+    port = urlsplit(endpoint).port or DEFAULT_CODEC_PORT
+    origins = dev_ui_origins(stack.temporal.ui_port)
+    async with serving_codec(codec, origins, port):
+        stack.running.append(f"codec     {endpoint} (the web UI decrypts histories with it)")
+        yield
+
+
+@asynccontextmanager
 async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
     """Run devcluster, install the CRDs and publish a Kubernetes client and kubeconfig."""
     cluster = DevCluster(
@@ -233,6 +254,7 @@ async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
 
 COMPONENTS: tuple[Component, ...] = (
     Component("devcluster", run_devcluster),
+    Component("codec server", run_codec_server),
     Component("Temporal dev server", run_temporal),
     Component("worker", run_worker),
     Component("bridge", run_bridge),
@@ -264,6 +286,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--ui-port", type=int, default=8233, help="Temporal UI port (default 8233)")
     parser.add_argument(
         "--kube-port", type=int, default=6443, help="devcluster API port (default 6443)"
+    )
+    parser.add_argument(
+        "--codec-port",
+        type=int,
+        default=DEFAULT_CODEC_PORT,
+        help=f"with {PAYLOAD_KEY_VARIABLE} set, the codec server the UI decrypts with "
+        f"(default {DEFAULT_CODEC_PORT})",
     )
     parser.add_argument(
         "--runtime",
@@ -314,6 +343,9 @@ def _run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         _say(f"invalid settings: {describe_invalid(err)}", error=True)
         return 2
+    if settings.payload_key is not None:
+        endpoint = f"http://{temporal.ip}:{args.codec_port}"
+        temporal = dataclasses.replace(temporal, ui_codec_endpoint=endpoint)
     try:
         tracing = build_tracing("kuberay-temporal-dev")
     except TracingConfigError as err:

@@ -54,6 +54,8 @@ class DevServerOptions:
     """How long the frontend may take to answer."""
     stop_grace: timedelta = timedelta(seconds=10)
     """How long SIGTERM may take before SIGKILL."""
+    ui_codec_endpoint: str | None = None
+    """Where the UI sends payloads to be decoded (our codec server); None: it shows them raw."""
 
     @property
     def address(self) -> str:
@@ -106,6 +108,8 @@ def dev_server_command(binary: Path, options: DevServerOptions) -> list[str]:
     for key in options.search_attributes:
         command += ["--search-attribute", f"{key.name}={type_name(key.indexed_value_type)}"]
     command += ["--log-level", "warn", "--ui-disable-news-fetch"]
+    if options.ui_codec_endpoint is not None:
+        command += ["--ui-codec-endpoint", options.ui_codec_endpoint]
     return command
 
 

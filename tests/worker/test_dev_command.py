@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
 import signal
 import sys
 import uuid
@@ -12,12 +14,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
+import aiohttp
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payloads
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from tests.worker.ports import free_port
+from worker.client import data_converter
+from worker.codec import ENCODING, PAYLOAD_KEY_VARIABLE
 from worker.search_attributes import RAY_KIND, RAY_NAME
+from worker.settings import WorkerSettings
 from workflows.diagnostics import PingInput, PingWorkflow
 
 T = TypeVar("T")
@@ -72,8 +80,18 @@ async def wait_until_listed_completed(client: Client, workflow_id: str) -> None:
 
 
 @asynccontextmanager
-async def dev_stack(state_dir: Path, port: int, ui_port: int) -> AsyncIterator[Client]:
-    """Run `kuberay-temporal dev`, yield a client to it, stop it with SIGINT and check."""
+async def dev_stack(
+    state_dir: Path, port: int, ui_port: int, *args: str, key: str | None = None
+) -> AsyncIterator[Client]:
+    """Run `kuberay-temporal dev`, yield a client to it, stop it with SIGINT and check.
+
+    With `key`, the stack and the client encrypt payloads with it.
+    """
+    env = dict(os.environ)
+    env.pop(PAYLOAD_KEY_VARIABLE, None)
+    if key is not None:
+        env[PAYLOAD_KEY_VARIABLE] = key
+    converter = data_converter(WorkerSettings.from_env({PAYLOAD_KEY_VARIABLE: key} if key else {}))
     output = state_dir.parent / f"dev-{uuid.uuid4().hex[:8]}.out"
     with output.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
@@ -89,6 +107,8 @@ async def dev_stack(state_dir: Path, port: int, ui_port: int) -> AsyncIterator[C
             str(ui_port),
             "--kube-port",
             str(free_port()),
+            *args,
+            env=env,
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
         )
@@ -97,7 +117,7 @@ async def dev_stack(state_dir: Path, port: int, ui_port: int) -> AsyncIterator[C
         async def connect() -> Client:
             if process.returncode is not None:
                 raise AssertionError(f"dev exited early: {output.read_text()}")
-            return await Client.connect(f"127.0.0.1:{port}", data_converter=pydantic_data_converter)
+            return await Client.connect(f"127.0.0.1:{port}", data_converter=converter)
 
         yield await eventually(connect, "connecting to the dev server")
     finally:
@@ -139,3 +159,41 @@ async def test_dev_runs_server_and_worker_and_keeps_state(tmp_path: Path) -> Non
 
     async with dev_stack(state_dir, port, ui_port) as client:
         await wait_until_listed_completed(client, workflow_id)
+
+
+async def test_dev_with_a_payload_key_gives_the_web_ui_a_codec_server(tmp_path: Path) -> None:
+    port, ui_port, codec_port = free_port(), free_port(), free_port()
+    key = base64.b64encode(os.urandom(32)).decode()
+    workflow_id = f"ping-{uuid.uuid4()}"
+    codec_args = ("--codec-port", str(codec_port))
+
+    async with dev_stack(tmp_path / "state", port, ui_port, *codec_args, key=key) as client:
+        await asyncio.wait_for(
+            client.execute_workflow(
+                PingWorkflow.run,
+                PingInput(duration=timedelta(milliseconds=1)),
+                id=workflow_id,
+                task_queue="kuberay",
+            ),
+            DEADLINE,
+        )
+        async with aiohttp.ClientSession() as session:
+            # The UI learns the endpoint from its server's settings, then calls it from the
+            # browser, at the UI's origin.
+            async with session.get(f"http://127.0.0.1:{ui_port}/api/v1/settings") as response:
+                settings = await response.json()
+            assert settings["Codec"]["Endpoint"] == f"http://127.0.0.1:{codec_port}"
+
+            plain = Client(client.service_client, data_converter=pydantic_data_converter)
+            history = await plain.get_workflow_handle(workflow_id).fetch_history()
+            started = history.events[0].workflow_execution_started_event_attributes.input
+            assert started.payloads[0].metadata["encoding"] == ENCODING
+            async with session.post(
+                f"{settings['Codec']['Endpoint']}/decode",
+                json=json_format.MessageToDict(started),
+                headers={"Origin": f"http://localhost:{ui_port}", "X-Namespace": "default"},
+            ) as response:
+                assert response.status == 200, await response.text()
+                decoded = json_format.ParseDict(await response.json(), Payloads())
+    assert decoded.payloads[0].metadata["encoding"] == b"json/plain"
+    assert b"duration" in decoded.payloads[0].data

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -27,12 +28,14 @@ from temporalio.worker import Worker
 
 from activities import cluster_models as io
 from crds.refs import ObjectRef
+from kuberay_temporal.binaries import temporal_cli
 from tests.eventually import eventually
 from tests.history_scan import decoded_history, raw_history
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
 from worker.client import data_converter
-from worker.codec import ENCODING, EncryptionCodec
+from worker.codec import ENCODING, EncryptionCodec, parse_keys
+from worker.codec_server import serving_codec
 from worker.running import build_sandbox_runner
 from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE
 from worker.settings import WorkerSettings
@@ -193,6 +196,42 @@ async def test_the_cli_shows_status_with_the_key(
         code, out, err = await cli("status", target, env=case, base=others)
         assert code == 1 and phrase in err and len(err.strip().splitlines()) == 1, err
         assert MARKER not in out + err and "KUBERAY_TEMPORAL_PAYLOAD_KEY" in err
+
+
+async def test_the_temporal_cli_reads_the_history_through_the_codec_server(
+    encrypted: Encrypted, local_env: WorkflowEnvironment
+) -> None:
+    """Temporal's own client of the remote codec protocol, as the UI uses it."""
+    address = local_env.client.service_client.config.target_host
+    codec = EncryptionCodec(parse_keys(encrypted.key))
+
+    async def show(*extra: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            str(temporal_cli()),
+            *("workflow", "show", "-w", encrypted.workflow_id, "--output", "json"),
+            *("--address", address, *extra),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        return out.decode()
+
+    def payload_data(history_json: str) -> bytes:
+        """Every payload's data in the JSON history (protobuf JSON keeps it base64)."""
+        found = re.findall(r'"data": "([A-Za-z0-9+/=]*)"', history_json)
+        return b"\n".join(base64.b64decode(data) for data in found)
+
+    encrypted_encoding = base64.b64encode(ENCODING).decode()
+    async with serving_codec(codec, [], 0) as port:
+        decoded = await show("--codec-endpoint", f"http://127.0.0.1:{port}")
+    assert encrypted_encoding not in decoded
+    opened = payload_data(decoded)
+    assert MARKER.encode() in opened and b"status write refused" in opened
+
+    undecoded = await show()
+    assert encrypted_encoding in undecoded
+    assert MARKER.encode() not in payload_data(undecoded)
 
 
 async def test_turning_encryption_on_keeps_a_running_workflow_going(
