@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kuberay_temporal.dev import Component, DevStack, run_stack
+from kuberay_temporal.dev import run_stack
+from kuberay_temporal.dev_stack import Component, DevStack
 from kuberay_temporal.temporal_server import DevServerOptions
 from tests.worker.ports import free_port
 from worker.settings import WorkerSettings
