@@ -76,6 +76,7 @@ class DashboardConnector:
         self._kube = client
         self._access = access
         self._transport = transport
+        self._tls: ssl.SSLContext | None = None
 
     @property
     def access(self) -> DashboardAccess:
@@ -102,24 +103,37 @@ class DashboardConnector:
         """
         base = self.base_url(dashboard_url)
         token = await self._ray_token(cluster) if cluster is not None else None
+        verify = self._tls_context()
         if self._access == DashboardAccess.DIRECT:
-            async with httpx.AsyncClient(transport=self._traced(True)) as http:
+            async with httpx.AsyncClient(transport=self._traced(verify), verify=verify) as http:
                 yield RayDashboardClient(http, base, auth_token=token, timeout=DIRECT_TIMEOUT)
             return
-        configuration = self._kube.configuration
         headers: dict[str, str] = {}
-        for setting in (await configuration.auth_settings()).values():
+        for setting in (await self._kube.configuration.auth_settings()).values():
             if setting.get("in") == "header" and setting.get("value"):
                 headers[str(setting["key"])] = str(setting["value"])
-        verify: ssl.SSLContext | bool = True
-        if self._transport is None and str(configuration.host).startswith("https"):
-            verify = _ssl_context(configuration)
         async with httpx.AsyncClient(
             transport=self._traced(verify), headers=headers, verify=verify
         ) as http:
             yield RayDashboardClient(http, base, auth_token=token, timeout=PROXY_TIMEOUT)
 
-    def _traced(self, verify: ssl.SSLContext | bool) -> httpx.AsyncBaseTransport | None:
+    def _tls_context(self) -> ssl.SSLContext:
+        """The TLS settings of every dashboard call, built once.
+
+        Building one costs 15-20 ms of CPU with OpenSSL 3 (it loads a CA bundle), more than
+        the call itself; a client given none builds its own each time. Through the proxy they
+        are the Kubernetes client's; direct calls are plain HTTP, so the defaults never matter.
+        """
+        if self._tls is None:
+            configuration = self._kube.configuration
+            proxied = self._access == DashboardAccess.PROXY
+            if proxied and str(configuration.host).startswith("https"):
+                self._tls = _ssl_context(configuration)
+            else:
+                self._tls = ssl.create_default_context()
+        return self._tls
+
+    def _traced(self, verify: ssl.SSLContext) -> httpx.AsyncBaseTransport | None:
         """The transport to use: traced the way the Kubernetes client is, if it is."""
         tracer = self._kube.tracer
         if tracer is None:

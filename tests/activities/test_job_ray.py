@@ -9,6 +9,7 @@ against a real head in `tests/e2e/test_rayjob_real.py`.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -221,3 +222,29 @@ async def test_stop_of_a_job_ray_does_not_know_is_not_an_error(client: KubeClien
     params = io.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
     await run(activities(client, dashboard).stop, params)
     assert dashboard.calls("POST") == 1
+
+
+# --- the connector ------------------------------------------------------------------------------
+
+
+async def test_dashboard_calls_build_their_tls_settings_once(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenSSL 3 takes 15-20 ms of CPU per context; a worker makes thousands of calls."""
+    built: list[object] = []
+    original = ssl.create_default_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        built.append(args or kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counting)
+    ref = await make_rayjob(client, submissionMode="HTTPMode")
+    dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
+    rayjob = activities(client, dashboard)
+    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    for _ in range(3):
+        assert (await run(rayjob.submit, params)).submitted
+
+    assert dashboard.calls("POST") == 3
+    assert len(built) == 1
