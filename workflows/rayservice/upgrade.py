@@ -41,6 +41,9 @@ with workflow.unsafe.imports_passed_through():
 
 GATEWAY_GATE_PATCH = "rayservice-gateway-gate"
 """Traffic steps wait for the Gateway controller (recorded histories read no route status)."""
+WAIT_FAILURE_PATCH = "rayservice-upgrade-wait-failure-is-unhealthy"
+"""A wait on Serve that fails every attempt (its worker killed each time, the API server away)
+counts as one unhealthy observation; before, it failed the whole upgrade."""
 POLL = timedelta(seconds=30)
 """Look again this often even without a nudge (the bridge signals the parent, which forwards)."""
 
@@ -180,9 +183,14 @@ class RayServiceUpgradeWorkflow:
                 return stop
             if serve_apply_reason(self._progress.applied.get(p.pending), p.serve_config_hash, apps):
                 await self._apply(p.pending, capacity)
-            health = await calls.wait_healthy(
-                p.ref, p.pending, p.healthy_observations, deadline - workflow.now()
-            )
+            try:
+                health = await calls.wait_healthy(
+                    p.ref, p.pending, p.healthy_observations, deadline - workflow.now()
+                )
+            except ActivityError:
+                if not workflow.patched(WAIT_FAILURE_PATCH):
+                    raise
+                health = io.ServeHealth(healthy=False)
             apps = len(health.status.applications)
             self._healthy = health.healthy and health.consecutive_healthy >= p.healthy_observations
             await self._report("waiting for Serve to run on the pending cluster", health.status)

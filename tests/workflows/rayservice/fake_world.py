@@ -62,6 +62,8 @@ class FakeServiceWorld:
         self.serve_svc: str | None = None
         self.routes: list[tuple[datetime, dict[str, int]]] = []
         self.auto_ready = auto_ready
+        self.failing_waits = 0
+        """How many `wait_serve_healthy` attempts fail next, as when the worker running one dies."""
         self.gateway_api = True
         self.gateway_status = io.GatewayRouteStatus()
         """What a Gateway controller reports (nothing, unless a test says otherwise)."""
@@ -216,6 +218,9 @@ class FakeServiceWorld:
 
     @activity.defn(name=io.WAIT_SERVE_HEALTHY)
     async def wait_healthy(self, params: io.WaitServeHealthyInput) -> io.ServeHealth:
+        if self.failing_waits > 0:
+            self.failing_waits -= 1
+            raise RuntimeError("worker lost while waiting (heartbeat timeout)")
         healthy = self._running(params.cluster)
         return io.ServeHealth(
             healthy=healthy,

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest_asyncio
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -158,6 +158,26 @@ async def test_cluster_change_is_blue_green_and_the_old_cluster_goes_after_the_d
     (name, at), *_ = await eventually(lambda: h.world.deleted)
     assert name == old
     assert timedelta(seconds=110) <= at - promoted_at <= timedelta(seconds=125)
+
+
+async def test_an_upgrade_outlives_every_attempt_of_a_wait_failing(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    """A wait that fails all its attempts (its worker killed each time) is "not healthy yet"."""
+    h = await make(SPEC)
+    await h.start()
+    old = await h.ready()
+    h.world.failing_waits = 3  # every attempt of one activity call
+    h.world.edit_cluster(headGroupSpec={**CLUSTER["headGroupSpec"], "rayStartParams": {"x": "1"}})
+    await h.spec_changed()
+    new = await eventually(lambda: h.world.active() if h.world.active() != old else None)
+
+    assert h.world.failing_waits == 0
+    # Upgrade 1 brought up the first cluster; this is upgrade 2, and there is no third.
+    child = env.client.get_workflow_handle(f"{h.ref.workflow_id}/upgrade/2")
+    assert (await child.describe()).status == WorkflowExecutionStatus.COMPLETED
+    assert h.world.serving() == new
+    assert not any("failed" in d for d in (await h.progress()).last_decisions)
 
 
 async def test_zero_downtime_off_keeps_the_cluster_when_the_type_is_unset(
