@@ -330,9 +330,7 @@ class KubeClient:
             except ApiException as err:
                 if err.status:
                     call.answered(err.status)
-                error = errors.from_status(err.status or 0, err.body)
-                error.retry_after = retry_after(err.status or 0, err.headers or {})
-                raise error from err
+                raise _answer_error(err.status or 0, err.body, err.headers or {}) from err
             except (aiohttp.ClientError, TimeoutError, OSError) as err:
                 raise errors.KubeUnavailable(f"{method} {path}: {err}") from err
             call.answered(response.status)
@@ -342,10 +340,15 @@ class KubeClient:
                     body = await response.read()
                 finally:
                     response.release()
-                error = errors.from_status(response.status, body)
-                error.retry_after = retry_after(response.status, response.headers)
-                raise error
+                raise _answer_error(response.status, body, response.headers)
         return response
+
+
+def _answer_error(status: int, body: Any, headers: Mapping[str, str]) -> errors.KubeError:
+    """The error for an answer of `status`, saying when to repeat it if the server said so."""
+    error = errors.from_status(status, body)
+    error.retry_after = retry_after(status, headers)
+    return error
 
 
 def retry_after(status: int, headers: Mapping[str, str]) -> float | None:

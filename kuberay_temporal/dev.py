@@ -130,8 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         _say(f"invalid settings: {describe_invalid(err)}", error=True)
         return 2
     if settings.payload_key is not None:
-        endpoint = f"http://{temporal.ip}:{args.codec_port}"
-        temporal = dataclasses.replace(temporal, ui_codec_endpoint=endpoint)
+        temporal = dataclasses.replace(temporal, ui_codec_port=args.codec_port)
     try:
         tracing = build_tracing("kuberay-temporal-dev")
     except TracingConfigError as err:

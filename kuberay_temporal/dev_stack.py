@@ -13,7 +13,6 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from temporalio.client import Client
 
@@ -28,9 +27,7 @@ from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.temporal_server import DevServer, DevServerOptions
-from worker.client import connect
-from worker.codec import EncryptionCodec, parse_keys
-from worker.codec_server import DEFAULT_PORT as DEFAULT_CODEC_PORT
+from worker.client import connect, payload_codec
 from worker.codec_server import dev_ui_origins, serving_codec
 from worker.metrics import SeriesSource, Telemetry, build_telemetry, serving_metrics
 from worker.running import build_worker
@@ -133,15 +130,15 @@ async def run_temporal(stack: DevStack) -> AsyncIterator[None]:
 @asynccontextmanager
 async def run_codec_server(stack: DevStack) -> AsyncIterator[None]:
     """With payload encryption on, serve the codec endpoint the dev server's UI decodes with."""
-    endpoint, key = stack.temporal.ui_codec_endpoint, stack.settings.payload_key
-    if endpoint is None or key is None:
+    options, codec = stack.temporal, payload_codec(stack.settings)
+    if options.ui_codec_port is None or codec is None:
         yield
         return
-    codec = EncryptionCodec(parse_keys(key.get_secret_value()))
-    port = urlsplit(endpoint).port or DEFAULT_CODEC_PORT
-    origins = dev_ui_origins(stack.temporal.ui_port)
-    async with serving_codec(codec, origins, port):
-        stack.running.append(f"codec     {endpoint} (the web UI decrypts histories with it)")
+    origins = dev_ui_origins(options.ui_port)
+    async with serving_codec(codec, origins, options.ui_codec_port, options.ip):
+        stack.running.append(
+            f"codec     {options.ui_codec_endpoint} (the web UI decrypts histories with it)"
+        )
         yield
 
 

@@ -54,8 +54,8 @@ class DevServerOptions:
     """How long the frontend may take to answer."""
     stop_grace: timedelta = timedelta(seconds=10)
     """How long SIGTERM may take before SIGKILL."""
-    ui_codec_endpoint: str | None = None
-    """Where the UI sends payloads to be decoded (our codec server); None: it shows them raw."""
+    ui_codec_port: int | None = None
+    """Where our codec server listens, for the UI to decode payloads; None: it shows them raw."""
 
     @property
     def address(self) -> str:
@@ -66,6 +66,11 @@ class DevServerOptions:
     def ui_url(self) -> str:
         """Return the web UI's URL."""
         return f"http://{self.ip}:{self.ui_port}"
+
+    @property
+    def ui_codec_endpoint(self) -> str | None:
+        """Return the codec server's URL the UI is given, if there is one."""
+        return None if self.ui_codec_port is None else f"http://{self.ip}:{self.ui_codec_port}"
 
     @property
     def database(self) -> Path:

@@ -38,14 +38,21 @@ def data_converter(settings: WorkerSettings) -> DataConverter:
         moves failure messages and stack traces into (encrypted) payloads, since activity
         errors quote names and specs.
     """
-    if settings.payload_key is None:
+    codec = payload_codec(settings)
+    if codec is None:
         return pydantic_data_converter
-    codec = EncryptionCodec(parse_keys(settings.payload_key.get_secret_value()))
     return dataclasses.replace(
         pydantic_data_converter,
         payload_codec=codec,
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )
+
+
+def payload_codec(settings: WorkerSettings) -> EncryptionCodec | None:
+    """The encryption codec of the payload key(s) in `settings`; None when none is set."""
+    if settings.payload_key is None:
+        return None
+    return EncryptionCodec(parse_keys(settings.payload_key.get_secret_value()))
 
 
 def tls_config(settings: WorkerSettings) -> TLSConfig | bool:

@@ -65,8 +65,7 @@ def shape(value: Any) -> Any:
         return {k: shape(v) for k, v in sorted(value.items())}
     if isinstance(value, list):
         # Ray lists jobs in no fixed order: take the same one on both sides (the first id).
-        first = min(value, key=_list_order, default=None)
-        return [shape(first)] if value else []
+        return [shape(min(value, key=_list_order))] if value else []
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
