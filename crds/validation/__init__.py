@@ -6,9 +6,10 @@ rejects beyond the schema the models already enforce: its controllers' validatio
 (`utils/validation.go`), its admission webhooks and the CRDs' CEL, enum and minimum rules.
 `validate_update(old, new)` adds the rules that compare two versions (immutable fields).
 
-The modules split the rules by concept: `names` (object names, labels, managedBy), `clusters`
-(any RayClusterSpec) with `autoscaling`, `fault_tolerance`, `security` and `addons`, then
-`jobs` with `deletion`, `services`, and `updates`.
+The modules split the rules by concept: `names` (object names, labels, managedBy),
+`references` (the names a CR uses to address other objects), `clusters` (any RayClusterSpec)
+with `autoscaling`, `fault_tolerance`, `security` and `addons`, then `jobs` with `deletion`,
+`services`, and `updates`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from crds.constants import LABEL_ORIGINATED_FROM_CRD
 from crds.raycluster import RayCluster, WorkerGroupSpec
 from crds.validation import addons, autoscaling, fault_tolerance, security, templates
 from crds.validation.names import label_key_problems, label_value_problems
+from crds.validation.references import cluster_references
 from crds.validation.scope import (
     RAYCLUSTER_KIND,
     RAYJOB_KIND,
@@ -39,6 +40,7 @@ def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
         containers_present,
         group_start_params,
         unique_group_names,
+        cluster_references,
         replica_bounds,
         *autoscaling.RULES,
         *fault_tolerance.RULES,

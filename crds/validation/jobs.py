@@ -16,6 +16,7 @@ from crds.validation import formats, templates
 from crds.validation.clusters import cluster_spec_violations
 from crds.validation.deletion import deletion_violations
 from crds.validation.names import managed_by_violations
+from crds.validation.references import selector_references
 from crds.validation.scope import RAYJOB_KIND, ClusterScope, key_path
 from crds.violations import Violation
 
@@ -30,6 +31,7 @@ def rayjob_violations(job: RayJob) -> list[Violation]:
     found += _ttl_not_negative(spec)
     found += deletion_violations(spec)
     found += _cluster_source(spec)
+    found += selector_references(spec)
     found += _submission_mode(spec)
     if spec.ray_cluster_spec is not None:
         scope = ClusterScope(spec.ray_cluster_spec, _CLUSTER_PATH, RAYJOB_KIND, job.annotations)

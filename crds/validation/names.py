@@ -88,6 +88,30 @@ def dns1123_label_problem(value: str) -> str | None:
     return None
 
 
+def dns1035_label_problem(value: str) -> str | None:
+    """Why `value` is not a DNS-1035 label (a Service name: starts with a letter), or None."""
+    if len(value) > MAX_DNS_LABEL_LENGTH:
+        return f"must be at most {MAX_DNS_LABEL_LENGTH} characters (got {len(value)})"
+    if not _DNS1035_LABEL.fullmatch(value):
+        return (
+            "must be lower-case letters, digits and '-', "
+            "starting with a letter and ending with a letter or digit"
+        )
+    return None
+
+
+def dns1123_subdomain_problem(value: str) -> str | None:
+    """Why `value` is not a DNS-1123 subdomain (most object names, e.g. a Secret's), or None."""
+    if len(value) > _MAX_SUBDOMAIN_LENGTH:
+        return f"must be at most {_MAX_SUBDOMAIN_LENGTH} characters (got {len(value)})"
+    if not _DNS1123_SUBDOMAIN.fullmatch(value):
+        return (
+            "must be lower-case letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit"
+        )
+    return None
+
+
 def label_key_problems(key: str) -> list[str]:
     """Why `key` is not a valid label key (`[prefix/]name`), as Kubernetes checks it."""
     prefix, slash, name = key.rpartition("/")

@@ -15,6 +15,7 @@ from crds.rayservice import ClusterUpgradeOptions, RayService, RayServiceSpec
 from crds.validation import formats
 from crds.validation.clusters import cluster_spec_violations
 from crds.validation.names import managed_by_violations
+from crds.validation.references import serve_service_reference
 from crds.validation.scope import RAYSERVICE_KIND, ClusterScope, is_autoscaling, key_path
 from crds.violations import Violation
 
@@ -33,6 +34,7 @@ def rayservice_violations(service: RayService) -> list[Violation]:
     )
     found += cluster_spec_violations(scope)
     found += _head_service_name(spec)
+    found += serve_service_reference(spec)
     found += _deletion_delay(spec)
     found += upgrade_options(spec)
     found += _serve_config(spec)
