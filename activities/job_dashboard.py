@@ -27,12 +27,14 @@ from activities.kube import KubeClient
 from activities.ray_dashboard import (
     DIRECT_TIMEOUT,
     PROXY_TIMEOUT,
+    DashboardError,
     RayDashboardClient,
     proxied_base_url,
 )
 from activities.tracing import TracingTransport
 from crds.constants import PORT_NAME_DASHBOARD
 from crds.raycluster import RayCluster
+from crds.validation.names import dns1123_label_problem
 
 
 class DashboardAccess(StrEnum):
@@ -52,7 +54,7 @@ def split_dashboard_url(dashboard_url: str) -> tuple[str, str]:
     """
     host = dashboard_url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)[0]
     parts = host.split(".")
-    if len(parts) < 2 or not parts[0] or not parts[1]:
+    if len(parts) < 2 or any(dns1123_label_problem(part) for part in parts[:2]):
         raise ValueError(f"dashboard URL {dashboard_url!r} does not name <service>.<namespace>")
     return parts[0], parts[1]
 
@@ -85,9 +87,9 @@ class DashboardConnector:
 
     def base_url(self, dashboard_url: str) -> str:
         """The URL the dashboard API is under, for `status.dashboardURL`."""
+        service, namespace = split_dashboard_url(dashboard_url)
         if self._access == DashboardAccess.DIRECT:
             return dashboard_url if "://" in dashboard_url else f"http://{dashboard_url}"
-        service, namespace = split_dashboard_url(dashboard_url)
         host = str(self._kube.configuration.host)
         return proxied_base_url(host, namespace, service, PORT_NAME_DASHBOARD)
 
@@ -101,6 +103,12 @@ class DashboardConnector:
             dashboard_url: `status.dashboardURL` of the RayJob.
             cluster: The job's RayCluster; with token auth on, its Secret supplies the token.
         """
+        _, namespace = split_dashboard_url(dashboard_url)
+        if cluster is not None and namespace != cluster.namespace:
+            # The token of `cluster` must only ever go to a dashboard in its own namespace.
+            raise DashboardError(
+                f"dashboard URL {dashboard_url!r} is outside namespace {cluster.namespace!r}"
+            )
         base = self.base_url(dashboard_url)
         token = await self._ray_token(cluster) if cluster is not None else None
         verify = self._tls_context()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -32,6 +33,11 @@ RETRIES: Final = 10
 """How often a request the server asks to repeat (429, or 5xx with Retry-After) is repeated."""
 MAX_RETRY_AFTER: Final = 10.0
 
+# A name as one URL path segment: the characters of every Kubernetes object name (DNS-1123
+# subdomains, plus ':' and '_' that RBAC and Event names use) and nothing an HTTP client would
+# read as path structure: no '/', '%', '?', '#', and no '.' or '..' segment.
+_PATH_SEGMENT = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.:]{0,251}[A-Za-z0-9])?")
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -48,16 +54,35 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
-        """The collection or object path, with an optional subresource."""
+        """The collection or object path, with an optional subresource.
+
+        Raises:
+            errors.KubeInvalid: If a namespace, name or subresource is not a single valid
+                segment. Names often come from a CR (a custom head Service, a Secret); both
+                HTTP clients normalise `..`, so `../../b/services/x` would address namespace
+                `b`. KubeRay reads by (namespace, name) and cannot be led elsewhere; neither
+                can this.
+        """
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
-            root += f"/namespaces/{namespace}"
+            root += f"/namespaces/{path_segment(namespace, 'namespace')}"
         root += f"/{self.plural}"
         if name:
-            root += f"/{name}"
+            root += f"/{path_segment(name, f'{self.plural} name')}"
         if sub:
-            root += f"/{sub}"
+            root += f"/{path_segment(sub, 'subresource')}"
         return root
+
+
+def path_segment(value: str, what: str) -> str:
+    """`value` when it can stand as one segment of a URL path, else `KubeInvalid`."""
+    if not _PATH_SEGMENT.fullmatch(value):
+        shown = value if len(value) <= 80 else value[:79] + "…"
+        raise errors.KubeInvalid(
+            f"refusing to address {what} {shown!r}: not a valid Kubernetes object name",
+            reason="InvalidName",
+        )
+    return value
 
 
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
@@ -145,8 +170,23 @@ class KubeClient:
         return data if isinstance(data, dict) else {"value": data}
 
     async def get(self, resource: Resource, namespace: str | None, name: str) -> JSON:
-        """Read one object."""
-        return await self.request("GET", resource.path(namespace, name))
+        """Read one object, making sure it is the one asked for.
+
+        Raises:
+            errors.KubeInvalid: If the API server answered with an object of another name or
+                namespace (a proxy or server that rewrote the path); nothing of it is returned.
+        """
+        obj = await self.request("GET", resource.path(namespace, name))
+        meta = obj.get("metadata") or {}
+        wanted_namespace = namespace if resource.namespaced and namespace else None
+        got = (meta.get("namespace") or None, meta.get("name"))
+        if got != (wanted_namespace, name):
+            raise errors.KubeInvalid(
+                f"asked for {resource.plural} {wanted_namespace}/{name}, "
+                f"the API server answered with {got[0]}/{got[1]}",
+                reason="UnexpectedObject",
+            )
+        return obj
 
     async def get_or_none(
         self, resource: Resource, namespace: str | None, name: str

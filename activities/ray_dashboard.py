@@ -41,6 +41,7 @@ from activities.dashboard_models import (
     SubmitResult,
 )
 from crds.constants import PORT_DASHBOARD, PORT_NAME_DASHBOARD
+from crds.validation.names import dns1123_label_problem
 
 DIRECT_TIMEOUT: Final = 2.0
 """Seconds per request straight to the head Service (KubeRay's client timeout)."""
@@ -106,7 +107,7 @@ def dashboard_base_url(
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> str:
     """The dashboard of a head Service, reached directly through cluster DNS."""
-    return f"http://{service_name}.{namespace}.svc.{cluster_domain}:{port}"
+    return f"http://{_label(service_name)}.{_label(namespace)}.svc.{cluster_domain}:{port}"
 
 
 def proxied_base_url(
@@ -124,14 +125,37 @@ def proxied_base_url(
         port_name: The Service port's name (`dashboard`, or `serve` for the Serve proxy).
     """
     return (
-        f"{api_server.rstrip('/')}/api/v1/namespaces/{namespace}"
-        f"/services/{service_name}:{port_name}/proxy"
+        f"{api_server.rstrip('/')}/api/v1/namespaces/{_label(namespace)}"
+        f"/services/{_label(service_name)}:{_label(port_name)}/proxy"
     )
 
 
 def pod_proxied_base_url(api_server: str, namespace: str, pod_name: str, port: int) -> str:
     """A pod port reached through the API server's pod proxy (the head's Serve health check)."""
-    return f"{api_server.rstrip('/')}/api/v1/namespaces/{namespace}/pods/{pod_name}:{port}/proxy"
+    base = f"{api_server.rstrip('/')}/api/v1/namespaces/{_label(namespace)}"
+    return f"{base}/pods/{_subdomain(pod_name)}:{port}/proxy"
+
+
+def _label(value: str) -> str:
+    """`value` when it is a DNS-1123 label (a Service, namespace or port name), else an error.
+
+    These names become a host name or URL path segments; a CR-chosen name such as
+    `../../b/services/x` or `evil.example:80/#` must not lead a call to another namespace or
+    host, so anything but a plain label is refused before a URL is built.
+    """
+    problem = dns1123_label_problem(value)
+    if problem:
+        raise DashboardError(f"refusing to address {value[:80]!r}: {problem}")
+    return value
+
+
+def _subdomain(value: str) -> str:
+    """`value` when it is a DNS-1123 subdomain of labels (a pod name), else an error."""
+    if len(value) > 253:
+        raise DashboardError(f"refusing to address a {len(value)}-character name")
+    for part in value.split("."):
+        _label(part)
+    return value
 
 
 class RayDashboardClient:
