@@ -34,7 +34,7 @@ from crds.enums import JobSubmissionMode
 from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
 from crds.rayjob import RayJob
-from crds.redaction import redacted_cluster_spec
+from crds.redaction import redacted_job_spec
 from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError
 
@@ -106,12 +106,9 @@ class JobActivities:
             return snap
         assert isinstance(rayjob, RayJob)
         if params.known_generation != snap.generation:
-            spec = rayjob.spec
-            if spec.ray_cluster_spec is not None:
-                # Inline secrets (a Redis password) must not reach the workflow history.
-                redacted = redacted_cluster_spec(spec.ray_cluster_spec)
-                spec = spec.model_copy(update={"ray_cluster_spec": redacted})
-            snap.spec = spec
+            # Inline secrets (a Redis password, a token in an env var) must not reach the
+            # workflow history.
+            snap.spec = redacted_job_spec(rayjob.spec)
         if params.known_generation is None:
             snap.status = rayjob.status
         if params.cluster_name:

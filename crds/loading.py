@@ -17,6 +17,7 @@ from crds.constants import API_VERSION, GROUP
 from crds.raycluster import RayCluster
 from crds.rayjob import RayJob
 from crds.rayservice import RayService
+from crds.redaction import is_secret_path
 from crds.violations import InvalidObjectError, Violation, join_path
 
 KIND_MODELS: dict[str, type[RayObject]] = {
@@ -72,8 +73,15 @@ def violations_from_pydantic(err: ValidationError) -> list[Violation]:
         loc = [p for p in detail["loc"] if not (isinstance(p, str) and p in _UNION_TAGS)]
         path = join_path(*loc) or "<root>"
         if path not in seen:
-            seen[path] = Violation(path, _message(detail))
+            message = _SECRET_MESSAGE if is_secret_path(path) else _message(detail)
+            seen[path] = Violation(path, message)
     return sorted(seen.values())
+
+
+# The message of a malformed secret field would otherwise quote the value into the Events and
+# the workflow history (a Redis password written as a bare number, on a store looser than the
+# CRD's schema).
+_SECRET_MESSAGE = "must be a string (the value is not repeated: the field holds a secret)"
 
 
 def _message(detail: ErrorDetails) -> str:

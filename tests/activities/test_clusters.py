@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from typing import Any
 
@@ -167,6 +168,29 @@ async def test_the_snapshot_never_carries_an_inline_password(client: KubeClient)
     pod = await client.get(kube.PODS, "default", creation.name)
     env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
     assert env["REDIS_PASSWORD"] == "s3cret"
+
+
+def with_legacy_secrets(password: str) -> dict[str, Any]:
+    """The legacy places a password goes: rayStartParams and env, in the head and a worker."""
+    spec = copy.deepcopy(SPEC)
+    for group in (spec["headGroupSpec"], spec["workerGroupSpecs"][0]):
+        group["rayStartParams"]["redis-password"] = password
+        env = [{"name": "REDIS_PASSWORD", "value": password}]
+        group["template"]["spec"]["containers"][0]["env"] = env
+    return spec
+
+
+async def test_legacy_passwords_stay_out_of_the_snapshot_but_count_as_changes(
+    client: KubeClient,
+) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    first = await make_cluster(client, **with_legacy_secrets("s3cret-one"))
+    second = await make_cluster(client, **with_legacy_secrets("s3cret-two"))
+    snaps = [await run(acts.read, io.ReadClusterInput(ref=ref)) for ref in (first, second)]
+    assert all("s3cret" not in snap.model_dump_json() for snap in snaps)
+    # The workflow sees the same spec, yet a password change still changes the recreate hash.
+    assert snaps[0].spec == snaps[1].spec
+    assert snaps[0].spec_hash != snaps[1].spec_hash
 
 
 async def test_the_finalizer_steps(client: KubeClient) -> None:

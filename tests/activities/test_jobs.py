@@ -85,6 +85,19 @@ async def test_read_reports_the_operator_options_it_was_built_with(client: KubeC
     assert snap.options == options
 
 
+async def test_the_snapshot_carries_no_inline_secret(client: KubeClient) -> None:
+    cluster = copy.deepcopy(CLUSTER_SPEC)
+    cluster["headGroupSpec"]["rayStartParams"]["redis-password"] = "s3cret-param"
+    worker = cluster["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+    worker["env"] = [{"name": "RAY_AUTH_TOKEN", "value": "s3cret-token"}]
+    env = [{"name": "HF_TOKEN", "value": "s3cret-submitter"}]
+    submitter = {"spec": {"containers": [{"name": "s", "image": IMAGE, "env": env}]}}
+    ref = await make_rayjob(client, rayClusterSpec=cluster, submitterPodTemplate=submitter)
+    snap = await run(JobActivities(client, DEFAULT_OPTIONS).read, io.ReadJobInput(ref=ref))
+    assert snap.spec is not None and "s3cret" not in snap.model_dump_json()
+    assert snap.spec.submitter_pod_template is not None
+
+
 async def test_create_cluster_is_idempotent_and_recorded(client: KubeClient) -> None:
     acts = JobActivities(client, DEFAULT_OPTIONS)
     ref = await make_rayjob(client)

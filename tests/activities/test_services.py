@@ -99,6 +99,26 @@ async def test_read_leaves_the_serve_config_out_and_hashes_it(client: KubeClient
     assert light.spec is None and light.status is None
 
 
+def with_head_password(password: str) -> dict[str, Any]:
+    config = copy.deepcopy(SPEC["rayClusterConfig"])
+    head = config["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["env"] = [{"name": "REDIS_PASSWORD", "value": password}]
+    return config
+
+
+async def test_passwords_stay_out_of_the_snapshot_but_change_the_goal(client: KubeClient) -> None:
+    acts = ServiceActivities(client)
+    refs = [
+        await make_service(client, rayClusterConfig=with_head_password(password))
+        for password in ("s3cret-one", "s3cret-two")
+    ]
+    snaps = [await run(acts.read, io.ReadServiceInput(ref=ref)) for ref in refs]
+    assert all("s3cret" not in snap.model_dump_json() for snap in snaps)
+    # KubeRay upgrades a RayService whose password changed; so does the workflow.
+    assert snaps[0].spec == snaps[1].spec
+    assert snaps[0].goal_hash != snaps[1].goal_hash
+
+
 async def test_a_serve_config_that_is_not_a_mapping_is_a_violation(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client, serveConfigV2="- just\n- a list\n")

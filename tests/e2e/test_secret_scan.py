@@ -1,17 +1,20 @@
 """No secret value reaches a workflow history, a query, an Event, a status or a log line.
 
-The whole local stack on devcluster's simulated runtime (pods turn Ready without processes;
-each head's simulated Ray dashboard listens on the `dashboard-port` its rayStartParams give,
-which here is not the port its Service targets, so no dashboard answers): a RayCluster with GCS
-fault tolerance whose Redis password comes from a Secret, one with the password written inline
-in the CR, two RayJobs (HTTPMode, K8sJobMode) and a RayService whose clusters run with Ray
-token authentication. The activities read the token from its Secret for every dashboard call,
-and those calls fail here, which is the path where a token most easily slips into an error
-message. Then every workflow history (all events, payloads as stored, which without a key are
-readable JSON), every pending activity's last failure, every `progress` query, the Events, the
-CR statuses, the stack's log (worker, bridge and devcluster at the warning level `dev` logs at,
-activity failures with their tracebacks) and the Temporal server's log are searched for the
-secret values, plain and base64. Checked to fail when the redaction of inline passwords is off.
+The whole local stack on devcluster's simulated runtime (pods turn Ready without processes; each
+head's simulated Ray dashboard listens on the `dashboard-port` its rayStartParams give, which
+here is not the port its Service targets, so no dashboard answers): a RayCluster with GCS fault
+tolerance whose Redis password comes from a Secret, one with the password written inline in the
+CR, a legacy one (`ray.io/ft-enabled`) with the password inline in the head's and the worker's
+rayStartParams and `REDIS_PASSWORD` env, two RayJobs (HTTPMode, K8sJobMode) with a token written
+inline in a worker's env and in the submitter's, and a RayService whose clusters run with Ray
+token authentication and carry a token inline in the head's env. The activities read the Ray
+token from its Secret for every dashboard call, and those calls fail here, which is the path
+where a token most easily slips into an error message. Then every workflow history (all events,
+payloads as stored, which without a key are readable JSON), every pending activity's last
+failure, every `progress` query, the Events, the CR statuses, the stack's log (worker, bridge
+and devcluster at the warning level `dev` logs at, activity failures with their tracebacks) and
+the Temporal server's log are searched for the secret values, plain and base64. Checked to fail
+when the redaction of inline secrets is off.
 """
 
 from __future__ import annotations
@@ -34,26 +37,41 @@ from workflows import messages
 pytestmark = pytest.mark.timeout(300)
 
 RAY = "rayproject/ray:2.60.0"
+CLUSTERS = ("ft-by-ref", "ft-inline", "ft-legacy")
 AUTH = {"mode": "token", "secretName": "ray-auth"}
 
 
-def cluster_spec(**extra: Any) -> dict[str, Any]:
-    def group(role: str) -> dict[str, Any]:
+def env(name: str, value: str) -> list[dict[str, str]]:
+    return [{"name": name, "value": value}]
+
+
+def cluster_spec(
+    params: dict[str, str] | None = None,
+    head_env: list[dict[str, str]] | None = None,
+    worker_env: list[dict[str, str]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    def group(role: str, env: list[dict[str, str]] | None) -> dict[str, Any]:
         container = {"name": f"ray-{role}", "image": RAY, "resources": {"limits": {"cpu": "1"}}}
+        if env:
+            container["env"] = env
         # Off the Service's port: every dashboard call fails (see the module docstring).
-        params = {"dashboard-port": "18265"} if role == "head" else {}
-        return {"rayStartParams": params, "template": {"spec": {"containers": [container]}}}
+        start = {"dashboard-port": "18265"} if role == "head" else {}
+        start |= params or {}
+        return {"rayStartParams": start, "template": {"spec": {"containers": [container]}}}
 
     worker = {"groupName": "small", "replicas": 1, "minReplicas": 0, "maxReplicas": 2}
     return {
         "rayVersion": "2.60.0",
-        "headGroupSpec": group("head"),
-        "workerGroupSpecs": [{**worker, **group("worker")}],
+        "headGroupSpec": group("head", head_env),
+        "workerGroupSpecs": [{**worker, **group("worker", worker_env)}],
         **extra,
     }
 
 
-def manifests(password: str, inline_password: str, token: str) -> list[dict[str, Any]]:
+def manifests(
+    password: str, inline_password: str, token: str, legacy: str, env_token: str
+) -> list[dict[str, Any]]:
     def secret(name: str, data: dict[str, str]) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
@@ -62,12 +80,14 @@ def manifests(password: str, inline_password: str, token: str) -> list[dict[str,
             "stringData": data,
         }
 
-    def ray(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+    def ray(kind: str, name: str, spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+        metadata = {"name": name, **meta}
+        return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": metadata, "spec": spec}
 
     by_ref = {"valueFrom": {"secretKeyRef": {"name": "redis-password", "key": "password"}}}
     entrypoint = "python -c 'print(1)'"
     serve = "applications:\n  - name: app\n    import_path: app:app\n    route_prefix: /\n"
+    submitter = {"name": "ray-job-submitter", "image": RAY, "env": env("GIT_TOKEN", env_token)}
     return [
         secret("redis-password", {"password": password}),
         secret("ray-auth", {"auth_token": token}),
@@ -90,23 +110,44 @@ def manifests(password: str, inline_password: str, token: str) -> list[dict[str,
             ),
         ),
         ray(
+            "RayCluster",
+            "ft-legacy",
+            cluster_spec(
+                params={"redis-password": legacy},
+                head_env=env("RAY_REDIS_ADDRESS", "redis:6379") + env("REDIS_PASSWORD", legacy),
+                worker_env=env("REDIS_PASSWORD", legacy),
+            ),
+            annotations={"ray.io/ft-enabled": "true"},
+        ),
+        ray(
             "RayJob",
             "job-http",
             {
                 "submissionMode": "HTTPMode",
                 "entrypoint": entrypoint,
-                "rayClusterSpec": cluster_spec(authOptions=AUTH),
+                "rayClusterSpec": cluster_spec(
+                    worker_env=env("HF_TOKEN", env_token), authOptions=AUTH
+                ),
             },
         ),
         ray(
             "RayJob",
             "job-k8s",
-            {"entrypoint": entrypoint, "rayClusterSpec": cluster_spec(authOptions=AUTH)},
+            {
+                "entrypoint": entrypoint,
+                "rayClusterSpec": cluster_spec(authOptions=AUTH),
+                "submitterPodTemplate": {"spec": {"containers": [submitter]}},
+            },
         ),
         ray(
             "RayService",
             "svc",
-            {"serveConfigV2": serve, "rayClusterConfig": cluster_spec(authOptions=AUTH)},
+            {
+                "serveConfigV2": serve,
+                "rayClusterConfig": cluster_spec(
+                    head_env=env("OPENAI_API_KEY", env_token), authOptions=AUTH
+                ),
+            },
         ),
     ]
 
@@ -136,12 +177,10 @@ async def workflows(stack: LocalStack) -> dict[str, list[tuple[str, WorkflowExec
     return found
 
 
-async def exercise(
-    stack: LocalStack, tmp_path: Path, password: str, inline: str, token: str
-) -> None:
+async def exercise(stack: LocalStack, tmp_path: Path, secrets: dict[str, str]) -> None:
     """Apply everything, let each dashboard path fail at least once, then delete."""
     path = tmp_path / "manifests.json"
-    items = manifests(password, inline, token)
+    items = manifests(**secrets)
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     await stack.kubectl("apply", "-f", str(path))
 
@@ -155,7 +194,7 @@ async def exercise(
         # No dashboard answers on the simulated runtime: the job status checks fail.
         return "jobStatusCheckFailureStartTime" in await status("rayjob", name)
 
-    for name in ("ft-by-ref", "ft-inline"):
+    for name in CLUSTERS:
         await eventually(partial(cluster_ready, name), within=90, message=f"{name} ready")
     for name in ("job-http", "job-k8s"):
         await eventually(partial(job_checks_failing, name), within=90, message=f"{name} failing")
@@ -179,8 +218,8 @@ async def exercise(
 
     # Deletion paths too: the Redis cleanup Jobs (password by reference and inline), the
     # RayJobs' clean-up.
-    for kind, name in (("raycluster", "ft-by-ref"), ("raycluster", "ft-inline")):
-        await stack.kubectl("delete", kind, name, "--wait=false")
+    for name in CLUSTERS:
+        await stack.kubectl("delete", "raycluster", name, "--wait=false")
     for name in ("job-http", "job-k8s"):
         await stack.kubectl("delete", "rayjob", name, "--wait=false")
 
@@ -192,7 +231,7 @@ async def exercise(
             if wf.startswith("rayjob/")
             and all(s != WorkflowExecutionStatus.RUNNING for _, s in runs)
         ]
-        return "ft-by-ref" in jobs and "ft-inline" in jobs and len(closed) == 2
+        return all(name in jobs for name in CLUSTERS) and len(closed) == 2
 
     await eventually(cleanup_jobs_and_closed_rayjobs, within=90, message="deletions under way")
 
@@ -225,19 +264,18 @@ async def test_no_secret_value_in_histories_queries_events_statuses_or_logs(
     simulated_stack: LocalStack, tmp_path: Path
 ) -> None:
     stack = simulated_stack
-    password, inline, token = (f"s3cret-{secrets.token_hex(12)}" for _ in range(3))
-    await exercise(stack, tmp_path, password, inline, token)
+    values = {
+        label: f"s3cret-{secrets.token_hex(12)}"
+        for label in ("password", "inline_password", "token", "legacy", "env_token")
+    }
+    await exercise(stack, tmp_path, values)
 
     found = await collect(stack)
 
     leaks = [
         f"{label} in {where}"
         for where, data in found.items()
-        for label, value in (
-            ("redis password", password),
-            ("inline password", inline),
-            ("token", token),
-        )
+        for label, value in values.items()
         if any(form in data for form in forms(value))
     ]
     assert not leaks, leaks
