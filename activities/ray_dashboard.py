@@ -13,7 +13,8 @@ cause chained:
     ├── DashboardUnavailable    connection refused, timeouts, 408/429/5xx: retry later
     │   └── DashboardBadResponse   a 2xx whose body is not the JSON we expect
     ├── DashboardRejected       any other 4xx: the request itself is wrong
-    │   ├── DashboardUnauthorized  401/403: the auth token is missing or wrong
+    │   ├── DashboardUnauthorized  401/403 from Ray: the auth token is missing or wrong
+    │   ├── ProxyDenied         401/403 from the API server's proxy: RBAC or credentials
     │   └── JobNotFound         404 on a job (HTTPMode re-submits on it, J7)
     ├── DuplicateSubmission     the submission id is taken (`submit_job` reports it instead)
     └── JobNotStopped           stop was refused and the job is still running
@@ -56,6 +57,16 @@ _TOKEN_CHARS: Final = frozenset(string.ascii_letters + string.digits + string.pu
 _SNIPPET: Final = 300
 _PYDANTIC_URL: Final = "For further information visit"
 _INPUT_VALUE: Final = re.compile(r",\s*input_value=.*?(?=,\s*input_type=|\]$|$)")
+_PROXY_PATH: Final = re.compile(r"/api/v1/namespaces/[^/]+/(services|pods)/[^/]+/proxy(/|$)")
+
+PROXY_VERBS: Final[Mapping[str, str]] = {
+    "GET": "get",
+    "POST": "create",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+}
+"""The RBAC verb the API server checks on `services/proxy` or `pods/proxy` per HTTP method."""
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -82,6 +93,14 @@ class DashboardRejected(DashboardError):
 
 class DashboardUnauthorized(DashboardRejected):
     """401 or 403: token authentication is on and our token is missing or wrong."""
+
+
+class ProxyDenied(DashboardRejected):
+    """401 or 403 from the API server itself: the request never reached Ray.
+
+    The worker's Kubernetes account lacks the `services/proxy` or `pods/proxy` rule for this
+    call (or its credentials were refused); Ray's token has nothing to do with it.
+    """
 
 
 class JobNotFound(DashboardRejected):
@@ -377,6 +396,8 @@ class RayDashboardClient:
         if status == 500 and _DUPLICATE_MARKER in response.text:
             return DuplicateSubmission(message, status=status)
         if status in (401, 403):
+            if _is_kubernetes_status(response):
+                return ProxyDenied(self._scrub(_proxy_denial(what, response)), status=status)
             return DashboardUnauthorized(message, status=status)
         if status >= 500 or status in (408, 429) or status == 404:
             # 404 here is the API server saying the Service or its proxy target is missing.
@@ -398,14 +419,31 @@ def _job_path(submission_id: str, suffix: str = "") -> str:
 def _is_kubernetes_status(response: httpx.Response) -> bool:
     """Whether an error came from the API server's proxy rather than from Ray.
 
-    Ray answers a missing job with plain text; a JSON `Status` object means the API server
-    could not find the Service itself, which says nothing about the job.
+    The proxy passes Ray's answers through untouched, and Ray never sends a Kubernetes
+    `Status` object: one means the API server answered for itself (the Service is missing, or
+    the worker may not use the proxy), which says nothing about the job or Ray's token.
     """
     try:
         data = response.json()
     except ValueError:
         return False
     return isinstance(data, dict) and data.get("kind") == "Status"
+
+
+def _proxy_denial(what: str, response: httpx.Response) -> str:
+    """Which rule the worker's account lacks, for an operator to add (or to switch to direct)."""
+    method, path = response.request.method, response.request.url.path
+    found = _PROXY_PATH.search(path)
+    subresource = f"{found.group(1) if found else 'services'}/proxy"
+    detail = str(response.json().get("message") or "")  # a `Status`: see the caller
+    if response.status_code == 401:
+        cause = "the Kubernetes API server refused the worker's credentials"
+    else:
+        cause = (
+            f"the worker's Kubernetes account may not {PROXY_VERBS.get(method, method.lower())} "
+            f"{subresource} (a missing RBAC rule, not a Ray token problem)"
+        )
+    return f"{what}: {response.status_code}: {cause}: {_snippet(detail)}"
 
 
 def _snippet(text: str) -> str:

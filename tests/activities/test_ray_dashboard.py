@@ -343,6 +343,82 @@ async def test_timeout_message_names_the_limit(make):
         await client.job_info("j")
 
 
+# --- the API server's own refusals --------------------------------------------------------------
+
+SERVICE_PROXY = rd.proxied_base_url("https://api:6443", "ns", "demo-head-svc")
+POD_PROXY = rd.pod_proxied_base_url("https://api:6443", "ns", "demo-head-x7k2p", 8000)
+
+
+def kube_status(code: int, reason: str, message: str) -> Handler:
+    """The `Status` the API server sends for itself (Ray's own refusals are not one)."""
+    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
+    return reply(code, {**body, "reason": reason, "message": message})
+
+
+def forbidden(resource: str, verb: str) -> Handler:
+    return kube_status(
+        403,
+        "Forbidden",
+        f'{resource.split("/")[0]} "demo-head-svc" is forbidden: User '
+        f'"system:serviceaccount:kuberay-temporal:kuberay-temporal-worker" cannot {verb} '
+        f'resource "{resource}" in API group "" in the namespace "ns"',
+    )
+
+
+@pytest.mark.parametrize(
+    ("base", "call", "resource", "verb"),
+    [
+        pytest.param(SERVICE_PROXY, lambda c: c.job_info("j"), "services/proxy", "get", id="get"),
+        pytest.param(
+            SERVICE_PROXY,
+            lambda c: c.submit_job(JobSubmission(entrypoint="x", submission_id="j")),
+            "services/proxy",
+            "create",
+            id="submit",
+        ),
+        pytest.param(
+            SERVICE_PROXY,
+            lambda c: c.put_serve_applications({"applications": []}),
+            "services/proxy",
+            "update",
+            id="put-serve",
+        ),
+        pytest.param(POD_PROXY, lambda c: c.job_info("j"), "pods/proxy", "get", id="pod"),
+    ],
+)
+async def test_a_403_from_the_api_server_names_the_missing_rule_not_the_token(
+    make, base, call, resource, verb
+):
+    client, _ = make(forbidden(resource, verb), token=TOKEN, base=base)
+    with pytest.raises(rd.DashboardError) as caught:
+        await call(client)
+    assert type(caught.value) is rd.ProxyDenied
+    assert isinstance(caught.value, rd.DashboardRejected)  # retrying will not grant the rule
+    assert caught.value.status == 403
+    message = str(caught.value)
+    assert f"Kubernetes account may not {verb} {resource}" in message
+    assert "missing RBAC rule, not a Ray token problem" in message
+    assert f'cannot {verb} resource \\"{resource}\\"' not in message  # decoded, not raw JSON
+    assert f'cannot {verb} resource "{resource}"' in message
+    assert TOKEN not in message
+
+
+async def test_a_401_from_the_api_server_is_about_kubernetes_credentials(make):
+    client, _ = make(kube_status(401, "Unauthorized", "Unauthorized"), base=SERVICE_PROXY)
+    with pytest.raises(rd.ProxyDenied, match="API server refused the worker's credentials"):
+        await client.job_info("j")
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_rays_own_refusal_through_the_proxy_is_still_the_token(make, status):
+    # The proxy passes Ray's answer through untouched: plain text, or JSON that is no Status.
+    for answer in (reply(status, text="Unauthorized"), reply(status, {"error": "bad token"})):
+        client, _ = make(answer, token=TOKEN, base=SERVICE_PROXY)
+        with pytest.raises(rd.DashboardError) as caught:
+            await client.job_info("j")
+        assert type(caught.value) is rd.DashboardUnauthorized
+
+
 # --- stop_job -----------------------------------------------------------------------------------
 
 
