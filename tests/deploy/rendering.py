@@ -7,7 +7,9 @@ missing.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,10 @@ def load_all(text: str) -> list[Doc]:
 @cache
 def kustomize_text(path: Path = DEPLOY) -> str:
     """`kubectl kustomize` of a directory (kubectl's built-in kustomize)."""
+    return _kustomize(path)
+
+
+def _kustomize(path: Path) -> str:
     result = subprocess.run(
         [str(find_binary("kubectl")), "kustomize", str(path)],
         capture_output=True,
@@ -48,6 +54,24 @@ def kustomize_text(path: Path = DEPLOY) -> str:
 def kustomize_docs() -> list[Doc]:
     """The kustomize base, rendered."""
     return load_all(kustomize_text())
+
+
+@cache
+def _overlay_text(components: tuple[str, ...]) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        # kustomize refuses absolute paths to other kustomizations.
+        overlay = {
+            "resources": [os.path.relpath(DEPLOY, root)],
+            "components": [os.path.relpath(DEPLOY / "components" / c, root) for c in components],
+        }
+        (root / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+        return _kustomize(root)
+
+
+def kustomize_overlay_docs(*components: str) -> list[Doc]:
+    """An overlay of the base with the components of `deploy/components/` named, rendered."""
+    return load_all(_overlay_text(components))
 
 
 def helm_docs(values: dict[str, Any] | None = None) -> list[Doc]:

@@ -5,10 +5,12 @@ This is the deployment as a cluster would run it, minus the cluster: the environ
 process gets is read from the rendered kustomize base (its ConfigMap and env, and the
 container's args), and only what says *where* things are is replaced: the Temporal address
 (a dev server started for this test, so the manifests' task queue `kuberay` is ours alone),
-the kubeconfig (devcluster instead of a service account) and the health and metrics ports
-(two processes on one host). devcluster's simulated kubelet marks pods Running and Ready
-without processes. With the manifests' settings the processes log JSON lines and serve
-Prometheus metrics, which the test reads as a log pipeline and Prometheus would.
+the kubeconfig (devcluster instead of a service account), the dashboard access (the processes
+sit outside the cluster network, so they take the API server's proxy, not the manifests'
+`direct`) and the health and metrics ports (two processes on one host). devcluster's
+simulated kubelet marks pods Running and Ready without processes. With the manifests'
+settings the processes log JSON lines and serve Prometheus metrics, which the test reads as a
+log pipeline and Prometheus would.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ async def test_worker_and_bridge_processes_run_a_raycluster_and_a_rayjob(
         where = {
             "TEMPORAL_ADDRESS": temporal.client.service_client.config.target_host,
             "KUBECONFIG": str(config),
+            "KUBERAY_TEMPORAL_DASHBOARD_ACCESS": "proxy",
         }
         processes = {
             name: await _start(

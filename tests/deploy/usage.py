@@ -15,6 +15,12 @@ variable counts as the object and every subresource named in that module. A raw
 `request("PUT", <resource>.path(namespace, name))` is resolved the same way (PUT is `update`);
 a raw request whose method or path is computed makes the scan fail. `activities/kube.py`
 itself is the generic client and is not scanned.
+
+Dashboard calls are not `KubeClient` calls, yet with `KUBERAY_TEMPORAL_DASHBOARD_ACCESS=proxy`
+each is a request to the API server's `services/proxy` or `pods/proxy` subresource, checked
+with the verb of its HTTP method (GET is `get`, POST `create`, PUT `update`). `proxy_uses`
+finds them: every call of a proxy URL builder (`PROXY_BUILDERS`) in the activities, and the
+HTTP methods of the `RayDashboardClient` methods that URL is given to.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from activities import cluster_objects, kube
+from activities.ray_dashboard import PROXY_VERBS
 from tests.reference import REPO_ROOT
 
 # KubeClient method -> the API verbs it sends.
@@ -202,3 +209,133 @@ def worker_scan() -> Scan:
 def bridge_scan() -> Scan:
     """The bridge package."""
     return scan(package_modules("bridge"))
+
+
+# The API server proxy URL builders of `activities.ray_dashboard` -> the subresource their
+# URLs go through (test_rbac.py checks this against the URLs they build).
+PROXY_BUILDERS: dict[str, str] = {
+    "proxied_base_url": "services/proxy",
+    "pod_proxied_base_url": "pods/proxy",
+}
+DASHBOARD_MODULE = REPO_ROOT / "activities" / "ray_dashboard.py"
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _own_nodes(function: _Function) -> list[ast.AST]:
+    """The nodes of a function's body, less those of functions nested in it."""
+    found: list[ast.AST] = []
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if not isinstance(node, _Function | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _self_calls(function: _Function) -> list[tuple[str, ast.Call]]:
+    """`(method, call)` for each `self.<method>(...)` in a function."""
+    return [
+        (node.func.attr, node)
+        for node in _own_nodes(function)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and ast.unparse(node.func.value) == "self"
+    ]
+
+
+def client_methods() -> dict[str, set[str]]:
+    """The HTTP methods each `RayDashboardClient` method sends, through its own helpers too.
+
+    A request is a `self._request(...)` or `self._send(...)` whose first argument is the HTTP
+    method. It must be a literal, except where a helper passes its own `method` parameter on
+    (`_request` to `_send`): its callers' literals are counted already. Anything else fails.
+    """
+    tree = ast.parse(DASHBOARD_MODULE.read_text(), str(DASHBOARD_MODULE))
+    (client,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and node.name == "RayDashboardClient"
+    ]
+    sends: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for function in client.body:
+        if not isinstance(function, _Function):
+            continue
+        sends[function.name], calls[function.name] = set(), set()
+        passed_on = "method" in {a.arg for a in function.args.args}
+        for callee, call in _self_calls(function):
+            calls[function.name].add(callee)
+            if callee not in ("_request", "_send"):
+                continue
+            first = call.args[0] if call.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                sends[function.name].add(first.value)
+            elif not (passed_on and isinstance(first, ast.Name) and first.id == "method"):
+                where = f"{DASHBOARD_MODULE.name}:{call.lineno}"
+                raise AssertionError(f"{where}: the HTTP method cannot be resolved")
+
+    def reach(name: str, seen: frozenset[str]) -> set[str]:
+        found = set(sends.get(name, ()))
+        for callee in calls.get(name, set()) - seen:
+            found |= reach(callee, seen | {callee})
+        return found
+
+    return {name: reach(name, frozenset({name})) for name in sends}
+
+
+def _builder(node: ast.AST) -> str | None:
+    """The proxy URL builder a call calls, if it is one."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name if name in PROXY_BUILDERS else None
+
+
+def _methods_given(function: _Function, built: ast.Call, methods: dict[str, set[str]]) -> set[str]:
+    """What a proxy URL built in `function` carries.
+
+    Handed (directly or through a local name) to a client method in the same function: what
+    that method sends. Anything else (returned, stored) becomes a client's base URL, which
+    carries everything the client sends.
+    """
+    nodes = _own_nodes(function)
+    names = {
+        target.id
+        for node in nodes
+        if isinstance(node, ast.Assign) and node.value is built
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    sent: set[str] = set()
+    handed = False
+    for node in nodes:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in methods:
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            if arg is built or (isinstance(arg, ast.Name) and arg.id in names):
+                handed = True
+                sent |= methods[node.func.attr]
+    return sent if handed else set().union(*methods.values())
+
+
+def proxy_uses() -> set[Use]:
+    """What the worker asks of the API server's proxy when dashboard access is `proxy`."""
+    methods = client_methods()
+    uses: set[Use] = set()
+    for path in package_modules("activities"):
+        tree = ast.parse(path.read_text(), str(path))
+        for function in ast.walk(tree):
+            if not isinstance(function, _Function):
+                continue
+            for node in _own_nodes(function):
+                name = _builder(node)
+                if name is None:
+                    continue
+                assert isinstance(node, ast.Call)
+                for method in _methods_given(function, node, methods):
+                    uses.add((PROXY_VERBS[method], "", PROXY_BUILDERS[name]))
+    return uses

@@ -24,3 +24,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "kuberay-temporal.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
+
+{{- define "kuberay-temporal.dashboardAccess" -}}
+{{- $access := .Values.worker.dashboardAccess -}}
+{{- if not (has $access (list "direct" "proxy")) -}}
+{{- fail (printf "worker.dashboardAccess must be direct or proxy, not %v" $access) -}}
+{{- end -}}
+{{- $access -}}
+{{- end -}}
