@@ -198,14 +198,18 @@ async def test_the_cli_shows_status_with_the_key(
         assert MARKER not in out + err and "KUBERAY_TEMPORAL_PAYLOAD_KEY" in err
 
 
+@pytest.mark.parametrize("token", [None, f"token-{uuid.uuid4().hex}"])
 async def test_the_temporal_cli_reads_the_history_through_the_codec_server(
-    encrypted: Encrypted, local_env: WorkflowEnvironment
+    encrypted: Encrypted, local_env: WorkflowEnvironment, token: str | None
 ) -> None:
-    """Temporal's own client of the remote codec protocol, as the UI uses it."""
+    """Temporal's own client of the remote codec protocol, as the UI uses it.
+
+    With a token, the CLI sends it with `--codec-auth`, and without it reads no clear text.
+    """
     address = local_env.client.service_client.config.target_host
     codec = EncryptionCodec(parse_keys(encrypted.key))
 
-    async def show(*extra: str) -> str:
+    async def run_show(*extra: str) -> tuple[int | None, str]:
         process = await asyncio.create_subprocess_exec(
             str(temporal_cli()),
             *("workflow", "show", "-w", encrypted.workflow_id, "--output", "json"),
@@ -214,8 +218,12 @@ async def test_the_temporal_cli_reads_the_history_through_the_codec_server(
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(process.communicate(), 60)
-        assert process.returncode == 0, err.decode()
-        return out.decode()
+        return process.returncode, out.decode() + err.decode()
+
+    async def show(*extra: str) -> str:
+        code, output = await run_show(*extra)
+        assert code == 0, output
+        return output
 
     def payload_data(history_json: str) -> bytes:
         """Every payload's data in the JSON history (protobuf JSON keeps it base64)."""
@@ -223,8 +231,14 @@ async def test_the_temporal_cli_reads_the_history_through_the_codec_server(
         return b"\n".join(base64.b64decode(data) for data in found)
 
     encrypted_encoding = base64.b64encode(ENCODING).decode()
-    async with serving_codec(codec, [], 0) as port:
-        decoded = await show("--codec-endpoint", f"http://127.0.0.1:{port}")
+    async with serving_codec(codec, [], 0, token=token) as port:
+        endpoint = ("--codec-endpoint", f"http://127.0.0.1:{port}")
+        auth = () if token is None else ("--codec-auth", f"Bearer {token}")
+        decoded = await show(*endpoint, *auth)
+        if token is not None:
+            code, refused = await run_show(*endpoint)
+            assert code != 0 or MARKER not in refused, refused
+            assert MARKER not in refused and token not in refused
     assert encrypted_encoding not in decoded
     opened = payload_data(decoded)
     assert MARKER.encode() in opened and b"status write refused" in opened
