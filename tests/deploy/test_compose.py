@@ -141,5 +141,36 @@ def test_every_bind_mount_source_exists() -> None:
     for name, service in SERVICES.items():
         for volume in service.get("volumes") or []:
             source = volume.split(":")[0]
-            if source.startswith("./") and source != "./.compose":  # .compose: k3s writes it
+            if source.startswith("./"):
                 assert (REPO_ROOT / source).exists(), f"{name}: {source}"
+
+
+def _mounts(service: dict[str, Any]) -> dict[str, str]:
+    """Container path -> source of a service's volumes."""
+    return {v.split(":")[1]: v.split(":")[0] for v in service.get("volumes") or []}
+
+
+def test_the_admin_kubeconfig_is_readable_only_by_its_owner() -> None:
+    k3s = SERVICES["k3s"]
+    mode = int(k3s["environment"]["K3S_KUBECONFIG_MODE"], 8)
+    assert mode & 0o077 == 0, oct(mode)
+    # Written into a named volume, not onto the host where another account could read it.
+    output = _mounts(k3s)["/output"]
+    assert not output.startswith(("./", "/")) and output in COMPOSE["volumes"]
+    assert _mounts(SERVICES["crds"])["/output"] == output
+
+
+def test_the_worker_and_the_bridge_own_their_copy_of_the_kubeconfig() -> None:
+    """The crds job runs as root to read k3s's copy and hands one to the image's user."""
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text()
+    (user,) = re.findall(r"^USER (\S+)$", dockerfile, re.MULTILINE)
+    crds = SERVICES["crds"]
+    assert str(crds.get("user", "0")).split(":")[0] == "0"
+    script = " ".join(crds["command"])
+    assert f"chown {user} /kube/config" in script
+    (mode,) = re.findall(r"chmod (\d+) /kube/config", script)
+    assert int(mode, 8) & 0o077 == 0, mode
+    # Only after kubectl has rewritten the server address: the chmod is the file's last change.
+    assert script.index("set-cluster") < script.index("chmod")
+    for name in ("worker", "bridge"):
+        assert "user" not in SERVICES[name]  # the image's USER, the one the copy belongs to
