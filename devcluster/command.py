@@ -53,6 +53,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--ready-delay", type=float, default=1.0, help="simulated runtime: seconds to Ready"
     )
+    parser.add_argument(
+        "--pod-api",
+        choices=("on", "off"),
+        default="on",
+        help="process runtime: serve the API to pods over HTTPS on the pod network (on, the "
+        "default; with no authentication, so pod code may change anything) or not (off: "
+        "in-cluster clients such as the Ray autoscaler then fail)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -61,11 +69,24 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     faults = faults_from(args)
     try:
-        asyncio.run(_serve(args.state_dir, args.port, faults, args.runtime, args.ready_delay))
+        asyncio.run(_serve(args, faults))
     except RuntimeUnavailable as err:
         print(f"devcluster: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def cluster_from(args: argparse.Namespace, faults: Faults | None) -> DevCluster:
+    """The DevCluster the options describe (not started)."""
+    return DevCluster(
+        args.state_dir,
+        args.port,
+        faults=faults,
+        runtime=args.runtime,
+        ready_delay=args.ready_delay,
+        pod_network=args.runtime == "process",
+        pod_api=args.pod_api == "on",
+    )
 
 
 def faults_from(args: argparse.Namespace) -> Faults | None:
@@ -80,22 +101,13 @@ def faults_from(args: argparse.Namespace) -> Faults | None:
     return Faults.from_env(env)
 
 
-async def _serve(
-    state_dir: Path, port: int, faults: Faults | None, runtime: str, ready_delay: float
-) -> None:
+async def _serve(args: argparse.Namespace, faults: Faults | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    cluster = DevCluster(
-        state_dir,
-        port,
-        faults=faults,
-        runtime=runtime,
-        ready_delay=ready_delay,
-        pod_network=runtime == "process",
-    )
+    cluster = cluster_from(args, faults)
     await cluster.start()
     print(f"devcluster serving on {cluster.url}; kubeconfig: {cluster.kubeconfig_path}", flush=True)
     try:

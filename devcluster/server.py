@@ -9,7 +9,18 @@ anything with `async run(handler)` is started with the server and cancelled when
 and sees the cluster through the same verbs and store events as the garbage collector.
 
 With the process kubelet the same routes are also served over HTTPS on the node's pod-network
-address, for in-cluster clients such as the Ray autoscaler (see `pod_api`).
+address, for in-cluster clients such as the Ray autoscaler (see `pod_api`), unless `pod_api` is
+off.
+
+devcluster is for development on a machine you trust, and is not a security boundary. Neither
+listener authenticates: whoever reaches the loopback port (any local account) or the
+pod-facing one (any pod, any process on the host) may do anything, and the service-account
+token pods get is a placeholder no one checks. Pods of the process runtime run as root in the
+host's filesystem (only /tmp, /etc/hosts, /etc/resolv.conf and their volumes are their own),
+so their code can read and change the host's files; a `hostPath` volume adds no access they
+lack, which is why it is not switchable. `pod_api=False` (`--pod-api off`) at least keeps pod
+code from driving the API server: pods then get no `KUBERNETES_SERVICE_*` env and an empty
+`ca.crt`, and in-cluster clients (the Ray autoscaler) fail.
 """
 
 from __future__ import annotations
@@ -87,8 +98,10 @@ class DevCluster:
         job_backoff: float = 10.0,
         runtime: str | None = None,
         ready_delay: float = 1.0,
+        pod_api: bool = True,
     ) -> None:
         self.state_dir = Path(state_dir)
+        self._serve_pod_api = pod_api
         self._port = port
         self.store = Store(self.state_dir / "devcluster.db", history_limit)
         self.kinds = KindTable(builtin_kinds())
@@ -147,7 +160,7 @@ class DevCluster:
         await site.start()
         self._port = self._runner.addresses[0][1]
         runtime = self._kubelet.runtime if self._kubelet is not None else None
-        if isinstance(runtime, ProcessRuntime):
+        if isinstance(runtime, ProcessRuntime) and self._serve_pod_api:
             await self._serve_pods(self._runner, runtime)
         # Controllers start once the pod-facing address is known, so no pod starts without it.
         for controller in self._controllers:
