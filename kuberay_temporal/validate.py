@@ -11,9 +11,10 @@ Output, one line per object, on stdout::
     INVALID RayJob/train: spec.backoffLimit: must be an integer, got str 'x'
     SKIPPED ConfigMap/redis-config (not a ray.io object)
 
-Input that cannot be checked at all (unreadable or malformed YAML, an empty file, an object
-that is not a ray.io/v1 RayCluster, RayJob or RayService with a name) is reported as one
-`error:` line on stderr, with the file and line, never as a traceback.
+Input that cannot be checked at all (unreadable or malformed YAML, a document beyond
+`crds.payloads.MANIFEST_BOUNDS`, an empty file, an object that is not a ray.io/v1
+RayCluster, RayJob or RayService with a name) is reported as one `error:` line on stderr, with
+the file and line, never as a traceback.
 
 Exit codes: 0 every ray.io object is valid, 1 some object is invalid, 2 some input could not
 be checked.
@@ -33,6 +34,7 @@ import yaml
 from crds.common import JSONObject
 from crds.constants import API_VERSION
 from crds.loading import KIND_MODELS, is_ray_object, parse_ray_object
+from crds.payloads import MANIFEST_BOUNDS, BoundedLoader, PayloadLimitError
 from crds.validation import validate
 from crds.violations import InvalidObjectError, Violation
 
@@ -50,15 +52,14 @@ class ExitCode(IntEnum):
     UNUSABLE = 2
 
 
-class _Loader(yaml.SafeLoader):
-    """YAML as the API server reads it: timestamps stay strings (metav1.Time parses them)."""
+class _Loader(BoundedLoader):
+    """YAML as the API server reads it: timestamps stay strings (metav1.Time parses them).
 
+    Bounded like the YAML inside CR fields, per document: an alias bomb or a few thousand
+    `[` is one `error:` line, not an exhausted memory or a RecursionError.
+    """
 
-def _timestamp_as_string(loader: _Loader, node: yaml.Node) -> str:
-    return str(loader.construct_yaml_str(node))
-
-
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_string)
+    bounds = MANIFEST_BOUNDS
 
 
 class InputError(Exception):
@@ -148,6 +149,9 @@ def read_documents(name: str) -> list[Document]:
                 documents.append(Document(source, node.start_mark.line + 1, body))
     except yaml.YAMLError as err:
         raise InputError(_yaml_error(source, err)) from None
+    except PayloadLimitError as err:
+        where = source if err.line is None else f"{source}:{err.line}"
+        raise InputError(f"{where}: refused: the document {err.problem}") from None
     finally:
         loader.dispose()
     if not documents:

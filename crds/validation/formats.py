@@ -4,7 +4,9 @@ Several ray.io fields are strings that carry another format (`runtimeEnvYAML`,
 `entrypointResources`, `serveConfigV2`, the `ray.io/initializing-timeout` annotation). KubeRay
 parses them with Go's `time.ParseDuration`, `strconv.Atoi`, sigs.k8s.io/yaml and
 encoding/json; these functions accept the same inputs, so a manifest valid for one is valid for
-the other. Each returns an explanation on failure instead of raising.
+the other, except that YAML and JSON go through `crds.payloads` and its bounds. The
+`*_problem` functions return an explanation on failure instead of raising; the activities
+load the same payloads with `yaml_mapping` and `json_number_map`, which raise it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from fractions import Fraction
 from typing import Any
 
 import yaml
+
+from crds.payloads import PayloadError, load_json, load_yaml
 
 # Nanoseconds per unit, as Go's time.ParseDuration knows them.
 _DURATION_UNITS = {
@@ -71,34 +75,67 @@ def parse_go_int(text: str) -> int | None:
     return value if -(2**63) <= value <= _MAX_INT64 else None
 
 
+def yaml_mapping(text: str) -> dict[str, Any] | None:
+    """`text` as a YAML mapping, or None for an empty or null document.
+
+    Raises:
+        PayloadError: It is not valid YAML, not a mapping, or beyond `crds.payloads` bounds.
+    """
+    try:
+        loaded: Any = load_yaml(text)
+    except yaml.YAMLError as err:
+        raise PayloadError(f"is not valid YAML: {_first_line(err)}") from None
+    if loaded is None or isinstance(loaded, dict):
+        return loaded
+    raise PayloadError(f"must be a YAML mapping (key: value pairs), got {_yaml_kind(loaded)}")
+
+
 def yaml_mapping_problem(text: str) -> str | None:
     """Why `text` cannot be read as a YAML mapping (empty and null are fine), or None."""
     try:
-        loaded: Any = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        return f"is not valid YAML: {_first_line(err)}"
-    if loaded is None or isinstance(loaded, dict):
-        return None
-    return f"must be a YAML mapping (key: value pairs), got {_yaml_kind(loaded)}"
+        yaml_mapping(text)
+    except PayloadError as err:
+        return str(err)
+    return None
+
+
+def json_number_map(text: str) -> dict[str, float]:
+    """`text` as a JSON object of numbers such as {"custom": 1.5}.
+
+    Raises:
+        PayloadError: It is not such an object, or beyond `crds.payloads` bounds.
+    """
+    try:
+        loaded: Any = load_json(text)
+    except PayloadError:
+        raise
+    except ValueError as err:
+        raise PayloadError(f"is not valid JSON: {err}") from None
+    if not isinstance(loaded, dict):
+        message = f'must be a JSON object such as {{"my_resource": 1}}, got {_yaml_kind(loaded)}'
+        raise PayloadError(message)
+    numbers: dict[str, float] = {}
+    for key, value in loaded.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise PayloadError(f"resource {key!r} must be a number, got {json.dumps(value)}")
+        # 1e400 reads as infinity, and a 400-digit integer does not fit a float at all.
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise PayloadError(f"resource {key!r} is too large for a number")
+        numbers[str(key)] = number
+    return numbers
 
 
 def json_number_map_problem(text: str) -> str | None:
     """Why `text` is not a JSON object of numbers such as {"custom": 1.5}, or None."""
     try:
-        loaded: Any = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as err:
-        return f"is not valid JSON: {err}"
-    if not isinstance(loaded, dict):
-        return f'must be a JSON object such as {{"my_resource": 1}}, got {_yaml_kind(loaded)}'
-    for key, value in loaded.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"resource {key!r} must be a number, got {json.dumps(value)}"
+        json_number_map(text)
+    except PayloadError as err:
+        return str(err)
     return None
-
-
-def _reject_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity; Go's encoding/json does not.
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _yaml_kind(value: Any) -> str:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from kuberay_temporal.cli import main
+from tests.alias_bombs import alias_bomb
 from tests.reference import REPO_ROOT, sample_files
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "kuberay-temporal"
@@ -226,3 +227,84 @@ def test_timestamps_stay_strings(tmp_path: Path, capsys: pytest.CaptureFixture[s
     )
     text += "status:\n  lastUpdateTime: 2025-01-02T03:04:05Z\n"
     assert run_cli(capsys, write(tmp_path, text)) == (0, ["OK RayCluster/ok-cluster"], [])
+
+
+RAYJOB_WITH_RUNTIME_ENV = """\
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: laughs
+spec:
+  entrypoint: python train.py
+  runtimeEnvYAML: |
+{runtime_env}  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray:2.46.0
+"""
+
+RAYSERVICE_WITH_SERVE_CONFIG = """\
+apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: laughs
+spec:
+  serveConfigV2: |
+{serve_config}  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray:2.46.0
+"""
+
+
+@pytest.mark.parametrize("size", [398, 584])
+def test_alias_bombs_in_cr_fields_are_invalid_and_name_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], size: int
+) -> None:
+    bomb = alias_bomb(7 if size == 398 else 10, size=size, indent="    ")
+    job = RAYJOB_WITH_RUNTIME_ENV.format(runtime_env=bomb)
+    service = RAYSERVICE_WITH_SERVE_CONFIG.format(serve_config=bomb)
+    code, out, err = run_cli(capsys, write(tmp_path, f"{job}---\n{service}"))
+    assert (code, err) == (1, [])
+    expands = "expands to more than 1 MiB through its aliases (*name) (line 6)"
+    assert out == [
+        f"INVALID RayJob/laughs: spec.runtimeEnvYAML: runtimeEnvYAML {expands}",
+        f"INVALID RayService/laughs: spec.serveConfigV2: serveConfigV2 {expands}",
+    ]
+
+
+def test_shared_anchors_in_cr_fields_are_fine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runtime_env = "    env_vars: &env {A: '1'}\n    config: {env: *env}\n"
+    path = write(tmp_path, RAYJOB_WITH_RUNTIME_ENV.format(runtime_env=runtime_env))
+    assert run_cli(capsys, path) == (0, ["OK RayJob/laughs"], [])
+
+
+def test_an_alias_bomb_in_the_manifest_itself_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    laughs = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: laughs\nlaughs:\n"
+    laughs += alias_bomb(10, size=584, indent="  ")
+    path = write(tmp_path, f"{VALID_CLUSTER}---\n{laughs}")
+    code, out, err = run_cli(capsys, path)
+    assert (code, out) == (2, [])
+    assert err == [
+        f"error: {path}:24: refused: the document expands to more than 4 MiB through its "
+        "aliases (*name)"
+    ]
+
+
+def test_a_manifest_nested_too_deep_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, VALID_CLUSTER + "status:\n  deep: " + "[" * 3000 + "]" * 3000 + "\n")
+    code, out, err = run_cli(capsys, path)
+    assert (code, out) == (2, [])
+    assert err == [f"error: {path}:13: refused: the document nests deeper than 100 levels"]

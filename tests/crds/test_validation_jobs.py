@@ -8,6 +8,7 @@ import pytest
 
 from crds.loading import parse_ray_object
 from crds.violations import InvalidObjectError
+from tests.alias_bombs import BOMB_398, BOMB_584
 from tests.crds.test_validation_support import DELETE, Edits, Expected, check, edited, rayjob
 
 SELECTOR: Edits = {"spec.rayClusterSpec": DELETE, "spec.clusterSelector": {"ray.io/cluster": "c"}}
@@ -140,6 +141,48 @@ def test_unknown_submission_mode_fails_at_load() -> None:
             "spec.entrypointResources",
             "not valid JSON",
             id="json-broken",
+        ),
+        pytest.param(
+            {"spec.runtimeEnvYAML": "env_vars: &e {A: '1'}\nconda: {env_vars: *e}\n"},
+            None,
+            None,
+            id="yaml-alias-ok",
+        ),
+        pytest.param(
+            {"spec.runtimeEnvYAML": BOMB_398},
+            "spec.runtimeEnvYAML",
+            "runtimeEnvYAML expands to more than 1 MiB through its aliases (*name) (line 6)",
+            id="yaml-alias-bomb-398",
+        ),
+        pytest.param(
+            {"spec.runtimeEnvYAML": BOMB_584},
+            "spec.runtimeEnvYAML",
+            "runtimeEnvYAML expands to more than 1 MiB through its aliases (*name) (line 6)",
+            id="yaml-alias-bomb-584",
+        ),
+        pytest.param(
+            {"spec.runtimeEnvYAML": "pip: [" + "[" * 2000},
+            "spec.runtimeEnvYAML",
+            "runtimeEnvYAML nests deeper than 64 levels",
+            id="yaml-deep",
+        ),
+        pytest.param(
+            {"spec.runtimeEnvYAML": "pip: [" + "x, " * 100_000 + "]"},
+            "spec.runtimeEnvYAML",
+            "runtimeEnvYAML is larger than 256 KiB (300,007 bytes)",
+            id="yaml-too-large",
+        ),
+        pytest.param(
+            {"spec.entrypointResources": "[" * 5000},
+            "spec.entrypointResources",
+            "entrypointResources nests deeper than 64 levels",
+            id="json-deep",
+        ),
+        pytest.param(
+            {"spec.entrypointResources": '{"r1": 1e400}'},
+            "spec.entrypointResources",
+            "'r1' is too large for a number",
+            id="json-infinite",
         ),
     ],
 )

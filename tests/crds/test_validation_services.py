@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.alias_bombs import BOMB_398, BOMB_584
 from tests.crds.test_validation_support import Edits, Expected, check, edited, rayservice
 
 TIMEOUT = 'metadata.annotations["ray.io/initializing-timeout"]'
@@ -131,6 +132,10 @@ def test_upgrade_options(edits: Edits, expected: Expected, phrase: str | None) -
         pytest.param("applications: []\n", None, id="mapping-ok"),
         pytest.param("applications: [", "not valid YAML", id="broken"),
         pytest.param("just text", "must be a YAML mapping", id="scalar"),
+        pytest.param("a: &x {b: 1}\nc: *x\n", None, id="alias-ok"),
+        pytest.param(BOMB_398, "serveConfigV2 expands to more than 1 MiB", id="alias-bomb-398"),
+        pytest.param(BOMB_584, "serveConfigV2 expands to more than 1 MiB", id="alias-bomb-584"),
+        pytest.param("a: &x [*x]", "serveConfigV2 uses the alias *x inside", id="self-alias"),
     ],
 )
 def test_serve_config(value: str, phrase: str | None) -> None:
