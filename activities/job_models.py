@@ -35,6 +35,7 @@ __all__ = [
     "DELETE_ATTEMPT",
     "DELETE_RAYJOB",
     "ENSURE_RAYJOB_HEAD_SERVICE",
+    "INVALID_SPEC_ERROR",
     "READ_RAYJOB",
     "RECORD_EVENT",
     "SET_RAYJOB_FINALIZER",
@@ -85,6 +86,9 @@ STOP_RAY_JOB = "stop_ray_job"
 WRITE_RAYJOB_STATUS = "write_rayjob_status"
 SET_RAYJOB_SUSPEND = "set_rayjob_suspend"
 SET_RAYJOB_FINALIZER = "set_rayjob_finalizer"
+INVALID_SPEC_ERROR = "InvalidRayJobSpec"
+"""`ApplicationError.type` of an activity that met a RayJob field validation refuses (never
+retried): the RayJob was edited after the workflow validated it; the next read sees why."""
 
 
 class JobEventReason(StrEnum):

@@ -15,17 +15,21 @@ a token (the dashboard client scrubs them).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities import job_models as io
 from activities import kube
+from activities.builders.rayjob import (
+    InvalidJobSpecError,
+    entrypoint_resources_of,
+    runtime_env_of,
+)
 from activities.dashboard_models import JobInfo, JobSubmission
 from activities.job_dashboard import DashboardConnector
 from activities.kube import KubeClient
@@ -61,7 +65,12 @@ class RayJobActivities:
         rayjob, cluster = await self._read(params.ref)
         if rayjob is None:
             return io.SubmitRayJobResult(submitted=False, error="the RayJob no longer exists")
-        submission = job_submission(rayjob.spec, params.job_id)
+        try:
+            submission = job_submission(rayjob.spec, params.job_id)
+        except InvalidJobSpecError as err:
+            raise ApplicationError(
+                str(err), type=io.INVALID_SPEC_ERROR, non_retryable=True
+            ) from None
         try:
             async with self._connector.open(params.dashboard_url, cluster) as dashboard:
                 result = await dashboard.submit_job(submission)
@@ -113,20 +122,19 @@ class RayJobActivities:
 
 
 def job_submission(spec: RayJobSpec, job_id: str) -> JobSubmission:
-    """The HTTP body KubeRay's `ConvertRayJobToReq` builds from a RayJob spec (J1, J23–J25)."""
-    runtime_env = yaml.safe_load(spec.runtime_env_yaml) if spec.runtime_env_yaml else None
-    resources = None
-    if spec.entrypoint_resources:
-        parsed = json.loads(spec.entrypoint_resources)
-        resources = {str(key): float(value) for key, value in parsed.items()}
+    """The HTTP body KubeRay's `ConvertRayJobToReq` builds from a RayJob spec (J1, J23–J25).
+
+    Raises:
+        InvalidJobSpecError: `runtimeEnvYAML` or `entrypointResources` cannot be used.
+    """
     return JobSubmission(
         entrypoint=(spec.entrypoint or "").strip(),
         submission_id=job_id,
-        runtime_env=runtime_env or None,
+        runtime_env=runtime_env_of(spec) or None,
         metadata=dict(spec.metadata) if spec.metadata else None,
         entrypoint_num_cpus=float(spec.entrypoint_num_cpus) if spec.entrypoint_num_cpus else None,
         entrypoint_num_gpus=float(spec.entrypoint_num_gpus) if spec.entrypoint_num_gpus else None,
-        entrypoint_resources=resources,
+        entrypoint_resources=entrypoint_resources_of(spec),
     )
 
 

@@ -14,10 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities import builders, events, kube
 from activities import job_models as io
 from activities.builders.rayjob import (
+    InvalidJobSpecError,
     build_rayjob_cluster,
     build_rayjob_head_service,
     build_submitter_job,
@@ -126,13 +128,16 @@ class JobActivities:
         rayjob = await self._rayjob(params.ref)
         if rayjob is None:
             return io.CreateResult(created=False)
-        manifest = build_rayjob_cluster(
-            rayjob,
-            params.cluster_name,
-            params.job_id,
-            params.attempt,
-            login_shell=self._options.login_shell,
-        )
+        try:
+            manifest = build_rayjob_cluster(
+                rayjob,
+                params.cluster_name,
+                params.job_id,
+                params.attempt,
+                login_shell=self._options.login_shell,
+            )
+        except InvalidJobSpecError as err:
+            raise _refused(err) from None
         # The cluster's own workflow then continues this trace (`activities.tracing`).
         stamp_trace_context(manifest)
         ns, name = params.ref.namespace, params.cluster_name
@@ -159,9 +164,12 @@ class JobActivities:
             # The RayJob is gone, or its cluster vanished: the next pass decides what now.
             return io.CreateResult(created=False)
         cluster = RayCluster.model_validate(obj)
-        job = build_submitter_job(
-            rayjob, cluster, params.job_id, params.dashboard_url, params.attempt, self._options
-        )
+        try:
+            job = build_submitter_job(
+                rayjob, cluster, params.job_id, params.dashboard_url, params.attempt, self._options
+            )
+        except InvalidJobSpecError as err:
+            raise _refused(err) from None
         name = job["metadata"]["name"]
         try:
             _, created = await self._kube.create_or_get(kube.JOBS, ns, job)
@@ -331,3 +339,8 @@ class JobActivities:
 def _controlled_by(obj: kube.JSON, ref: ObjectRef) -> bool:
     owners = obj["metadata"].get("ownerReferences") or []
     return any(o.get("controller") and o.get("uid") == ref.uid for o in owners)
+
+
+def _refused(err: InvalidJobSpecError) -> ApplicationError:
+    """Never retried: the same RayJob builds the same way (the workflow's next read says why)."""
+    return ApplicationError(str(err), type=io.INVALID_SPEC_ERROR, non_retryable=True)

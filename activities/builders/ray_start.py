@@ -18,6 +18,8 @@ from activities.builders.quantities import ZERO, Quantity, try_parse_quantity
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import RayNodeType
+from crds.payloads import PayloadError
+from crds.validation import formats
 
 # `ray start` flags that take an explicit boolean: "false" must reach Ray instead of dropping.
 EXPLICIT_BOOLEAN_FLAGS = frozenset({"log-color", "include-dashboard", "include-log-monitor"})
@@ -133,20 +135,10 @@ def parse_resources_param(text: str | None) -> dict[str, float]:
     if text is None:
         return {}
     try:
-        data = json.loads(text.strip("'\"` "), parse_constant=_reject_constant)
-    except ValueError as err:
+        # Bounded like every payload of a CR: deep nesting must not exhaust the stack.
+        return formats.json_number_map(text.strip("'\"` "))
+    except PayloadError as err:
         raise InvalidResourcesError(str(err)) from None
-    if not isinstance(data, dict) or not all(_is_number(v) for v in data.values()):
-        raise InvalidResourcesError("expected a JSON object of numbers")
-    return {str(key): float(value) for key, value in data.items()}
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def go_json_numbers(values: dict[str, float]) -> str:

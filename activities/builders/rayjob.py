@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-
-import yaml
+from typing import Any
 
 from activities.builders import names
 from activities.builders.auth import add_token_env, is_auth_enabled
@@ -22,8 +21,11 @@ from activities.builders.services import build_head_service
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import JobSubmissionMode, RayNodeType
+from crds.payloads import PayloadError
 from crds.raycluster import RayCluster, RayClusterSpec
-from crds.rayjob import RayJob
+from crds.rayjob import RayJob, RayJobSpec
+from crds.validation import formats
+from crds.violations import Violation
 
 Mode = JobSubmissionMode
 
@@ -54,6 +56,45 @@ def originated_labels(rayjob: RayJob) -> dict[str, str]:
     }
 
 
+class InvalidJobSpecError(ValueError):
+    """A RayJob field validation refuses; `str()` is its violation, field path first.
+
+    The workflow validates every spec it reads, with the same parsers, so an activity meets
+    such a field only in a RayJob edited since: it fails for good instead of retrying.
+    """
+
+
+def runtime_env_of(spec: RayJobSpec) -> dict[str, Any] | None:
+    """`runtimeEnvYAML` as the JSON object Ray takes; None when unset or null.
+
+    Raises:
+        InvalidJobSpecError: It is not a YAML mapping, or is beyond `crds.payloads` bounds
+            (an alias bomb is refused before anything is expanded).
+    """
+    if not spec.runtime_env_yaml:
+        return None
+    try:
+        return formats.yaml_mapping(spec.runtime_env_yaml)
+    except PayloadError as err:
+        violation = Violation("spec.runtimeEnvYAML", f"runtimeEnvYAML {err}")
+        raise InvalidJobSpecError(str(violation)) from None
+
+
+def entrypoint_resources_of(spec: RayJobSpec) -> dict[str, float] | None:
+    """`entrypointResources` as numbers; None when unset.
+
+    Raises:
+        InvalidJobSpecError: It is not a JSON object of finite numbers, or is too large.
+    """
+    if not spec.entrypoint_resources:
+        return None
+    try:
+        return formats.json_number_map(spec.entrypoint_resources)
+    except PayloadError as err:
+        violation = Violation("spec.entrypointResources", f"entrypointResources {err}")
+        raise InvalidJobSpecError(str(violation)) from None
+
+
 def _mode(rayjob: RayJob) -> JobSubmissionMode:
     return rayjob.spec.submission_mode or Mode.K8S_JOB
 
@@ -69,7 +110,11 @@ def _go_quote(text: str) -> str:
 def build_rayjob_cluster(
     rayjob: RayJob, cluster_name: str, job_id: str, attempt: int, *, login_shell: bool = False
 ) -> JSONObject:
-    """The attempt's RayCluster: a copy of `rayClusterSpec`, labelled and owned by the RayJob."""
+    """The attempt's RayCluster: a copy of `rayClusterSpec`, labelled and owned by the RayJob.
+
+    Raises:
+        InvalidJobSpecError: SidecarMode only, when `runtimeEnvYAML` cannot be used.
+    """
     spec = rayjob.spec.ray_cluster_spec
     if spec is None:
         raise ValueError("the RayJob has no rayClusterSpec to build a RayCluster from")
@@ -129,6 +174,9 @@ def submit_script(
     K8sJobMode: wait for the GCS, submit only if `ray job status` does not know the id
     (`--no-wait`), then follow the logs, so a retried submitter Pod re-attaches instead of
     submitting twice. SidecarMode: wait on localhost, then one blocking `ray job submit`.
+
+    Raises:
+        InvalidJobSpecError: `runtimeEnvYAML` cannot be used (see `runtime_env_of`).
     """
     if mode == Mode.SIDECAR:
         address = f"http://127.0.0.1:{port}"
@@ -151,7 +199,7 @@ def submit_script(
     if check_first:
         cmd.append("--no-wait")
     if spec.runtime_env_yaml:
-        runtime_env = json.dumps(yaml.safe_load(spec.runtime_env_yaml), separators=(",", ":"))
+        runtime_env = json.dumps(runtime_env_of(spec), separators=(",", ":"))
         cmd += ["--runtime-env-json", _go_quote(runtime_env)]
     if spec.metadata:
         metadata = json.dumps(dict(sorted(spec.metadata.items())), separators=(",", ":"))
@@ -233,7 +281,11 @@ def build_submitter_job(
     attempt: int,
     options: BuildOptions = DEFAULT_OPTIONS,
 ) -> JSONObject:
-    """The K8sJobMode submitter: a batch/v1 Job named after the RayJob, owned by it."""
+    """The K8sJobMode submitter: a batch/v1 Job named after the RayJob, owned by it.
+
+    Raises:
+        InvalidJobSpecError: `runtimeEnvYAML` cannot be used (see `runtime_env_of`).
+    """
     spec = rayjob.spec
     template = copy.deepcopy(spec.submitter_pod_template) if spec.submitter_pod_template else None
     if template is None:

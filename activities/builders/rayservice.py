@@ -29,6 +29,7 @@ from activities.builders.services import (
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import RayNodeType
+from crds.payloads import PayloadLimitError, load_yaml
 from crds.raycluster import RayCluster, RayClusterSpec
 from crds.rayservice import RayService
 
@@ -82,10 +83,13 @@ def parse_serve_config(text: str) -> dict[str, Any]:
 
     Raises:
         ServeConfigError: If the text is not YAML or not a mapping (no snippet quoted: the
-            config may hold secrets in `runtime_env`).
+            config may hold secrets in `runtime_env`), or is beyond `crds.payloads` bounds
+            (an alias bomb is refused before anything is expanded).
     """
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
+    except PayloadLimitError as err:
+        raise ServeConfigError(f"serveConfigV2 {err}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

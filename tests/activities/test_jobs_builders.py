@@ -6,7 +6,10 @@ import copy
 import shlex
 from typing import Any
 
+import pytest
+
 from activities.builders.rayjob import (
+    InvalidJobSpecError,
     build_rayjob_cluster,
     build_rayjob_head_service,
     build_submitter_job,
@@ -15,6 +18,7 @@ from activities.builders.rayjob import (
 from crds.enums import JobSubmissionMode
 from crds.raycluster import RayCluster
 from crds.rayjob import RayJob
+from tests.alias_bombs import BOMB_398, BOMB_584, SMALL_BOMB
 
 IMAGE = "rayproject/ray:2.60.0"
 CLUSTER_SPEC: dict[str, Any] = {
@@ -194,3 +198,29 @@ def test_head_service_is_the_rayjobs() -> None:
     assert meta["ownerReferences"][0]["kind"] == "RayJob"
     assert service["spec"]["selector"]["ray.io/cluster"] == "train-abcde"
     assert any(p["name"] == "dashboard" and p["port"] == 8266 for p in service["spec"]["ports"])
+
+
+@pytest.mark.parametrize("mode", ["K8sJobMode", "SidecarMode"])
+@pytest.mark.parametrize(
+    "bomb", [SMALL_BOMB, BOMB_398, BOMB_584], ids=["small-bomb", "bomb-398", "bomb-584"]
+)
+def test_an_alias_bomb_in_the_runtime_env_is_refused_unexpanded(bomb: str, mode: str) -> None:
+    job = rayjob(runtimeEnvYAML=bomb, submissionMode=mode)
+    with pytest.raises(InvalidJobSpecError) as err:
+        if mode == "SidecarMode":
+            build_rayjob_cluster(job, "train-abcde", "train-xyz12", attempt=1)
+        else:
+            build_submitter_job(job, cluster(), "j-1", "svc.ns.svc.cluster.local:8265", 1)
+    assert str(err.value) == (
+        "spec.runtimeEnvYAML: runtimeEnvYAML expands to more than 1 MiB through its aliases "
+        "(*name) (line 6)"
+    )
+
+
+def test_runtime_env_timestamps_stay_strings_as_kuberay_sends_them() -> None:
+    job = rayjob(runtimeEnvYAML="env_vars: {DAY: 2024-01-01}\nconfig: &c {a: 1}\nmore: *c")
+    script = submit_script(job, "j-1", "svc.ns.svc:8265", JobSubmissionMode.K8S_JOB, 0)
+    words = shlex.split(script)
+    assert words[words.index("--runtime-env-json") + 1] == (
+        '{"env_vars":{"DAY":"2024-01-01"},"config":{"a":1},"more":{"a":1}}'
+    )

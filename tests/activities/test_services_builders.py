@@ -12,6 +12,7 @@ from activities.builders import rayservice_gateway as gw
 from crds.raycluster import RayCluster, RayClusterSpec
 from crds.rayservice import RayService
 from tests.activities.test_services import SPEC
+from tests.alias_bombs import BOMB_584, SMALL_BOMB
 
 GROUP: dict[str, Any] = SPEC["rayClusterConfig"]["workerGroupSpecs"][0]
 
@@ -61,6 +62,15 @@ def test_serve_config_parse_errors_never_quote_the_text() -> None:
     with pytest.raises(rs.ServeConfigError) as err:
         rs.parse_serve_config("token: [s3cr3t\n")
     assert "s3cr3t" not in str(err.value) and "line" in str(err.value)
+
+
+@pytest.mark.parametrize("bomb", [SMALL_BOMB, BOMB_584], ids=["small-bomb", "bomb-584"])
+def test_an_alias_bomb_in_the_serve_config_is_refused_unexpanded(bomb: str) -> None:
+    with pytest.raises(rs.ServeConfigError) as err:
+        rs.parse_serve_config(bomb)
+    assert str(err.value) == (
+        "serveConfigV2 expands to more than 1 MiB through its aliases (*name) (line 6)"
+    )
 
 
 def test_serve_service_merges_the_users_and_selects_serving_pods() -> None:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities import job_models as io
@@ -119,7 +119,7 @@ class Applier:
             attempt=self._state.attempt.number,
         )
         summary = f"create RayCluster {action.cluster_name}"
-        result = await self._call(io.CREATE_RAYJOB_CLUSTER, params, io.CreateResult, summary)
+        result = await self._create(io.CREATE_RAYJOB_CLUSTER, params, summary)
         if result.created:
             self._remember(f"created RayCluster {action.cluster_name}")
         return False
@@ -133,7 +133,7 @@ class Applier:
             dashboard_url=action.dashboard_url,
         )
         summary = f"create the submitter Job for {action.job_id}"
-        result = await self._call(io.CREATE_SUBMITTER_JOB, params, io.CreateResult, summary)
+        result = await self._create(io.CREATE_SUBMITTER_JOB, params, summary)
         if result.created:
             self._remember(f"created the submitter Job for job {action.job_id}")
         return False
@@ -194,6 +194,23 @@ class Applier:
         return action.policy != Policy.DELETE_NONE
 
     # --- helpers --------------------------------------------------------------------------------
+
+    async def _create(self, name: str, params: io.RayJobRef, summary: str) -> io.CreateResult:
+        """A create whose activity builds from the RayJob as it reads it, edited or not.
+
+        An edit made since this pass validated the spec can make that build impossible (an
+        alias bomb in `runtimeEnvYAML`); the activity then fails for good, and the edit's
+        own pass, signalled by the bridge, validates it and ends in ValidationFailed. Not
+        repeating the pass here keeps a refusal from spinning if it ever had another cause.
+        """
+        try:
+            return await self._call(name, params, io.CreateResult, summary)
+        except ActivityError as err:
+            cause = err.cause
+            if not (isinstance(cause, ApplicationError) and cause.type == io.INVALID_SPEC_ERROR):
+                raise
+            self._remember(f"{summary}: refused, {cause.message}")
+            return io.CreateResult(created=False)
 
     def _remember(self, line: str) -> None:
         self._state.remember(f"attempt {self._state.attempt.number}: {line}")

@@ -89,6 +89,20 @@ def _generate(node_type: RayNodeType, params: dict[str, str], resources: dict[st
         ),
         pytest.param(
             RayNodeType.HEAD,
+            {"resources": "[" * 5000},
+            {"aws.amazon.com/neuroncore": "4"},
+            "ray start --head  --resources=" + "[" * 5000 + " ",
+            id="head-resources-nested-too-deep",
+        ),
+        pytest.param(
+            RayNodeType.HEAD,
+            {"resources": '{"big": 1' + "0" * 400 + "}"},
+            {"aws.amazon.com/neuroncore": "4"},
+            'ray start --head  --resources={"big": 1' + "0" * 400 + "} ",
+            id="head-resources-too-large-for-a-float",
+        ),
+        pytest.param(
+            RayNodeType.HEAD,
             {"include-log-monitor": "false"},
             {},
             "ray start --head  --include-log-monitor=false ",
