@@ -2,6 +2,7 @@
 
     KubeError
     ├── KubeUnavailable      connection refused, timeouts, 5xx, 429: retry later
+    │   └── KubeUndecodable  an answer that is not JSON (a proxy's page, a cut stream)
     └── KubeRejected         the API server answered no
         ├── KubeNotFound     404
         ├── KubeConflict     409 (a stale resourceVersion, or AlreadyExists)
@@ -30,6 +31,13 @@ class KubeError(Exception):
 
 class KubeUnavailable(KubeError):
     """The API could not be reached or asked us to come back later."""
+
+
+class KubeUndecodable(KubeUnavailable):
+    """The answer was not JSON: nothing of it can be used, a later answer may be whole.
+
+    Objects nested too deep are not this: `activities.decoding` decodes those in part.
+    """
 
 
 class KubeRejected(KubeError):
@@ -86,7 +94,7 @@ def _parse_status_body(body: str | bytes | None) -> tuple[str, str]:
         return "", ""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         text = body.decode(errors="replace") if isinstance(body, bytes) else body
         return text[:200], ""
     if not isinstance(data, dict):

@@ -21,7 +21,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 from opentelemetry.trace import Tracer
 
-from activities import errors
+from activities import decoding, errors
 from activities.tracing import client_span, default_tracer, kube_path_template
 
 JSON = dict[str, Any]
@@ -161,12 +161,19 @@ class KubeClient:
         content_type: str = "application/json",
         request_timeout: float = 30.0,
     ) -> JSON:
-        """Send one request and return the decoded JSON answer."""
+        """Send one request and return the decoded JSON answer.
+
+        An object nested too deep to decode whole comes back in part (`activities.decoding`).
+
+        Raises:
+            errors.KubeUndecodable: If the answer is not JSON.
+        """
         response = await self._send(method, path, query, body, content_type, request_timeout)
         try:
-            data = await response.json(content_type=None)
+            raw = await response.read()
         finally:
             response.release()
+        data = decoding.decode(raw)
         return data if isinstance(data, dict) else {"value": data}
 
     async def get(self, resource: Resource, namespace: str | None, name: str) -> JSON:
@@ -306,7 +313,9 @@ class KubeClient:
             async for line in response.content:
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = decoding.decode(line)
+                if not isinstance(event, dict):  # the stream is off; the caller re-lists
+                    raise errors.KubeUndecodable(f"watch of {resource.plural} sent a non-event")
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
                     raise errors.from_status(int(status.get("code") or 500), json.dumps(status))
