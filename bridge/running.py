@@ -107,16 +107,18 @@ class Bridge:
             self.coalescer.put(nudge, traceparent)
 
     def _on_listed(self, target: Target, namespace: str | None, items: list[JSON]) -> None:
-        """Treat a list as events, and objects missing from it as deleted."""
-        listed = {(i.get("metadata") or {}).get("uid", ""): i for i in items}
+        """Treat objects missing from a list as deleted (the watcher hands on those listed).
+
+        An object decoded in part (nested too deep) is listed all the same: only its deeper
+        parts are missing, never its uid, so its workflow is not told it is gone.
+        """
+        listed = {item["metadata"]["uid"] for item in items}
         for (kind, ns), known in list(self._known.items()):
             if kind != target.kind or (namespace is not None and ns != namespace):
                 continue
             for uid, skeleton in list(known.items()):
                 if uid not in listed:
                     self._on_event(target, "DELETED", skeleton)
-        for item in items:
-            self._on_event(target, "MODIFIED", item)
 
     def _nudges(self, target: Target, event: str, obj: JSON) -> list[Nudge]:
         if target.primary:

@@ -1,0 +1,122 @@
+"""One object the bridge cannot handle is logged and skipped; every other object goes on.
+
+The bridge runs with a scripted API (one list, then one watch stream) and a signaller that
+records what it is asked to deliver, so each malformed object is exactly the one given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from activities import kube
+from bridge.queueing import Batch
+from bridge.running import Bridge
+from bridge.targets import RAYCLUSTER
+from crds.refs import ObjectRef
+from tests.eventually import eventually
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def cluster(name: str, **meta: Any) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": "ns", "uid": f"uid-{name}", "generation": 1} | meta
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": metadata, "spec": {}}
+
+
+class ScriptedApi:
+    """Answers one list with `items`, then one watch with `events`, then a quiet watch."""
+
+    def __init__(self, items: list[Any], events: list[Any]) -> None:
+        self.items, self.events = items, events
+        self.watches = 0
+
+    async def list_versioned(
+        self, resource: kube.Resource, namespace: str | None, label_selector: str = ""
+    ) -> tuple[list[Any], str]:
+        return self.items, "1"
+
+    def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.watches += 1
+        return self._stream(self.events if self.watches == 1 else [])
+
+    async def _stream(self, events: list[Any]) -> AsyncIterator[Any]:
+        for event in events:
+            yield event
+        await asyncio.Event().wait()  # an open watch with nothing more to say
+
+
+class RecordingSignaller:
+    """Records the CRs it is asked to signal; knows of no running workflow."""
+
+    def __init__(self) -> None:
+        self.signalled: set[str] = set()
+
+    async def running(self, kind: str, namespace: str | None) -> list[ObjectRef]:
+        return []
+
+    async def deliver(self, batch: Batch) -> None:
+        self.signalled.add(batch.target.name)
+
+
+@contextlib.asynccontextmanager
+async def bridge_on(api: ScriptedApi) -> AsyncIterator[tuple[Bridge, RecordingSignaller]]:
+    signaller = RecordingSignaller()
+    bridge = Bridge(api, signaller, namespaces=["ns"], targets=[RAYCLUSTER], window=0.01)  # type: ignore[arg-type]
+    task = asyncio.create_task(bridge.run())
+    try:
+        yield bridge, signaller
+        assert not task.done(), task.exception()
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+BAD_OBJECTS = [
+    pytest.param("a string", id="not-a-mapping"),
+    pytest.param({"kind": "RayCluster", "spec": {}}, id="no-metadata"),
+    pytest.param(cluster("", uid=""), id="no-name-or-uid"),
+    pytest.param(cluster("bad-generation", generation="many"), id="a-callback-raises"),
+    pytest.param(cluster("bad-namespace", namespace=7), id="a-model-rejects-it"),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_OBJECTS)
+async def test_a_bad_object_in_a_list_stops_nothing(bad: Any) -> None:
+    api = ScriptedApi([cluster("before"), bad, cluster("after")], [])
+    async with bridge_on(api) as (bridge, signaller):
+        await eventually(lambda: signaller.signalled == {"before", "after"}, message="signals")
+        assert bridge.watchers[0].stats.skipped == 1
+
+
+@pytest.mark.parametrize("bad", BAD_OBJECTS)
+async def test_a_bad_object_in_a_watch_stops_nothing(bad: Any) -> None:
+    events = [
+        {"type": "ADDED", "object": cluster("before")},
+        {"type": "ADDED", "object": bad},
+        {"type": "ADDED", "object": cluster("after")},
+    ]
+    async with bridge_on(ScriptedApi([], events)) as (bridge, signaller):
+        await eventually(lambda: signaller.signalled == {"before", "after"}, message="signals")
+        assert bridge.watchers[0].stats.skipped == 1
+
+
+async def test_a_failure_is_logged_with_the_object_and_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="bridge.watching")
+    api = ScriptedApi([cluster("bad-generation", generation="many"), cluster("fine")], [])
+    async with bridge_on(api) as (_, signaller):
+        await eventually(lambda: signaller.signalled == {"fine"}, message="a signal")
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "RayCluster ns/bad-generation: handling its MODIFIED event failed; skipped"
+    )
+    assert record.exc_info is not None and record.exc_info[0] is ValueError
+    assert getattr(record, "workflow_id", None) == "raycluster/ns/bad-generation/uid-bad-generation"
