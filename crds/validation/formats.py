@@ -117,7 +117,9 @@ def json_number_map(text: str) -> dict[str, float]:
     numbers: dict[str, float] = {}
     for key, value in loaded.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise PayloadError(f"resource {key!r} must be a number, got {json.dumps(value)}")
+            shown = json.dumps(value)
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            raise PayloadError(f"resource {key!r} must be a number, got {shown}")
         # 1e400 reads as infinity, and a 400-digit integer does not fit a float at all.
         try:
             number = float(value)
@@ -147,4 +149,10 @@ def _yaml_kind(value: Any) -> str:
 
 
 def _first_line(err: yaml.YAMLError) -> str:
-    return " ".join(str(err).split())
+    """What is wrong and where, without quoting the text: it may hold a secret (env_vars)."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return type(err).__name__
+    parts = [part for part in (err.context, err.problem) if part]
+    mark = err.problem_mark or err.context_mark
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    return (": ".join(parts) or "invalid YAML") + where

@@ -69,3 +69,25 @@ def test_parse_generic_version(text: str, parsed: tuple[int, ...] | str) -> None
 )
 def test_version_less_than(version: tuple[int, ...], minimum: tuple[int, ...], less: bool) -> None:
     assert versions.less_than(version, minimum) is less
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("env_vars:\n  HF_TOKEN: hf_s3cr3t: extra\n", id="mapping-in-value"),
+        pytest.param('env_vars: {HF_TOKEN: "hf_s3cr3t', id="unterminated-quote"),
+        pytest.param("env_vars:\n  HF_TOKEN: hf_s3cr3t\n\tpip: []\n", id="tab"),
+    ],
+)
+def test_a_yaml_error_says_where_but_never_quotes_the_text(text: str) -> None:
+    # runtimeEnvYAML often carries env_vars secrets; its errors go to status, Events, history.
+    problem = formats.yaml_mapping_problem(text)
+    assert problem is not None
+    assert "line" in problem
+    assert "s3cr3t" not in problem
+
+
+def test_a_resource_value_is_shown_short() -> None:
+    problem = formats.json_number_map_problem('{"gpu": "' + "x" * 1000 + '"}')
+    assert problem is not None
+    assert len(problem) < 100
