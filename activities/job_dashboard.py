@@ -23,13 +23,13 @@ from kubernetes_asyncio.client import Configuration
 
 from activities import kube
 from activities.builders.auth import AUTH_TOKEN_SECRET_KEY, auth_secret_name, is_auth_enabled
+from activities.dashboard_urls import proxied_base_url
 from activities.kube import KubeClient
 from activities.ray_dashboard import (
     DIRECT_TIMEOUT,
     PROXY_TIMEOUT,
     DashboardError,
     RayDashboardClient,
-    proxied_base_url,
 )
 from activities.tracing import TracingTransport
 from crds.constants import PORT_NAME_DASHBOARD

@@ -34,15 +34,12 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
 from activities.dashboard_models import (
     JobInfo,
     JobSubmission,
     ServeStatus,
     SubmitResult,
 )
-from crds.constants import PORT_DASHBOARD, PORT_NAME_DASHBOARD
-from crds.validation.names import dns1123_label_problem
 
 DIRECT_TIMEOUT: Final = 2.0
 """Seconds per request straight to the head Service (KubeRay's client timeout)."""
@@ -119,71 +116,13 @@ class JobNotStopped(DashboardError):
         self.job_status = job_status
 
 
-def dashboard_base_url(
-    service_name: str,
-    namespace: str,
-    port: int = PORT_DASHBOARD,
-    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
-) -> str:
-    """The dashboard of a head Service, reached directly through cluster DNS."""
-    return f"http://{_label(service_name)}.{_label(namespace)}.svc.{cluster_domain}:{port}"
-
-
-def proxied_base_url(
-    api_server: str,
-    namespace: str,
-    service_name: str,
-    port_name: str = PORT_NAME_DASHBOARD,
-) -> str:
-    """A Service port reached through the API server's service proxy (`--use-kubernetes-proxy`).
-
-    Args:
-        api_server: The API server's base URL, e.g. `https://127.0.0.1:6443`.
-        namespace: The Service's namespace.
-        service_name: The head Service.
-        port_name: The Service port's name (`dashboard`, or `serve` for the Serve proxy).
-    """
-    return (
-        f"{api_server.rstrip('/')}/api/v1/namespaces/{_label(namespace)}"
-        f"/services/{_label(service_name)}:{_label(port_name)}/proxy"
-    )
-
-
-def pod_proxied_base_url(api_server: str, namespace: str, pod_name: str, port: int) -> str:
-    """A pod port reached through the API server's pod proxy (the head's Serve health check)."""
-    base = f"{api_server.rstrip('/')}/api/v1/namespaces/{_label(namespace)}"
-    return f"{base}/pods/{_subdomain(pod_name)}:{port}/proxy"
-
-
-def _label(value: str) -> str:
-    """`value` when it is a DNS-1123 label (a Service, namespace or port name), else an error.
-
-    These names become a host name or URL path segments; a CR-chosen name such as
-    `../../b/services/x` or `evil.example:80/#` must not lead a call to another namespace or
-    host, so anything but a plain label is refused before a URL is built.
-    """
-    problem = dns1123_label_problem(value)
-    if problem:
-        raise DashboardError(f"refusing to address {value[:80]!r}: {problem}")
-    return value
-
-
-def _subdomain(value: str) -> str:
-    """`value` when it is a DNS-1123 subdomain of labels (a pod name), else an error."""
-    if len(value) > 253:
-        raise DashboardError(f"refusing to address a {len(value)}-character name")
-    for part in value.split("."):
-        _label(part)
-    return value
-
-
 class RayDashboardClient:
     """The dashboard of one Ray cluster, over an injected `httpx.AsyncClient`.
 
     Args:
         http: The connection pool; shared, never closed here. Bring Kubernetes credentials on
             it when `base_url` goes through the API server proxy.
-        base_url: From `dashboard_base_url` or `proxied_base_url`.
+        base_url: From `activities.dashboard_urls`.
         auth_token: Ray's token when the cluster runs with token authentication.
         timeout: Seconds per request: `DIRECT_TIMEOUT`, or `PROXY_TIMEOUT` through the proxy.
 

@@ -28,13 +28,13 @@ from activities.builders import names
 from activities.builders import rayservice as rs
 from activities.builders.rayjob import dashboard_port
 from activities.dashboard_models import ServeStatus
+from activities.dashboard_urls import pod_proxied_base_url
 from activities.job_dashboard import DashboardAccess, DashboardConnector
 from activities.kube import KubeClient
 from activities.ray_dashboard import (
     DashboardError,
     DashboardRejected,
     RayDashboardClient,
-    pod_proxied_base_url,
 )
 from activities.services import ServiceStore
 from crds import constants as k

@@ -10,14 +10,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from activities.dashboard_urls import dashboard_base_url, pod_proxied_base_url, proxied_base_url
 from activities.job_dashboard import DashboardAccess, DashboardConnector, split_dashboard_url
 from activities.kube import KubeClient
-from activities.ray_dashboard import (
-    DashboardError,
-    dashboard_base_url,
-    pod_proxied_base_url,
-    proxied_base_url,
-)
+from activities.ray_dashboard import DashboardError
 from crds.raycluster import RayCluster
 
 API = "https://127.0.0.1:6443"

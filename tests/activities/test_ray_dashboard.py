@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from activities import dashboard_urls as urls
 from activities import ray_dashboard as rd
 from activities.dashboard_models import JobInfo, JobSubmission, ServeStatus
 
@@ -345,8 +346,8 @@ async def test_timeout_message_names_the_limit(make):
 
 # --- the API server's own refusals --------------------------------------------------------------
 
-SERVICE_PROXY = rd.proxied_base_url("https://api:6443", "ns", "demo-head-svc")
-POD_PROXY = rd.pod_proxied_base_url("https://api:6443", "ns", "demo-head-x7k2p", 8000)
+SERVICE_PROXY = urls.proxied_base_url("https://api:6443", "ns", "demo-head-svc")
+POD_PROXY = urls.pod_proxied_base_url("https://api:6443", "ns", "demo-head-x7k2p", 8000)
 
 
 def kube_status(code: int, reason: str, message: str) -> Handler:
@@ -760,27 +761,27 @@ def test_unusable_token_is_refused_without_echo(token):
     ("url", "expected"),
     [
         pytest.param(
-            rd.dashboard_base_url("demo-head-svc", "ns"),
+            urls.dashboard_base_url("demo-head-svc", "ns"),
             "http://demo-head-svc.ns.svc.cluster.local:8265",
             id="direct-defaults",
         ),
         pytest.param(
-            rd.dashboard_base_url("h", "team-a", 9999, "corp.internal"),
+            urls.dashboard_base_url("h", "team-a", 9999, "corp.internal"),
             "http://h.team-a.svc.corp.internal:9999",
             id="direct-custom",
         ),
         pytest.param(
-            rd.proxied_base_url("https://127.0.0.1:6443/", "ns", "demo-head-svc"),
+            urls.proxied_base_url("https://127.0.0.1:6443/", "ns", "demo-head-svc"),
             "https://127.0.0.1:6443/api/v1/namespaces/ns/services/demo-head-svc:dashboard/proxy",
             id="service-proxy",
         ),
         pytest.param(
-            rd.proxied_base_url("https://api", "ns", "rs-serve-svc", "serve"),
+            urls.proxied_base_url("https://api", "ns", "rs-serve-svc", "serve"),
             "https://api/api/v1/namespaces/ns/services/rs-serve-svc:serve/proxy",
             id="service-proxy-serve",
         ),
         pytest.param(
-            rd.pod_proxied_base_url("https://api", "ns", "demo-head-x7k2p", 8000),
+            urls.pod_proxied_base_url("https://api", "ns", "demo-head-x7k2p", 8000),
             "https://api/api/v1/namespaces/ns/pods/demo-head-x7k2p:8000/proxy",
             id="pod-proxy",
         ),
@@ -792,7 +793,7 @@ def test_base_urls(url, expected):
 
 @pytest.mark.parametrize("suffix", ["", "/"], ids=["bare", "trailing-slash"])
 async def test_proxied_base_keeps_its_path(make, suffix):
-    base = rd.proxied_base_url("https://api:6443", "ns", "demo-head-svc") + suffix
+    base = urls.proxied_base_url("https://api:6443", "ns", "demo-head-svc") + suffix
     client, rec = make(reply(200, JOB), base=base)
     await client.job_info("j")
     assert str(rec.requests[0].url) == (

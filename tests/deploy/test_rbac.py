@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from activities import ray_dashboard
+from activities import dashboard_urls
 from activities.builders import build_autoscaler_role
 from crds.raycluster import RayCluster
 from tests.deploy import usage
@@ -109,8 +109,8 @@ def test_the_scan_sees_every_dashboard_call_through_the_proxy() -> None:
 
 def test_the_scan_knows_every_proxy_url_builder() -> None:
     built = {
-        "proxied_base_url": ray_dashboard.proxied_base_url("https://api", "ns", "svc"),
-        "pod_proxied_base_url": ray_dashboard.pod_proxied_base_url("https://api", "ns", "p", 1),
+        "proxied_base_url": dashboard_urls.proxied_base_url("https://api", "ns", "svc"),
+        "pod_proxied_base_url": dashboard_urls.pod_proxied_base_url("https://api", "ns", "p", 1),
     }
     assert set(built) == set(usage.PROXY_BUILDERS)
     for name, url in built.items():
@@ -119,7 +119,7 @@ def test_the_scan_knows_every_proxy_url_builder() -> None:
         assert url.endswith("/proxy"), name
     # A new builder of a proxy URL (a function returning an f-string that ends in `/proxy`)
     # must be added to the scan's table.
-    tree = ast.parse(usage.DASHBOARD_MODULE.read_text())
+    tree = ast.parse(usage.URLS_MODULE.read_text())
     builders = {
         function.name
         for function in tree.body

@@ -211,13 +211,14 @@ def bridge_scan() -> Scan:
     return scan(package_modules("bridge"))
 
 
-# The API server proxy URL builders of `activities.ray_dashboard` -> the subresource their
+# The API server proxy URL builders of `activities.dashboard_urls` -> the subresource their
 # URLs go through (test_rbac.py checks this against the URLs they build).
 PROXY_BUILDERS: dict[str, str] = {
     "proxied_base_url": "services/proxy",
     "pod_proxied_base_url": "pods/proxy",
 }
 DASHBOARD_MODULE = REPO_ROOT / "activities" / "ray_dashboard.py"
+URLS_MODULE = REPO_ROOT / "activities" / "dashboard_urls.py"
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
