@@ -58,9 +58,13 @@ class Deleted(BaseModel):
 
 
 class UserRequest(BaseModel):
-    """A person's suspend, resume or rollback; `reason` lands in the Event and the history."""
+    """A person's suspend, resume or rollback; `reason` lands in the Event and the history.
 
-    model_config = ConfigDict(frozen=True)
+    Unknown fields are refused, not dropped: a typo such as `{"reson": ...}` is reported back
+    (`workflows.user_signals`) instead of being taken as an empty request.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     reason: str = ""
     requested_by: str = ""

@@ -6,6 +6,7 @@ import contextlib
 import uuid
 from typing import Any, ClassVar
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -38,6 +39,17 @@ class EntityHarness:
     async def signal(self, name: str, arg: Any) -> None:
         assert self.handle is not None
         await self.handle.signal(name, arg)
+
+    async def send_as_typed(self, name: str, *inputs: Any) -> None:
+        """Send a signal with these inputs, or none, as the Temporal UI and CLI can."""
+        assert self.handle is not None
+        await self.handle.signal(name, args=list(inputs))
+
+    async def task_failures(self) -> int:
+        """How many workflow tasks failed so far (a handler that raised, for one)."""
+        assert self.handle is not None
+        failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+        return len([e async for e in self.handle.fetch_history_events() if e.event_type == failed])
 
     async def progress(self) -> messages.Progress:
         assert self.handle is not None

@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.enums import RayClusterConditionType
     from crds.raycluster import RayCluster
     from crds.validation import validate
-    from workflows import messages
+    from workflows import messages, user_signals
     from workflows.conditions import is_true
     from workflows.raycluster import cleanup, decisions, narration
     from workflows.raycluster.plans import Expectation, PodPlan
@@ -80,16 +80,18 @@ class RayClusterWorkflow:
         self._state.dirty = True
 
     @workflow.signal(name=messages.SUSPEND)
-    def suspend(self, request: messages.UserRequest) -> None:
+    async def suspend(self, *inputs: object) -> None:
         """A person asks to suspend the cluster: written to `spec.suspend`, then reconciled."""
-        self._state.user_suspend = True
-        self._state.dirty = True
+        if await user_signals.accepted(self._ref, messages.SUSPEND, inputs) is not None:
+            self._state.user_suspend = True
+            self._state.dirty = True
 
     @workflow.signal(name=messages.RESUME)
-    def resume(self, request: messages.UserRequest) -> None:
+    async def resume(self, *inputs: object) -> None:
         """A person asks to resume a suspended cluster."""
-        self._state.user_suspend = False
-        self._state.dirty = True
+        if await user_signals.accepted(self._ref, messages.RESUME, inputs) is not None:
+            self._state.user_suspend = False
+            self._state.dirty = True
 
     @workflow.query(name=messages.PROGRESS)
     def progress(self) -> messages.Progress:

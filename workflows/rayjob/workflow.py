@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.enums import JobDeploymentStatus as Deploy
     from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
     from crds.validation import validate
-    from workflows import messages
+    from workflows import messages, user_signals
     from workflows.rayjob import machine
     from workflows.rayjob.apply import Applier
     from workflows.rayjob.facts import Facts, Step
@@ -92,16 +92,18 @@ class RayJobWorkflow:
         self._state.dirty = True
 
     @workflow.signal(name=messages.SUSPEND)
-    def suspend(self, request: messages.UserRequest) -> None:
+    async def suspend(self, *inputs: object) -> None:
         """A person asks to suspend the job: written to `spec.suspend`, then reconciled."""
-        self._state.user_suspend = True
-        self._state.dirty = True
+        if await user_signals.accepted(self._ref, messages.SUSPEND, inputs) is not None:
+            self._state.user_suspend = True
+            self._state.dirty = True
 
     @workflow.signal(name=messages.RESUME)
-    def resume(self, request: messages.UserRequest) -> None:
+    async def resume(self, *inputs: object) -> None:
         """A person asks to resume a suspended job."""
-        self._state.user_suspend = False
-        self._state.dirty = True
+        if await user_signals.accepted(self._ref, messages.RESUME, inputs) is not None:
+            self._state.user_suspend = False
+            self._state.dirty = True
 
     @workflow.query(name=messages.PROGRESS)
     def progress(self) -> messages.Progress:

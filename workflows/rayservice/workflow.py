@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.common import ObjectMeta
     from crds.rayservice import RayService, RayServiceStatuses
     from crds.validation import validate
-    from workflows import messages
+    from workflows import messages, user_signals
     from workflows.rayservice.calls import call, event, run
     from workflows.rayservice.decisions import SuspendStep
     from workflows.rayservice.serving import ServingMixin
@@ -82,20 +82,24 @@ class RayServiceWorkflow(ServingMixin):
         self._state.dirty = True
 
     @workflow.signal(name=messages.SUSPEND)
-    def suspend(self, request: messages.UserRequest) -> None:
+    async def suspend(self, *inputs: object) -> None:
         """A person asks to suspend: written to `spec.suspend`, then reconciled."""
-        self._state.user_suspend, self._state.dirty = True, True
+        if await user_signals.accepted(self._ref, messages.SUSPEND, inputs) is not None:
+            self._state.user_suspend, self._state.dirty = True, True
 
     @workflow.signal(name=messages.RESUME)
-    def resume(self, request: messages.UserRequest) -> None:
+    async def resume(self, *inputs: object) -> None:
         """A person asks to resume a suspended RayService."""
-        self._state.user_suspend, self._state.dirty = False, True
+        if await user_signals.accepted(self._ref, messages.RESUME, inputs) is not None:
+            self._state.user_suspend, self._state.dirty = False, True
 
     @workflow.signal(name=messages.ROLLBACK)
-    def rollback(self, request: messages.UserRequest) -> None:
+    async def rollback(self, *inputs: object) -> None:
         """A person asks to stop the running upgrade and keep the active cluster."""
-        self._state.rollback_request = request.reason or "rollback signal"
-        self._state.dirty = True
+        request = await user_signals.accepted(self._ref, messages.ROLLBACK, inputs)
+        if request is not None:
+            self._state.rollback_request = request.reason or "rollback signal"
+            self._state.dirty = True
 
     @workflow.signal(name=UPGRADE_PROGRESS)
     def upgrade_progress(self, progress: UpgradeProgress) -> None:

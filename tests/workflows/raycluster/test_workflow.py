@@ -139,6 +139,30 @@ async def test_suspend_and_resume_signals_write_the_spec(harness: Harness) -> No
     await eventually(lambda: len(cluster.live()) == 3, message="pods back after resume")
 
 
+async def test_signals_typed_in_the_ui_suspend_resume_or_are_refused(harness: Harness) -> None:
+    cluster = harness.cluster
+    await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3)
+    await harness.pods_settle()
+    await harness.send_as_typed(messages.SUSPEND)  # "Send a Signal" with an empty input
+    await eventually(lambda: cluster.spec.get("suspend") is True, message="spec.suspend")
+    await eventually(lambda: cluster.live() == [], message="all pods deleted")
+    await harness.pods_settle()
+    await harness.send_as_typed(messages.RESUME, "please")
+    await harness.send_as_typed(messages.RESUME, {"reson": "typo"})
+    def invalid() -> list[Any] | None:
+        found = [e for e in cluster.events if e.reason == "InvalidSignal"]
+        return found if len(found) == 2 else None
+
+    refused = await eventually(invalid, message="two refusals")
+    assert all(e.type == "Warning" and "signal resume refused" in e.message for e in refused)
+    assert "please" not in refused[0].message
+    assert cluster.spec.get("suspend") is True
+    await harness.send_as_typed(messages.RESUME, {})
+    await eventually(lambda: len(cluster.live()) == 3, message="pods back after resume")
+    assert await harness.task_failures() == 0
+
+
 async def test_invalid_spec_creates_nothing_and_says_why(harness: Harness) -> None:
     cluster = harness.cluster
     cluster.set_group(0, minReplicas=3, maxReplicas=1)

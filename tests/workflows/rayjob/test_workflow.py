@@ -238,6 +238,22 @@ async def test_suspend_then_resume_starts_a_new_attempt(harness: Harness) -> Non
     assert second != first and len(world.created_clusters) == 2
 
 
+async def test_signals_typed_in_the_ui_suspend_resume_or_are_refused(harness: Harness) -> None:
+    world = harness.world
+    world.spec = job_spec(shutdownAfterJobFinishes=True)
+    await harness.start()
+    await harness.ready_and_running()
+    await harness.send_as_typed(messages.SUSPEND)
+    await harness.state("Suspended")
+    await harness.send_as_typed(messages.RESUME, {"reason": 5})
+    await harness.send_as_typed(messages.RESUME, {}, {})
+    await eventually(lambda: world.reasons().count("InvalidSignal") == 2)
+    assert world.spec["suspend"] is True
+    await harness.send_as_typed(messages.RESUME, None)
+    await harness.ready_and_running()
+    assert await harness.task_failures() == 0
+
+
 async def test_created_suspended_never_creates_a_cluster(harness: Harness) -> None:
     world = harness.world
     world.spec = job_spec(suspend=True, shutdownAfterJobFinishes=True)

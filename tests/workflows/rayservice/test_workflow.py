@@ -432,6 +432,31 @@ async def test_suspend_and_resume(make: Any) -> None:
     assert len(h.world.created) == 2
 
 
+async def test_signals_typed_in_the_ui_act_or_are_refused(make: Any) -> None:
+    h = await make(SPEC)
+    await h.start()
+    await h.ready()
+    await h.send_as_typed(messages.ROLLBACK, ["x"])
+    await h.send_as_typed(messages.SUSPEND, "now")
+
+    def invalid() -> list[Any] | None:
+        found = [e for e in h.world.events if e.reason == "InvalidSignal"]
+        return found if len(found) == 2 else None
+
+    refused = await eventually(invalid, message="two refusals")
+    assert {e.message.split(":")[0] for e in refused} == {
+        "signal rollback refused",
+        "signal suspend refused",
+    }
+    await h.send_as_typed(messages.SUSPEND)
+    await eventually(lambda: not h.world.clusters, message="clusters deleted")
+    await h.nudge()
+    await eventually(lambda: h.world.condition("Suspended") == ("True", "SuspendComplete"))
+    await h.send_as_typed(messages.RESUME, {"reason": "back", "requested_by": "ops"})
+    await eventually(lambda: h.world.condition("Ready") == ("True", "NonZeroServeEndpoints"))
+    assert await h.task_failures() == 0
+
+
 async def test_deletion_deletes_clusters_and_ends_the_workflow(
     make: Any, env: WorkflowEnvironment
 ) -> None:
