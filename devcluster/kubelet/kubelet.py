@@ -25,7 +25,7 @@ from devcluster import statuses
 from devcluster.handler import Handler, WriteOptions
 from devcluster.kinds import Kind
 from devcluster.kubelet import logs, network, status, volumes
-from devcluster.kubelet.runtime import PodContext, Runtime
+from devcluster.kubelet.runtime import ExecTarget, PodContext, Runtime
 from devcluster.lifecycle import now_rfc3339
 from devcluster.store import Event
 
@@ -196,6 +196,21 @@ class Kubelet:
             )
         except statuses.ApiError as err:
             log.debug("status of %s not written: %s", meta["name"], err)
+
+    def pod_context(self, namespace: str, name: str, uid: str = "") -> PodContext | None:
+        """Return a pod this kubelet runs (or ran and keeps until deleted), by name and UID."""
+        for ctx in self._contexts.values():
+            meta = ctx.last["metadata"]
+            if (meta["namespace"], meta["name"]) == (namespace, name) and uid in ("", ctx.uid):
+                return ctx
+        return None
+
+    def exec_target(
+        self, namespace: str, name: str, container: str, uid: str = ""
+    ) -> ExecTarget | None:
+        """Return how to run a command in a running container of a pod on this node."""
+        ctx = self.pod_context(namespace, name, uid)
+        return self.runtime.exec_target(ctx, container) if ctx is not None else None
 
     async def serve_log(
         self, request: web.Request, pod: JsonObject, container: str

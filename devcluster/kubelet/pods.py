@@ -22,7 +22,7 @@ from typing import Any
 from devcluster.kubelet import envs, images, logs, network, status, volumes
 from devcluster.kubelet.probes import ProbeSpec, ProbeTracker, probe
 from devcluster.kubelet.processes import ContainerProcess
-from devcluster.kubelet.runtime import PodContext
+from devcluster.kubelet.runtime import ExecTarget, PodContext
 from devcluster.kubelet.status import RUNNING, TERMINATED, WAITING, ContainerRecord
 from devcluster.lifecycle import now_rfc3339
 from devcluster.pod_api import PodApi
@@ -80,6 +80,15 @@ class ProcessRuntime:
         pod = self._pods.get(ctx.uid)
         process = pod.processes.get(container) if pod else None
         return process is not None and process.running()
+
+    def exec_target(self, ctx: PodContext, container: str) -> ExecTarget | None:
+        """Return how to enter the container's current process, None unless it runs."""
+        pod = self._pods.get(ctx.uid)
+        process = pod.processes.get(container) if pod else None
+        argv = process.enter_argv() if process else None
+        if process is None or argv is None:
+            return None
+        return ExecTarget(argv, process.env)
 
 
 class ProcessPod:

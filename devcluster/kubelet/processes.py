@@ -56,9 +56,12 @@ def exit_code(returncode: int, killed: bool, unshare_said: str) -> int:
 class ContainerProcess:
     """A started container: its `unshare` parent and the host PID of its PID 1."""
 
-    def __init__(self, process: asyncio.subprocess.Process, log_file: Path) -> None:
+    def __init__(
+        self, process: asyncio.subprocess.Process, log_file: Path, env: Mapping[str, str]
+    ) -> None:
         self._process = process
         self.log_file = log_file
+        self.env = dict(env)  # the container's environment, which `kubectl exec` also gets
         self._killed = False
         self.init_pid = _NO_CHILD
 
@@ -83,7 +86,7 @@ class ContainerProcess:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
-        container = cls(process, log_file)
+        container = cls(process, log_file, env)
         await container._find_init()
         return container
 
@@ -137,19 +140,33 @@ class ContainerProcess:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self._process.pid, signal.SIGKILL)
 
+    def enter_argv(self) -> list[str] | None:
+        """Return the host argv prefix that runs a command inside this container, if it runs.
+
+        The command joins the namespaces of the container's PID 1 (so it is one of the
+        container's processes) and starts in PID 1's working directory, the container's
+        `workingDir`. That directory is not named: nsenter (2.38) opens a `--wd=<dir>` before
+        it enters the mount namespace, so it would find the host's directory of that name.
+        """
+        if self.init_pid == _NO_CHILD or not self.running():
+            return None
+        return ["nsenter", f"--target={self.init_pid}", "--net", "--mount", "--uts", "--pid",
+                "--wd", "--"]  # fmt: skip
+
     async def exec(self, command: Sequence[str], env: Mapping[str, str], limit: float) -> int:
         """Run a command inside the container's namespaces (exec probes); return its exit code."""
-        if self.init_pid == _NO_CHILD or not self.running():
+        enter = self.enter_argv()
+        if enter is None:
             return 1
         process = await asyncio.create_subprocess_exec(
-            "nsenter", f"--target={self.init_pid}", "--net", "--mount", "--uts", "--pid", "--",
+            *enter,
             *command,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
             env=dict(env),
             start_new_session=True,
-        )  # fmt: skip
+        )
         try:
             return await asyncio.wait_for(process.wait(), limit)
         except TimeoutError:

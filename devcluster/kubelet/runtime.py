@@ -46,6 +46,14 @@ class PodContext:
         return float(meta.get("deletionGracePeriodSeconds") or 0)
 
 
+@dataclass(frozen=True)
+class ExecTarget:
+    """How to run a command inside a running container (`kubectl exec`)."""
+
+    argv: Sequence[str]  # the host command line the command's own argv is appended to
+    env: Mapping[str, str]  # the container's environment, and nothing of the node's
+
+
 class Runtime(Protocol):
     """Runs pods' containers for the kubelet."""
 
@@ -68,3 +76,6 @@ class Runtime(Protocol):
 
     def writing(self, ctx: PodContext, container: str) -> bool:
         """Return whether the container's current attempt may still write to its log."""
+
+    def exec_target(self, ctx: PodContext, container: str) -> ExecTarget | None:
+        """Return how to run a command in the container while it runs, else None."""

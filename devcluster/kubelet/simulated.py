@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from devcluster.kubelet.runtime import PodContext
+from devcluster.kubelet.runtime import ExecTarget, PodContext
 from devcluster.kubelet.status import RUNNING, TERMINATED, ContainerRecord, should_restart
 from devcluster.lifecycle import now_rfc3339
 from devcluster.ray_simulator import submitter
@@ -137,6 +137,10 @@ class SimulatedRuntime:
     def writing(self, ctx: PodContext, container: str) -> bool:
         """Simulated containers write no logs."""
         return False
+
+    def exec_target(self, ctx: PodContext, container: str) -> ExecTarget | None:
+        """Nothing runs in a simulated container, so nothing can be run in one."""
+        return None
 
 
 def _write(path: Path, data: JsonObject) -> None:
