@@ -142,6 +142,11 @@ class DevCluster:
         return f"http://127.0.0.1:{self._port}"
 
     @property
+    def kubelet(self) -> Kubelet | None:
+        """The node's kubelet; None when devcluster runs without a node."""
+        return self._kubelet
+
+    @property
     def kubeconfig_path(self) -> Path:
         """Where the kubeconfig is written."""
         return self.state_dir / "kubeconfig"
