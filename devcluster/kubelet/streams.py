@@ -13,15 +13,17 @@ application on loopback, which answers what the shim needs to know:
 
 Both take `?uid=` when the API server named the pod's UID, so a pod deleted and created again
 under its name is not mistaken for the one the client meant. `add_routes` puts them on the
-loopback application; `running_shim` runs the shim in front of it. That application must stay
-on loopback: it has no authentication, and an exec target carries the container's environment,
-Secrets included.
+loopback application; `running_shim` runs the shim in front of it; `serving_kubelet_api` does
+both for a kubelet API application. That application must stay on loopback: it has no
+authentication of its own, and an exec target carries the container's environment, Secrets
+included.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -133,6 +135,28 @@ async def running_shim(options: ShimOptions) -> AsyncIterator[tuple[str, int]]:
         yield await _serving_address(process, options.log_file)
     finally:
         await _stop(process)
+
+
+@asynccontextmanager
+async def serving_kubelet_api(
+    app: web.Application, kubelet: Kubelet, shim: ShimOptions
+) -> AsyncIterator[tuple[str, int]]:
+    """Serve `app` and the stream routes on loopback, the shim in front; yield the shim's address.
+
+    `app` is the kubelet API without authentication (the shim checks clients); `shim.backend`
+    is replaced by the loopback address `app` gets. The yielded port is the Node's kubelet port.
+    """
+    add_routes(app, kubelet)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        host, port = runner.addresses[0][:2]
+        options = dataclasses.replace(shim, backend=f"http://{host}:{port}")
+        async with running_shim(options) as address:
+            yield address
+    finally:
+        await runner.cleanup()
 
 
 async def _serving_address(process: asyncio.subprocess.Process, log: Path) -> tuple[str, int]:

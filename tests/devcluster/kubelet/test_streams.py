@@ -23,7 +23,7 @@ from aiohttp import web
 
 from devcluster.control_plane import pki
 from devcluster.control_plane.building import STREAMS_SHIM, build, default_build
-from devcluster.kubelet import streams
+from devcluster.kubelet import Kubelet, streams
 from devcluster.server import DevCluster
 from tests.devcluster.conftest import Kubectl
 
@@ -49,7 +49,8 @@ class Node:
     """devcluster with one running pod, and the kubelet's loopback routes for the shim."""
 
     root: Path
-    backend: str
+    kubelet: Kubelet
+    backend: str  # the stream routes alone, on loopback
     pod: dict[str, Any]
 
     @property
@@ -75,7 +76,7 @@ async def node(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Node]:
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
         host, port = runner.addresses[0][:2]
-        yield Node(root, f"http://{host}:{port}", pod)
+        yield Node(root, cluster.kubelet, f"http://{host}:{port}", pod)
     finally:
         if runner is not None:
             await runner.cleanup()
@@ -151,8 +152,13 @@ class Shim:
         return context
 
 
+async def _healthy(_: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
 @pytest_asyncio.fixture(scope="module")
 async def shim(node: Node, shim_binary: Path) -> AsyncIterator[Shim]:
+    """The shim in front of a kubelet API application that has only /healthz of its own."""
     keys = pki.Pki(node.root / "pki")
     serving = keys.server("kubelet", "devcluster", dns=["localhost"], ips=["127.0.0.1"])
     options = streams.ShimOptions(
@@ -161,11 +167,13 @@ async def shim(node: Node, shim_binary: Path) -> AsyncIterator[Shim]:
         cert=serving.cert,
         key=serving.key,
         client_ca=keys.ensure_ca().cert,
-        backend=node.backend,
+        backend="",  # the application's loopback address, once it has one
         log_file=node.root / "kubelet-streams.log",
         users=[pki.APISERVER_TO_KUBELET.user],
     )
-    async with streams.running_shim(options) as (host, port):
+    kubelet_api = web.Application()
+    kubelet_api.router.add_get("/healthz", _healthy)
+    async with streams.serving_kubelet_api(kubelet_api, node.kubelet, options) as (host, port):
         yield Shim(f"https://{host}:{port}", keys)
 
 
@@ -212,3 +220,9 @@ async def test_the_shim_refuses_before_upgrading(
     with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
         await _ws_exec(f"{shim.url}{path}", shim.client(identity), ["true"])
     assert refused.value.status == status
+
+
+async def test_other_paths_reach_the_kubelet_application(shim: Shim) -> None:
+    client = shim.client(pki.APISERVER_TO_KUBELET)
+    async with aiohttp.ClientSession() as http, http.get(f"{shim.url}/healthz", ssl=client) as r:
+        assert (r.status, await r.text()) == (200, "ok")
