@@ -15,6 +15,8 @@ KubeRay inlines the whole PodTemplateSpec schema at every use, which makes each 
 0.9-1.4 MB: above the 256 KiB limit on the `last-applied-configuration` annotation, so plain
 client-side `kubectl apply -f` fails on them. Our models keep those objects verbatim too, and
 the API server still validates them in full when the controller creates the Pod or Service.
+Only the defaults Kubernetes declares inside them are described (`crds.embedded`), so a
+manifest is stored the same under our CRDs as under KubeRay's.
 
 On top of the models' own shape, the schemas carry KubeRay's server-side rules for the fields
 the models type: its `default:` values (applied by the API server, so the controller sees
@@ -29,6 +31,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from crds import embedded
 from crds.common import JSONObject, RayModel, RayObject
 from crds.constants import GROUP, MANAGED_BY_ALLOWED, VERSION
 from crds.enums import (
@@ -39,10 +42,14 @@ from crds.enums import (
 )
 from crds.loading import KIND_MODELS
 from crds.raycluster import (
+    AutoscalerOptions,
+    CollectorOptions,
     GcsFaultToleranceOptions,
+    HeadGroupSpec,
     NetworkPolicyConfig,
     RayClusterSpec,
     RayClusterStatus,
+    RedisCredential,
     WorkerGroupSpec,
 )
 from crds.rayjob import DeletionCondition, DeletionStrategy, RayJobSpec, RayJobStatus
@@ -106,6 +113,16 @@ _FIELD_RULES: dict[tuple[type[RayModel], str], JSONObject] = {
     (RayServiceSpec, "ray_cluster_deletion_delay_seconds"): {"minimum": 0},
     (RayServiceStatuses, "conditions"): _CONDITIONS_LIST,
     (ClusterUpgradeOptions, "max_surge_percent"): {"default": 100},
+    # The embedded Kubernetes objects, with the defaults their own types declare.
+    (HeadGroupSpec, "template"): embedded.schema(embedded.POD_TEMPLATE),
+    (HeadGroupSpec, "head_service"): embedded.schema(embedded.SERVICE),
+    (WorkerGroupSpec, "template"): embedded.schema(embedded.POD_TEMPLATE),
+    (AutoscalerOptions, "env"): embedded.schema([embedded.ENV_VAR]),
+    (AutoscalerOptions, "env_from"): embedded.schema([embedded.ENV_FROM_SOURCE]),
+    (RedisCredential, "value_from"): embedded.schema(embedded.ENV_VAR_SOURCE),
+    (CollectorOptions, "env"): embedded.schema([embedded.ENV_VAR]),
+    (RayJobSpec, "submitter_pod_template"): embedded.schema(embedded.POD_TEMPLATE),
+    (RayServiceSpec, "serve_service"): embedded.schema(embedded.SERVICE),
 }
 
 # Schema keywords merged into a model's own object node.
