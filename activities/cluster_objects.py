@@ -1,11 +1,11 @@
 """The objects a RayCluster owns besides its pods, in KubeRay's creation order.
 
-Autoscaler ServiceAccount, Role and RoleBinding, head Service, headless worker Service, serve
-Service, the GCS storage PVC, the NetworkPolicies and the cert-manager Issuers and
-Certificates of mTLS: each is created when missing, always before the pods that need it. Most
-are then left alone (KubeRay creates them once and never updates them); the exceptions are
-KubeRay's too: a NetworkPolicy follows the spec, a leaf Certificate follows the pod IPs, and a
-NetworkPolicy of a worker group that is gone is deleted.
+Autoscaler ServiceAccount, Role and RoleBinding, the token-auth Secret, head Service, headless
+worker Service, serve Service, the GCS storage PVC, the NetworkPolicies and the cert-manager
+Issuers and Certificates of mTLS: each is created when missing, always before the pods that
+need it. Most are then left alone (KubeRay creates them once and never updates them); the
+exceptions are KubeRay's too: a NetworkPolicy follows the spec, a leaf Certificate follows the
+pod IPs, and a NetworkPolicy of a worker group that is gone is deleted.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from activities import builders, kube
-from activities.builders import network_policies, tls
+from activities.builders import auth, network_policies, tls
 from activities.builders.autoscaler import is_autoscaling_enabled
 from crds.constants import LABEL_NODE_TYPE
 from crds.enums import RayNodeType
@@ -30,6 +30,7 @@ CREATED_REASONS = {
     "PersistentVolumeClaim": "CreatedPVC",
     "NetworkPolicy": "CreatedNetworkPolicy",
 }
+
 # KubeRay's reasons when it rewrites an object to match the spec (or the pod IPs).
 UPDATED_REASONS = {
     "NetworkPolicy": "UpdatedNetworkPolicy",
@@ -37,6 +38,7 @@ UPDATED_REASONS = {
 }
 
 _RESOURCES = {
+    "Secret": kube.SECRETS,
     "Service": kube.SERVICES,
     "ServiceAccount": kube.SERVICE_ACCOUNTS,
     "Role": kube.ROLES,
@@ -121,6 +123,9 @@ def wanted_objects(
             builders.build_autoscaler_role(cluster),
             builders.build_autoscaler_role_binding(cluster),
         ]
+    if auth.wants_auth_secret(cluster.spec):
+        # A fresh token each pass; an existing Secret is kept as it is (created once).
+        manifests.append(auth.build_auth_secret(cluster, auth.new_token()))
     manifests.append(builders.build_head_service(cluster, options))
     if builders.wants_headless_service(cluster):
         manifests.append(builders.build_headless_service(cluster))

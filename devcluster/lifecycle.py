@@ -7,6 +7,7 @@ object to store from the client's object and the stored one; the handler only se
 
 from __future__ import annotations
 
+import base64
 import copy
 import ipaddress
 import secrets
@@ -124,6 +125,7 @@ def apply_defaults(kind: Kind, obj: JsonObject, taken_ips: set[str]) -> None:
         return
     if kind.plural == "secrets":
         obj.setdefault("type", "Opaque")
+        _merge_string_data(obj)
         return
     spec = obj.setdefault("spec", {})
     if kind.plural == "namespaces":
@@ -136,6 +138,15 @@ def apply_defaults(kind: Kind, obj: JsonObject, taken_ips: set[str]) -> None:
         spec.setdefault("terminationGracePeriodSeconds", 30)
     else:
         _default_service(spec, taken_ips)
+
+
+def _merge_string_data(secret: JsonObject) -> None:
+    """`stringData` is write-only: the API server encodes it into `data` (it wins on a clash)."""
+    strings = secret.pop("stringData", None) or {}
+    if strings:
+        data = secret.setdefault("data", {})
+        for key, value in strings.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
 
 
 def _default_service(spec: JsonObject, taken_ips: set[str]) -> None:

@@ -8,11 +8,15 @@ SetContainerTokenAuthEnvVars). The token itself never passes through here: only 
 
 from __future__ import annotations
 
+import base64
+import secrets
+
 from activities.builders import names
 from activities.builders.env import env_var, has_env, set_default_env
 from crds.common import JSONObject
+from crds.constants import LABEL_CLUSTER
 from crds.enums import AuthMode
-from crds.raycluster import AuthOptions, RayClusterSpec
+from crds.raycluster import AuthOptions, RayCluster, RayClusterSpec
 
 ENV_AUTH_MODE = "RAY_AUTH_MODE"
 ENV_AUTH_TOKEN = "RAY_AUTH_TOKEN"  # the variable name; the token is never read here
@@ -38,6 +42,39 @@ def auth_secret_name(cluster_name: str, options: AuthOptions | None) -> str:
     if options is not None and options.secret_name:
         return options.secret_name
     return names.check_name(cluster_name)
+
+
+def wants_auth_secret(spec: RayClusterSpec) -> bool:
+    """Whether the operator owns the token Secret: token mode, no secretName, no K8s tokens."""
+    options = spec.auth_options
+    return (
+        is_auth_enabled(spec)
+        and not is_k8s_auth_enabled(options)
+        and not (options is not None and options.secret_name)
+    )
+
+
+def new_token() -> str:
+    """A fresh token as KubeRay makes one: 32 random bytes, base64 (`generateRandomToken`)."""
+    return base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def build_auth_secret(cluster: RayCluster, token: str) -> JSONObject:
+    """The Secret `<cluster>` holding `auth_token`, owned by the RayCluster.
+
+    Created once and never updated (KubeRay's `reconcileAuthSecret`): the token stays what the
+    running pods were started with. The caller makes the token; it never leaves the activity.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": auth_secret_name(cluster.name, None),
+            "labels": {LABEL_CLUSTER: cluster.name},
+            "ownerReferences": [names.owner_reference(cluster)],
+        },
+        "stringData": {AUTH_TOKEN_SECRET_KEY: token},
+    }
 
 
 def add_token_env(container: JSONObject, cluster_name: str, options: AuthOptions | None) -> None:

@@ -6,6 +6,8 @@ the spec (and goes with its worker group), a leaf Certificate follows the pod IP
 
 from __future__ import annotations
 
+import base64
+
 from activities import cluster_models as io
 from activities import kube
 from activities.builders import DEFAULT_OPTIONS
@@ -100,3 +102,37 @@ async def test_tls_objects_and_leaf_sans_follow_pod_ips(client: KubeClient) -> N
     assert (await run(acts.read, io.ReadClusterInput(ref=ref))).missing_objects == []
     reasons = [e["reason"] for e in await client.list_all(kube.EVENTS, "default")]
     assert reasons.count("MTLSCertificatesUpdated") == 1
+
+
+async def test_token_auth_gets_its_secret_once_and_keeps_it(client: KubeClient) -> None:
+    # KubeRay's reconcileAuthSecret: without a secretName the operator makes the Secret the
+    # pods read; before, nothing created it and the pods pointed at a missing Secret.
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client, rayVersion="2.52.0", authOptions={"mode": "token"})
+    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    assert f"Secret/{ref.name}" in snap.missing_objects
+    await run(acts.apply, io.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
+    secret = await client.get(kube.SECRETS, "default", ref.name)
+    token = base64.b64decode(secret["data"]["auth_token"])
+    assert len(base64.b64decode(token)) == 32
+    (owner,) = secret["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("RayCluster", ref.name, True)
+    assert secret["metadata"]["labels"] == {"ray.io/cluster": ref.name}
+    await run(acts.apply, io.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
+    again = await client.get(kube.SECRETS, "default", ref.name)
+    assert again["data"] == secret["data"]
+    assert (await run(acts.read, io.ReadClusterInput(ref=ref))).missing_objects == []
+    reasons = [e["reason"] for e in await client.list_all(kube.EVENTS, "default")]
+    assert not [r for r in reasons if "Secret" in r]  # KubeRay records none for it either
+
+
+async def test_a_named_or_kubernetes_token_secret_is_never_created(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    named = await make_cluster(
+        client, rayVersion="2.52.0", authOptions={"mode": "token", "secretName": "mine"}
+    )
+    snap = await run(acts.read, io.ReadClusterInput(ref=named))
+    assert not [key for key in snap.missing_objects if key.startswith("Secret/")]
+    await run(acts.apply, io.ApplyClusterInput(ref=named, generation=1, ensure_objects=True))
+    assert await client.get_or_none(kube.SECRETS, "default", "mine") is None
+    assert await client.get_or_none(kube.SECRETS, "default", named.name) is None

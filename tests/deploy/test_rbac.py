@@ -81,6 +81,7 @@ def test_the_scan_resolves_the_call_sites_it_cannot_read_directly() -> None:
         ("activities/clusters.py", "update"),
     }
     assert worker.tables == {
+        "SECRETS",
         "SERVICES",
         "SERVICE_ACCOUNTS",
         "ROLES",
