@@ -8,6 +8,7 @@ builders, so the workflow history carries names and never pod templates.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -185,8 +186,18 @@ class ClusterActivities:
             )
         wanted = wanted_objects(cluster, self._options, ips)
         for owned in wanted:
-            existing, created = await self._kube.create_or_get(owned.resource, ns, owned.manifest)
             kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+            try:
+                existing, created = await self._kube.create_or_get(
+                    owned.resource, ns, owned.manifest
+                )
+            except KubeRejected as err:
+                # Retrying cannot help until someone fixes the RBAC or the spec, and a retry
+                # alone shows nowhere in Kubernetes: say so where `kubectl describe` looks.
+                message = f"Failed to create {kind} {ns}/{name}: {err}"
+                with contextlib.suppress(KubeError):  # the refusal is what gets reported
+                    await self._event(cluster, "Warning", _failed_reason(kind), message, owned.key)
+                raise
             if created:
                 if kind in CREATED_REASONS:  # cert-manager objects get none in KubeRay either
                     shown = f"{ns}/{name}" if kind == "NetworkPolicy" else name
@@ -281,7 +292,9 @@ class ClusterActivities:
                 reason = Reason.FAILED_CREATE_HEAD_POD if head else Reason.FAILED_CREATE_WORKER_POD
                 result.failure = ReplicaFailure(reason=reason, message=str(err))
                 kind = "FailedToCreateHeadPod" if head else "FailedToCreateWorkerPod"
-                await self._event(cluster, "Warning", kind, str(err), creation.name)
+                role = "head" if head else "worker"
+                message = f"Failed to create {role} Pod {cluster.namespace}/{creation.name}: {err}"
+                await self._event(cluster, "Warning", kind, message, creation.name)
                 return
             result.created.append(creation.name)
             if created:
@@ -348,6 +361,12 @@ class ClusterActivities:
         )
         info = activity.info()
         await events.record(self._kube, ref, kind, reason, message, f"{info.workflow_run_id}/{key}")
+
+
+def _failed_reason(kind: str) -> str:
+    """KubeRay's Event reason when creating an object of `kind` fails (`FailedToCreateService`)."""
+    created = CREATED_REASONS.get(kind, f"Created{kind}")
+    return "FailedToCreate" + created.removeprefix("Created")
 
 
 # kubectl's copy of the whole manifest: large, and nothing a controller decides on.

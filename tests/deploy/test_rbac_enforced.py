@@ -1,0 +1,364 @@
+"""The worker and the bridge as deploy/'s ServiceAccounts, against an API server enforcing RBAC.
+
+test_rbac.py compares the rules with what a scan of the code calls; this runs the code. A
+real kube-apiserver (`--authorization-mode=Node,RBAC`) is given deploy/'s Namespace,
+ServiceAccounts, ClusterRoles and bindings (`kuberay_temporal.service_accounts`), the worker
+and the bridge run in this process with kubeconfigs holding those accounts' tokens, and the
+three kinds are applied as an administrator would. Whatever the rules miss is a 403 for the
+account, which an activity retries (pending, with the refusal as its last failure) or reports
+as a Warning Event; the tests look for both. The real API server also checks what no scan
+does: that the Role the worker creates for the autoscaler grants nothing the worker lacks.
+
+The control plane has no node, so nothing runs the pods: where a test needs a Ray cluster to
+be ready (a RayJob creates its submitter Job only then), it plays the kubelet and writes the
+pods' status as ready through the `pods/status` subresource, as an administrator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+from temporalio.client import Client
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+
+from activities import kube
+from activities.errors import KubeNotFound
+from activities.kube import KubeClient
+from activities.registry import build_activities
+from bridge.running import Bridge
+from bridge.signalling import Signaller
+from crds.constants import LABEL_CLUSTER
+from devcluster.control_plane.processes import ControlPlane
+from kuberay_temporal.crd_install import install_crds
+from kuberay_temporal.service_accounts import (
+    CLUSTER_ROLES,
+    WORKER,
+    Identities,
+    apply_identities,
+    deploy_identities,
+    render_identities,
+)
+from tests.deploy.rendering import kustomize_docs, settings_env
+from tests.eventually import eventually
+from tests.reference import REPO_ROOT
+from worker.running import build_worker
+from worker.settings import WorkerSettings
+
+SAMPLES = REPO_ROOT / "samples"
+RAY_KINDS = (kube.RAYCLUSTERS, kube.RAYJOBS, kube.RAYSERVICES)
+SUBJECT_ACCESS_REVIEWS = kube.Resource("authorization.k8s.io", "v1", "subjectaccessreviews", False)
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@dataclass
+class Operator:
+    """The worker and the bridge, running as their ServiceAccounts; an admin client beside."""
+
+    admin: KubeClient
+    temporal: Client
+    task_queue: str
+    namespace: str
+    bridge: asyncio.Task[None]
+
+    async def apply(self, sample: str, **spec: Any) -> kube.JSON:
+        """Create the ray.io object of one of our samples (its other objects first)."""
+        created: kube.JSON = {}
+        for doc in yaml.safe_load_all((SAMPLES / sample).read_text()):
+            body = copy.deepcopy(doc)
+            body["metadata"]["namespace"] = self.namespace
+            if doc["kind"] == "ConfigMap":
+                await self.admin.create(kube.CONFIGMAPS, self.namespace, body)
+                continue
+            body["spec"].update(spec)
+            resource = {r.plural: r for r in RAY_KINDS}[f"{doc['kind'].lower()}s"]
+            created = await self.admin.create(resource, self.namespace, body)
+        return created
+
+    async def owned_by(self, resource: kube.Resource, owner: kube.JSON) -> list[kube.JSON]:
+        """The objects of `resource` in the namespace whose owner is `owner`."""
+        uid = owner["metadata"]["uid"]
+        found = await self.admin.list_all(resource, self.namespace)
+        return [
+            item
+            for item in found
+            if uid in {ref["uid"] for ref in item["metadata"].get("ownerReferences") or []}
+        ]
+
+    async def events(self, involved: kube.JSON) -> list[kube.JSON]:
+        """The Events about one object, as `kubectl describe` lists them."""
+        found = await self.admin.list_all(kube.EVENTS, self.namespace)
+        uid = involved["metadata"]["uid"]
+        return [e for e in found if e["involvedObject"].get("uid") == uid]
+
+    async def play_kubelet(self, cluster_name: str) -> None:
+        """Write every pod of a Ray cluster as running and ready (no node runs them)."""
+        pods = await self.admin.list_all(
+            kube.PODS, self.namespace, f"{LABEL_CLUSTER}={cluster_name}"
+        )
+        for number, pod in enumerate(pods, start=10):
+            if (pod.get("status") or {}).get("phase") == "Running":
+                continue
+            ip = f"10.244.0.{number}"
+            status = {
+                "phase": "Running",
+                "podIP": ip,
+                "podIPs": [{"ip": ip}],
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }
+            name = pod["metadata"]["name"]
+            with contextlib.suppress(KubeNotFound):  # a pod the worker just deleted
+                await self.admin.patch(
+                    kube.PODS, self.namespace, name, {"status": status}, sub="status"
+                )
+
+    async def refusals(self) -> list[str]:
+        """The Kubernetes refusals the worker's activities are retrying, or the bridge met."""
+        found = []
+        query = f"TaskQueue = '{self.task_queue}'"
+        async for listed in self.temporal.list_workflows(query):
+            handle = self.temporal.get_workflow_handle(listed.id, run_id=listed.run_id)
+            description = await handle.describe()
+            for pending in description.raw_description.pending_activities:
+                failure = pending.last_failure.message
+                if "403" in failure or "forbidden" in failure.lower():
+                    found.append(f"{listed.id} {pending.activity_type.name}: {failure}")
+        if self.bridge.done() and not self.bridge.cancelled():
+            found.append(f"bridge stopped: {self.bridge.exception()!r}")
+        return found
+
+
+def worker_settings(task_queue: str) -> WorkerSettings:
+    """The manifests' settings for the worker, on this test's task queue."""
+    env = settings_env(kustomize_docs(), "worker")
+    return WorkerSettings.from_env(
+        env
+        | {
+            "KUBERAY_TEMPORAL_TASK_QUEUE": task_queue,
+            # Activities stuck on a dashboard no pod serves need not delay the teardown.
+            "KUBERAY_TEMPORAL_GRACEFUL_SHUTDOWN_TIMEOUT": "1",
+        }
+    )
+
+
+@contextlib.asynccontextmanager
+async def running_as(
+    identities: Identities, temporal: Client, task_queue: str, namespace: str
+) -> AsyncIterator[asyncio.Task[None]]:
+    """Run the worker and the bridge (the task yielded) in this process, each as its account.
+
+    The bridge watches the test's namespace only (deploy/ watches all): CRs other tests left
+    elsewhere in the shared control plane are not this worker's business.
+    """
+    settings = worker_settings(task_queue)
+    worker_kube = await kube.connect(str(identities.worker))
+    bridge_kube = await kube.connect(str(identities.bridge))
+    activities = build_activities(
+        worker_kube,
+        settings.build_options(),
+        dashboard_access=settings.dashboard_access,
+        job_options=settings.job_options(),
+    )
+    bridge = Bridge(
+        bridge_kube,
+        Signaller(temporal, task_queue),
+        namespaces=[namespace],
+        relist_period=settings.relist_seconds,
+    )
+    try:
+        async with build_worker(temporal, settings, activities):
+            task = asyncio.create_task(bridge.run())
+            try:
+                await asyncio.wait_for(bridge.wait_listed(), 60)
+                yield task
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    finally:
+        await worker_kube.close()
+        await bridge_kube.close()
+
+
+async def _release(admin: KubeClient, namespace: str) -> None:
+    """Delete the namespace with nothing left to hold it: no controller runs once we stop."""
+    for resource in RAY_KINDS:
+        for item in await admin.list_all(resource, namespace):
+            with contextlib.suppress(KubeNotFound):
+                await admin.patch(
+                    resource,
+                    namespace,
+                    item["metadata"]["name"],
+                    {"metadata": {"finalizers": None}},
+                )
+    await admin.delete(kube.NAMESPACES, None, namespace)
+
+
+@pytest_asyncio.fixture
+async def operator(
+    local_env: WorkflowEnvironment, control_plane: ControlPlane, task_queue: str, tmp_path: Path
+) -> AsyncIterator[Operator]:
+    # The dev server first: it must be up within 5 s, which a starting control plane can
+    # make it miss on two cores.
+    admin = await kube.connect(str(control_plane.kubeconfig_path))
+    namespace = f"rbac-{uuid.uuid4().hex[:8]}"
+    try:
+        await install_crds(admin)
+        await admin.create(
+            kube.NAMESPACES,
+            None,
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        )
+        identities = await deploy_identities(control_plane.kubeconfig_path, tmp_path)
+        async with running_as(identities, local_env.client, task_queue, namespace) as task:
+            yield Operator(admin, local_env.client, task_queue, namespace, task)
+        await _terminate_workflows(local_env.client, task_queue)
+        await _release(admin, namespace)
+    finally:
+        # deploy/'s rules again, whatever a test took away from them.
+        await apply_identities(admin, await render_identities())
+        await admin.close()
+
+
+async def _terminate_workflows(temporal: Client, task_queue: str) -> None:
+    """End the entity workflows of this test: no worker polls their task queue any more."""
+    async for listed in temporal.list_workflows(f"TaskQueue = '{task_queue}'"):
+        with contextlib.suppress(RPCError):  # one that ended by itself
+            await temporal.get_workflow_handle(listed.id).terminate("test finished")
+
+
+async def test_a_raycluster_gets_its_objects_status_and_events(operator: Operator) -> None:
+    # With the autoscaler on, the worker also creates a ServiceAccount, a Role and a
+    # RoleBinding: the API server refuses a Role granting more than its creator holds.
+    cluster = await operator.apply("raycluster.yaml", enableInTreeAutoscaling=True)
+    name, ns = cluster["metadata"]["name"], operator.namespace
+
+    async def pods() -> set[str] | None:
+        found = await operator.admin.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={name}")
+        types = {p["metadata"]["labels"]["ray.io/node-type"] for p in found}
+        return types if types == {"head", "worker"} else None
+
+    await eventually(pods, within=60, message="the head and worker pods")
+    services = await operator.owned_by(kube.SERVICES, cluster)
+    assert [s["metadata"]["name"] for s in services] == [f"{name}-head-svc"]
+    for resource in (kube.SERVICE_ACCOUNTS, kube.ROLES, kube.ROLE_BINDINGS):
+        assert await operator.owned_by(resource, cluster), resource.plural
+
+    async def status() -> kube.JSON | None:
+        current = await operator.admin.get(kube.RAYCLUSTERS, ns, name)
+        written = current.get("status") or {}
+        return written if written.get("desiredWorkerReplicas") == 1 else None
+
+    written = await eventually(status, within=60, message="the status written")
+    assert {c["type"] for c in written["conditions"]} >= {"HeadPodReady", "RayClusterProvisioned"}
+
+    async def reasons() -> set[str] | None:
+        found = {e["reason"] for e in await operator.events(cluster)}
+        wanted = {"CreatedService", "CreatedRole", "CreatedHeadPod", "CreatedWorkerPod"}
+        return found if wanted <= found else None
+
+    await eventually(reasons, within=60, message="the Events")
+    assert await operator.refusals() == []
+
+
+async def test_a_rayjob_gets_its_raycluster_and_its_submitter_job(operator: Operator) -> None:
+    rayjob = await operator.apply("rayjob.k8s-job-mode.yaml")
+
+    async def cluster() -> kube.JSON | None:
+        owned = await operator.owned_by(kube.RAYCLUSTERS, rayjob)
+        return owned[0] if owned else None
+
+    created = await eventually(cluster, within=60, message="the RayJob's RayCluster")
+
+    async def submitter() -> list[kube.JSON] | None:
+        await operator.play_kubelet(created["metadata"]["name"])
+        return await operator.owned_by(kube.JOBS, rayjob) or None
+
+    (job,) = await eventually(submitter, within=120, message="the submitter Job")
+    assert job["metadata"]["name"] == rayjob["metadata"]["name"]
+    assert await operator.refusals() == []
+
+
+async def test_a_rayservice_gets_its_raycluster(operator: Operator) -> None:
+    rayservice = await operator.apply("rayservice.yaml")
+
+    async def cluster() -> list[kube.JSON] | None:
+        return await operator.owned_by(kube.RAYCLUSTERS, rayservice) or None
+
+    await eventually(cluster, within=60, message="the RayService's RayCluster")
+    assert await operator.refusals() == []
+
+
+async def _revoke(admin: KubeClient, resource: str, verb: str, namespace: str) -> None:
+    """Take `verb` on `resource` out of the worker's ClusterRole, and wait until it counts."""
+    role = await admin.get(CLUSTER_ROLES, None, WORKER)
+    for rule in role["rules"]:
+        if rule["apiGroups"] == [""] and resource in rule["resources"]:
+            assert rule["resources"] == [resource], "the rule is shared with other resources"
+            rule["verbs"] = [v for v in rule["verbs"] if v != verb]
+    await admin.request("PUT", CLUSTER_ROLES.path(None, WORKER), body=role)
+
+    async def refused() -> bool:
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": f"system:serviceaccount:kuberay-temporal:{WORKER}",
+                "groups": ["system:serviceaccounts", "system:authenticated"],
+                "resourceAttributes": {
+                    "verb": verb,
+                    "resource": resource,
+                    "namespace": namespace,
+                },
+            },
+        }
+        answer = await admin.create(SUBJECT_ACCESS_REVIEWS, None, review)
+        return not answer["status"].get("allowed")
+
+    await eventually(refused, within=30, message=f"{verb} {resource} refused")
+
+
+@pytest.mark.parametrize(
+    ("resource", "reason"),
+    [("pods", "FailedToCreateHeadPod"), ("services", "FailedToCreateService")],
+)
+async def test_a_rule_taken_away_is_a_warning_event_naming_the_refusal(
+    operator: Operator, resource: str, reason: str
+) -> None:
+    await _revoke(operator.admin, resource, "create", operator.namespace)
+    cluster = await operator.apply("raycluster.yaml")
+    name = cluster["metadata"]["name"]
+
+    async def warning() -> kube.JSON | None:
+        found = [e for e in await operator.events(cluster) if e["reason"] == reason]
+        return found[0] if found else None
+
+    event = await eventually(warning, within=60, message=f"a {reason} Event")
+    assert event["type"] == "Warning"
+    account = f"system:serviceaccount:kuberay-temporal:{WORKER}"
+    assert f'User "{account}" cannot create resource "{resource}"' in event["message"]
+    assert event["message"].startswith("Failed to create ")
+    if resource == "services":  # the activity fails: retried, with the refusal on record
+        refused = await eventually(operator.refusals, within=60, message="a retried refusal")
+        assert f'cannot create resource "{resource}"' in refused[0]
+    if resource == "pods":  # the pass goes on to write the refusal into the status too
+
+        async def replica_failure() -> kube.JSON | None:
+            current = await operator.admin.get(kube.RAYCLUSTERS, operator.namespace, name)
+            conditions = (current.get("status") or {}).get("conditions") or []
+            found = [c for c in conditions if c["type"] == "ReplicaFailure"]
+            return found[0] if found else None
+
+        condition = await eventually(replica_failure, within=60, message="ReplicaFailure")
+        assert condition["reason"] == "FailedCreateHeadPod" and account in condition["message"]
