@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from temporalio.service import RPCError, RPCStatusCode
 
+from tests.workflows.harness import signal_current_run
 from workflows.messages import UserRequest
 from workflows.user_signals import read_request
 
@@ -42,3 +44,25 @@ def test_refused_inputs_say_why_without_quoting_them(inputs: tuple[object, ...],
     assert isinstance(problem, str)
     assert says in problem
     assert "s3cret" not in problem
+
+
+class _ClosingRun:
+    """A handle whose first signal reaches a run that just continued as new."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, list[object]]] = []
+        self.refusals = 1
+
+    async def signal(self, name: str, *, args: list[object]) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise RPCError("Completed workflow", RPCStatusCode.NOT_FOUND, b"")
+        self.sent.append((name, args))
+
+
+async def test_a_signal_racing_continue_as_new_reaches_the_new_run() -> None:
+    # The time-skipping server refuses a signal that meets a run as it continues as new;
+    # tests that make workflows continue as new flaked on it.
+    handle = _ClosingRun()
+    await signal_current_run(handle, "owned_changed", [{}])  # type: ignore[arg-type]
+    assert handle.sent == [("owned_changed", [{}])]
