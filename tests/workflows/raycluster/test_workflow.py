@@ -150,6 +150,7 @@ async def test_signals_typed_in_the_ui_suspend_resume_or_are_refused(harness: Ha
     await harness.pods_settle()
     await harness.send_as_typed(messages.RESUME, "please")
     await harness.send_as_typed(messages.RESUME, {"reson": "typo"})
+
     def invalid() -> list[Any] | None:
         found = [e for e in cluster.events if e.reason == "InvalidSignal"]
         return found if len(found) == 2 else None
