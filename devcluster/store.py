@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 JsonObject = dict[str, Any]
 ObjectKey = tuple[str, str, str]  # storage key, namespace, name
@@ -49,6 +49,26 @@ class Event:
 
 
 Listener = Callable[[Event], None]
+
+
+class ObjectView(Protocol):
+    """The read side of a store: what the kubelet and the Services networking follow.
+
+    `Store` is one; a node of a real API server has a mirror fed by list+watch
+    (`devcluster.node.mirror`) that answers the same calls.
+    """
+
+    def get(self, resource: str, namespace: str, name: str) -> JsonObject | None:
+        """Return one object, or None."""
+
+    def objects(self, resource: str, namespace: str | None = None) -> list[JsonObject]:
+        """Return a resource's objects, optionally within one namespace."""
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call `listener` with every change from now on."""
+
+    def remove_listener(self, listener: Listener) -> None:
+        """Stop calling a listener."""
 
 
 def object_key(resource: str, obj: JsonObject) -> ObjectKey:

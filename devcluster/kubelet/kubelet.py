@@ -1,18 +1,19 @@
-"""The kubelet controller: binds pods to the one node, runs them, writes status, removes them.
+"""The kubelet controller: runs the pods bound to its node, writes status, removes them.
 
-It is scheduler and kubelet in one, as devcluster has one node (`devcluster`, address
-10.244.0.1): a pending pod is bound to it, gets a pod IP, and a runtime runs its containers.
-Status is computed from the runtime's container records (`status.pod_status`) and written
-through the handler's status verb, so watchers see it as they would a real kubelet's. A
-deleted pod (deletionTimestamp set, see the handler's graceful deletion) is stopped within its
-grace period and then removed with a grace-0 delete, as the real kubelet does.
+On devcluster's own API server it is scheduler and kubelet in one, as devcluster has one node
+(`devcluster`, address 10.244.0.1): a pending pod is bound to it, gets a pod IP, and a runtime
+runs its containers. As the node of a real API server (`devcluster.node`) the scheduler binds
+and the kubelet only runs pods whose `spec.nodeName` is its node. Status is computed from the
+runtime's container records (`status.pod_status`) and written through `PodWrites`, so
+watchers see it as they would a real kubelet's. A deleted pod (deletionTimestamp set) is
+stopped within its grace period and then removed with a grace-0 delete, as the real kubelet
+does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import shutil
 from collections.abc import Mapping, Sequence
@@ -22,12 +23,12 @@ from typing import Any
 from aiohttp import web
 
 from devcluster import statuses
-from devcluster.handler import Handler, WriteOptions
-from devcluster.kinds import Kind
+from devcluster.handler import Handler
 from devcluster.kubelet import logs, network, status, volumes
+from devcluster.kubelet.cluster import HandlerPods, PodSetup, PodWrites
 from devcluster.kubelet.runtime import ExecTarget, PodContext, Runtime
 from devcluster.lifecycle import now_rfc3339
-from devcluster.store import Event
+from devcluster.store import Event, ObjectView
 
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -38,41 +39,71 @@ _PODS = "/pods"
 class Kubelet:
     """The node agent of devcluster's one node, over a pluggable runtime."""
 
-    def __init__(self, runtime: Runtime, state_dir: Path) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        state_dir: Path,
+        node_name: str = NODE_NAME,
+        host_ip: str = network.HOST_IP,
+    ) -> None:
         self.runtime = runtime
         self.state_dir = Path(state_dir)
+        self.node_name = node_name
+        self.host_ip = host_ip
         self.ips = network.IpAllocator(spread=runtime.name == "process")
-        self._handler: Handler | None = None
+        self._view: ObjectView | None = None
+        self._writes: PodWrites | None = None
+        self._setup: PodSetup | None = None
+        self._binds = False
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._contexts: dict[str, PodContext] = {}
         self._finished: set[str] = set()
 
     @property
-    def handler(self) -> Handler:
-        """The handler the kubelet reads and writes through."""
-        assert self._handler is not None, "kubelet is not running"
-        return self._handler
+    def view(self) -> ObjectView:
+        """The objects the kubelet reads."""
+        assert self._view is not None, "kubelet is not running"
+        return self._view
 
-    def _pod_kind(self) -> Kind:
-        kind = self.handler.kinds.get("", "v1", "pods")
-        assert kind is not None
-        return kind
+    @property
+    def writes(self) -> PodWrites:
+        """Where the kubelet writes pods."""
+        assert self._writes is not None, "kubelet is not running"
+        return self._writes
 
     async def run(self, handler: Handler) -> None:
-        """Run pods until cancelled; then stop them all and tear the node down."""
-        self._handler = handler
+        """Run as devcluster's controller: its store, its verbs, binding pods itself."""
+        await self.serve(handler.store, HandlerPods(handler), binds=True)
+
+    async def serve(
+        self,
+        view: ObjectView,
+        writes: PodWrites,
+        *,
+        binds: bool = False,
+        setup: PodSetup | None = None,
+    ) -> None:
+        """Run pods until cancelled; then stop them all and tear the node down.
+
+        Args:
+            view: Pods (and the ConfigMaps and Secrets they use) as the API server has them.
+            writes: Where pod binding, status and removal go.
+            binds: Bind unscheduled pods to this node (no scheduler runs).
+            setup: What a real API server's node prepares per pod; None on devcluster's.
+        """
+        self._view, self._writes, self._setup, self._binds = view, writes, setup, binds
         await asyncio.to_thread(self.runtime.setup, self.state_dir)
         queue: asyncio.Queue[Event] = asyncio.Queue()
         listener = lambda e: queue.put_nowait(e) if e.resource == _PODS else None  # noqa: E731
-        handler.store.add_listener(listener)
+        view.add_listener(listener)
         try:
-            for pod in handler.store.objects(_PODS):
+            for pod in view.objects(_PODS):
                 self._react("ADDED", pod)
             while True:
                 event = await queue.get()
                 self._react(event.type, event.obj)
         finally:
-            handler.store.remove_listener(listener)
+            view.remove_listener(listener)
             await self._stop_all()
             await asyncio.to_thread(self.runtime.teardown)
 
@@ -91,46 +122,35 @@ class Kubelet:
             if task := self._tasks.get(uid):
                 task.cancel()  # removed without waiting (grace 0): kill at once
             self._finished.discard(uid)
+            if self._setup is not None:
+                self._setup.forget(pod)
             return
         node = spec.get("nodeName")
         if not node and not deleting:
-            self._bind(pod)
-        elif node != NODE_NAME:
+            if self._binds:
+                self.writes.bind(pod, self.node_name)
+        elif node != self.node_name:
             return
         elif deleting:
             if uid in self._contexts:
                 self._contexts[uid].terminating.set()
             elif uid not in self._tasks:
-                self._remove(pod)
+                self.writes.remove(pod)
+        elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            self._finished.add(uid)  # ended before this kubelet started: never run again
         elif uid not in self._tasks and uid not in self._finished:
             self._tasks[uid] = asyncio.create_task(self._run_pod(pod))
 
-    def _bind(self, pod: JsonObject) -> None:
-        bound = copy.deepcopy(pod)
-        bound["spec"]["nodeName"] = NODE_NAME
-        bound["metadata"].pop("resourceVersion", None)
-        meta = pod["metadata"]
-        try:
-            self.handler.update(
-                self._pod_kind(), meta["namespace"], meta["name"], "", bound, WriteOptions()
-            )
-        except statuses.ApiError as err:
-            log.debug("binding %s failed: %s", meta["name"], err)
-
-    def _remove(self, pod: JsonObject) -> None:
-        meta = pod["metadata"]
-        options = {"gracePeriodSeconds": 0, "preconditions": {"uid": meta.get("uid")}}
-        with contextlib.suppress(statuses.ApiError):
-            self.handler.delete(self._pod_kind(), meta["namespace"], meta["name"], options)
-
     def _current(self, namespace: str, name: str, uid: str) -> JsonObject | None:
-        pod = self.handler.store.get(_PODS, namespace, name)
-        return pod if pod is not None and pod["metadata"].get("uid") == uid else None
+        pod = self.view.get(_PODS, namespace, name)
+        if pod is None or pod["metadata"].get("uid") != uid:
+            return None
+        return self.writes.latest(pod)
 
     def _lookup(self, namespace: str) -> Any:
         def lookup(kind: str, name: str) -> Mapping[str, bytes] | None:
             resource = "/configmaps" if kind == "configMap" else "/secrets"
-            return volumes.source_data(kind, self.handler.store.get(resource, namespace, name))
+            return volumes.source_data(kind, self.view.get(resource, namespace, name))
 
         return lookup
 
@@ -147,12 +167,20 @@ class Kubelet:
             lookup=self._lookup(namespace),
             last=pod,
         )
+        if (setup := self._setup) is not None:
+            ctx.token = lambda source: setup.token(ctx.pod(), source)
+            ctx.service_env = lambda: setup.service_env(ctx.pod())
         self._contexts[uid] = ctx
         try:
-            await self.runtime.run_pod(ctx)
+            if self._setup is not None:
+                await self._setup.prepare(ctx.pod())
+            if ctx.pod()["metadata"].get("deletionTimestamp"):
+                ctx.terminating.set()  # deleted before it started: nothing to run
+            else:
+                await self.runtime.run_pod(ctx)
             self._finished.add(uid)
             await ctx.terminating.wait()  # a completed pod stays until it is deleted
-            self._remove(ctx.pod())
+            self.writes.remove(ctx.pod())
         except Exception as err:  # a pod that cannot start must not stop the kubelet
             log.exception("pod %s/%s failed to run", namespace, name)
             self._publish_failure(ctx, str(err))
@@ -173,7 +201,7 @@ class Kubelet:
         pod = ctx.current()
         if pod is None:
             return
-        new = status.pod_status(pod, inits, records, ctx.ip, network.HOST_IP, now_rfc3339())
+        new = status.pod_status(pod, inits, records, ctx.ip, self.host_ip, now_rfc3339())
         self._write_status(pod, new)
 
     def _publish_failure(self, ctx: PodContext, message: str) -> None:
@@ -185,17 +213,8 @@ class Kubelet:
             )
 
     def _write_status(self, pod: JsonObject, new: JsonObject) -> None:
-        if pod.get("status") == new:
-            return
-        body = {**pod, "metadata": {**pod["metadata"]}, "status": new}
-        body["metadata"].pop("resourceVersion", None)
-        meta = pod["metadata"]
-        try:
-            self.handler.update(
-                self._pod_kind(), meta["namespace"], meta["name"], "status", body, WriteOptions()
-            )
-        except statuses.ApiError as err:
-            log.debug("status of %s not written: %s", meta["name"], err)
+        if pod.get("status") != new:
+            self.writes.write_status(pod, new)
 
     def pod_context(self, namespace: str, name: str, uid: str = "") -> PodContext | None:
         """Return a pod this kubelet runs (or ran and keeps until deleted), by name and UID."""

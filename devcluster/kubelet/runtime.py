@@ -20,6 +20,14 @@ JsonObject = dict[str, Any]
 Publish = Callable[[Sequence[ContainerRecord], Sequence[ContainerRecord]], None]
 
 
+def _no_token(_source: JsonObject) -> bytes | None:
+    return None
+
+
+def _no_env() -> Mapping[str, str]:
+    return {}
+
+
 @dataclass
 class PodContext:
     """One pod as its runtime sees it."""
@@ -32,6 +40,10 @@ class PodContext:
     lookup: Callable[[str, str], Mapping[str, bytes] | None]  # (configMap|secret, name)
     terminating: asyncio.Event = field(default_factory=asyncio.Event)
     last: JsonObject = field(default_factory=dict)  # the pod as last seen
+    # A real API server's node only: projected serviceAccountToken source -> minted token,
+    # and the Service environment variables of the pod's namespace.
+    token: Callable[[JsonObject], bytes | None] = _no_token
+    service_env: Callable[[], Mapping[str, str]] = _no_env
 
     def pod(self) -> JsonObject:
         """Return the latest pod object (the last one seen once it is gone)."""

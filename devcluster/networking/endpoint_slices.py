@@ -20,7 +20,7 @@ from devcluster.controllers import reconciling
 from devcluster.controllers.reconciling import Key
 from devcluster.handler import Handler, WriteOptions
 from devcluster.networking.backends import Backend, Ports, backends, selects
-from devcluster.store import Event
+from devcluster.store import Event, ObjectView
 
 JsonObject = dict[str, Any]
 SERVICES = "/services"
@@ -243,10 +243,10 @@ def ready_targets(slice_list: list[JsonObject], port_name: str) -> list[tuple[st
     return sorted(set(out))
 
 
-def service_slices(handler: Handler, namespace: str, name: str) -> list[JsonObject]:
+def service_slices(view: ObjectView, namespace: str, name: str) -> list[JsonObject]:
     """Return the stored EndpointSlices of one Service."""
     return [
         s
-        for s in handler.store.objects(SLICES, namespace)
+        for s in view.objects(SLICES, namespace)
         if (s["metadata"].get("labels") or {}).get(SERVICE_NAME) == name
     ]

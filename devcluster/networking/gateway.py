@@ -12,8 +12,10 @@ Service port (as kube-proxy would); the answer carries `BACKEND_HEADER` naming t
 
 Only what incremental upgrades use is here: HTTP, `PathPrefix` matches, Service backends in
 the route's namespace. The Gateway API CRDs are not installed by default; when they are
-missing, there is simply nothing to serve. `attached_routes`, `pick_rule` and `ports_by_number`
-are pure.
+missing, there is simply nothing to serve. It reads an `ObjectView` and writes through
+`ObjectWrites`, so it serves devcluster's own API server (`HandlerWrites`) and, as part of
+the node, a real one (`devcluster.node`). `attached_routes`, `pick_rule` and
+`ports_by_number` are pure.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import logging
 import random
 import socket
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from aiohttp import web
@@ -35,7 +37,7 @@ from devcluster.controllers import reconciling
 from devcluster.handler import Handler, WriteOptions
 from devcluster.networking.endpoint_slices import SERVICES, ready_targets, service_slices
 from devcluster.networking.service_proxy import allowed_destination
-from devcluster.store import Event
+from devcluster.store import Event, ObjectView
 
 JsonObject = dict[str, Any]
 GATEWAYS = "gateway.networking.k8s.io/gateways"
@@ -49,6 +51,35 @@ _HOP_BY_HOP = frozenset(
 _TIMEOUT = aiohttp.ClientTimeout(total=30)
 log = logging.getLogger(__name__)
 Key = tuple[str, str, str]  # namespace, Gateway, listener
+
+
+class ObjectWrites(Protocol):
+    """How the data plane changes Gateways and HTTPRoutes on its API server."""
+
+    async def replace(self, resource: str, obj: JsonObject) -> JsonObject:
+        """Write a whole object (an annotation changed); return what was stored."""
+
+    async def write_status(self, resource: str, obj: JsonObject, status: JsonObject) -> None:
+        """Write an object's status when it differs; a refusal is left be."""
+
+
+class HandlerWrites:
+    """`ObjectWrites` on devcluster's own handler."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+
+    async def replace(self, resource: str, obj: JsonObject) -> JsonObject:
+        """Update through the handler's verb."""
+        meta = obj["metadata"]
+        kind = reconciling.kind(self.handler, resource)
+        ns, name = meta.get("namespace", ""), meta["name"]
+        return self.handler.update(kind, ns, name, "", obj, WriteOptions()).obj
+
+    async def write_status(self, resource: str, obj: JsonObject, status: JsonObject) -> None:
+        """A CRD installed without a status subresource refuses the write: leave it be."""
+        with contextlib.suppress(statuses.ApiError):
+            reconciling.write_status(self.handler, resource, obj, status)
 
 
 def attached_routes(routes: list[JsonObject], namespace: str, gateway: str) -> list[JsonObject]:
@@ -95,15 +126,19 @@ class GatewayDataPlane:
         self._host = host
         self._runners: dict[Key, web.AppRunner] = {}
         self._ports: dict[Key, int] = {}
-        self._handler: Handler | None = None
+        self._view: ObjectView | None = None
         self._session: aiohttp.ClientSession | None = None
 
     def __repr__(self) -> str:
         return "GatewayDataPlane()"
 
     async def run(self, handler: Handler) -> None:
+        """Serve devcluster's own Gateways until cancelled."""
+        await self.follow(handler.store, HandlerWrites(handler))
+
+    async def follow(self, view: ObjectView, writes: ObjectWrites) -> None:
         """Follow Gateways and HTTPRoutes until cancelled, then close every listener."""
-        self._handler = handler
+        self._view = view
         self._session = aiohttp.ClientSession(timeout=_TIMEOUT, auto_decompress=False)
         changed = asyncio.Event()
 
@@ -111,19 +146,19 @@ class GatewayDataPlane:
             if event.resource in (GATEWAYS, HTTPROUTES, SERVICES):
                 changed.set()
 
-        handler.store.add_listener(listen)
+        view.add_listener(listen)
         try:
             while True:
-                await self.sync(handler)
+                await self.sync(view, writes)
                 await changed.wait()
                 changed.clear()
         finally:
-            handler.store.remove_listener(listen)
+            view.remove_listener(listen)
             await asyncio.shield(self.close())
 
-    async def sync(self, handler: Handler) -> None:
+    async def sync(self, view: ObjectView, writes: ObjectWrites) -> None:
         """Open and close listeners as Gateways come and go; write the statuses."""
-        gateways = handler.store.objects(GATEWAYS)
+        gateways = view.objects(GATEWAYS)
         wanted: set[Key] = set()
         for gateway in gateways:
             meta = gateway["metadata"]
@@ -138,9 +173,9 @@ class GatewayDataPlane:
         for key in sorted(wanted - set(self._runners)):
             await self._open(key)
         for gateway in gateways:
-            self._write_gateway(handler, gateway)
-        for route in handler.store.objects(HTTPROUTES):
-            self._write_route(handler, route)
+            await self._write_gateway(writes, gateway)
+        for route in view.objects(HTTPROUTES):
+            await self._write_route(view, writes, route)
 
     async def close(self) -> None:
         """Close every listener and the upstream connection pool."""
@@ -162,7 +197,7 @@ class GatewayDataPlane:
         self._runners[key] = runner
         log.info("gateway %s/%s listener %s on %s:%d", *key, self._host, self._ports[key])
 
-    def _write_gateway(self, handler: Handler, gateway: JsonObject) -> None:
+    async def _write_gateway(self, writes: ObjectWrites, gateway: JsonObject) -> None:
         meta = gateway["metadata"]
         ns, name = meta.get("namespace", ""), meta["name"]
         ports = {k[2]: p for k, p in self._ports.items() if k[:2] == (ns, name)}
@@ -170,8 +205,7 @@ class GatewayDataPlane:
         if ports and annotations.get(LISTENER_PORTS_ANNOTATION) != json.dumps(ports):
             annotations[LISTENER_PORTS_ANNOTATION] = json.dumps(ports)
             body = {**gateway, "metadata": {**meta, "annotations": annotations}}
-            kind = reconciling.kind(handler, GATEWAYS)
-            gateway = handler.update(kind, ns, name, "", body, WriteOptions()).obj
+            gateway = await writes.replace(GATEWAYS, body)
         generation = gateway["metadata"].get("generation", 1)
         status = {
             **(gateway.get("status") or {}),
@@ -182,9 +216,9 @@ class GatewayDataPlane:
                 generation,
             ),
         }
-        _write_status(handler, GATEWAYS, gateway, status)
+        await writes.write_status(GATEWAYS, gateway, status)
 
-    def _write_route(self, handler: Handler, route: JsonObject) -> None:
+    async def _write_route(self, view: ObjectView, writes: ObjectWrites, route: JsonObject) -> None:
         meta = route["metadata"]
         ns, generation = meta.get("namespace", ""), meta.get("generation", 1)
         refs = [
@@ -192,12 +226,12 @@ class GatewayDataPlane:
             for rule in (route.get("spec") or {}).get("rules") or []
             for ref in rule.get("backendRefs") or []
         ]
-        resolved = all(handler.store.get(SERVICES, ns, ref.get("name", "")) for ref in refs)
+        resolved = all(view.get(SERVICES, ns, ref.get("name", "")) for ref in refs)
         parents = []
         before = (route.get("status") or {}).get("parents") or []
         for index, parent in enumerate((route.get("spec") or {}).get("parentRefs") or []):
             gateway_ns = parent.get("namespace") or ns
-            accepted = handler.store.get(GATEWAYS, gateway_ns, parent.get("name", "")) is not None
+            accepted = view.get(GATEWAYS, gateway_ns, parent.get("name", "")) is not None
             previous = before[index].get("conditions") if index < len(before) else None
             parents.append(
                 {
@@ -208,13 +242,13 @@ class GatewayDataPlane:
                     ),
                 }
             )
-        _write_status(handler, HTTPROUTES, route, {"parents": parents})
+        await writes.write_status(HTTPROUTES, route, {"parents": parents})
 
     async def _serve(self, key: Key, request: web.Request) -> web.StreamResponse:
-        handler, session = self._handler, self._session
-        assert handler is not None and session is not None
+        view, session = self._view, self._session
+        assert view is not None and session is not None
         ns, gateway, _ = key
-        routes = attached_routes(handler.store.objects(HTTPROUTES), ns, gateway)
+        routes = attached_routes(view.objects(HTTPROUTES), ns, gateway)
         picked = pick_rule(routes, request.path)
         if picked is None:
             return web.Response(status=404, text="no HTTPRoute matches\n")
@@ -228,7 +262,7 @@ class GatewayDataPlane:
             return web.Response(status=503, text="no backend with a weight\n")
         ref = random.choices(backends, weights=[int(r.get("weight", 1)) for r in backends])[0]
         route_ns = route["metadata"].get("namespace", "")
-        target = self._endpoint(handler, ref.get("namespace") or route_ns, ref)
+        target = self._endpoint(view, ref.get("namespace") or route_ns, ref)
         if target is None:
             return web.Response(status=503, text=f"no ready endpoint for {ref['name']}\n")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -245,12 +279,12 @@ class GatewayDataPlane:
             return web.Response(status=502, text=f"backend {ref['name']}: {err}\n")
 
     @staticmethod
-    def _endpoint(handler: Handler, ns: str, ref: JsonObject) -> tuple[str, int] | None:
-        service = handler.store.get(SERVICES, ns, str(ref["name"]))
+    def _endpoint(view: ObjectView, ns: str, ref: JsonObject) -> tuple[str, int] | None:
+        service = view.get(SERVICES, ns, str(ref["name"]))
         if service is None:
             return None
         port_name = ports_by_number(service).get(int(ref.get("port", 0)), "")
-        targets = ready_targets(service_slices(handler, ns, str(ref["name"])), port_name)
+        targets = ready_targets(service_slices(view, ns, str(ref["name"])), port_name)
         targets = [t for t in targets if allowed_destination(t[0])]
         return random.choice(targets) if targets else None
 
@@ -278,9 +312,3 @@ def _conditions(
             }
         )
     return out
-
-
-def _write_status(handler: Handler, key: str, obj: JsonObject, status: JsonObject) -> None:
-    # A CRD installed without a status subresource refuses the write: leave it be.
-    with contextlib.suppress(statuses.ApiError):
-        reconciling.write_status(handler, key, obj, status)

@@ -18,7 +18,7 @@ from typing import Any
 
 from devcluster.handler import Handler
 from devcluster.networking.endpoint_slices import PODS, SERVICE_NAME, SERVICES, SLICES
-from devcluster.store import Event
+from devcluster.store import Event, ObjectView
 
 JsonObject = dict[str, Any]
 DOMAIN = "cluster.local"
@@ -91,26 +91,29 @@ class HostsWriter:
         return f"HostsWriter({self.path})"
 
     async def run(self, handler: Handler) -> None:
-        """Keep the file current until cancelled."""
+        """Keep the file current until cancelled (devcluster's own API server)."""
+        await self.follow(handler.store)
+
+    async def follow(self, view: ObjectView) -> None:
+        """Keep the file current from `view` until cancelled."""
         changed = asyncio.Event()
 
         def listen(event: Event) -> None:
             if event.resource in (SERVICES, SLICES, PODS):
                 changed.set()
 
-        handler.store.add_listener(listen)
+        view.add_listener(listen)
         try:
             while True:
-                self.refresh(handler)
+                self.refresh(view)
                 await changed.wait()
                 changed.clear()
         finally:
-            handler.store.remove_listener(listen)
+            view.remove_listener(listen)
 
-    def refresh(self, handler: Handler) -> None:
+    def refresh(self, view: ObjectView) -> None:
         """Write the file if its content changed since the last write."""
-        store = handler.store
-        content = hosts_file(store.objects(SERVICES), store.objects(SLICES), store.objects(PODS))
+        content = hosts_file(view.objects(SERVICES), view.objects(SLICES), view.objects(PODS))
         if content != self._written:
             write_in_place(self.path, content)
             self._written = content

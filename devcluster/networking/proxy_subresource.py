@@ -29,6 +29,7 @@ from devcluster.handler import Handler
 from devcluster.networking.backends import container_port
 from devcluster.networking.endpoint_slices import ready_targets, service_slices
 from devcluster.networking.service_proxy import allowed_destination
+from devcluster.store import ObjectView
 
 JsonObject = dict[str, Any]
 _HOP_BY_HOP = frozenset(
@@ -156,7 +157,7 @@ class ProxySubresource:
         if target.resource == "pods":
             ip, port = resolve_pod(obj, target.port)
         else:
-            slices = service_slices(self._handler, target.namespace, target.name)
+            slices = service_slices(self._handler.store, target.namespace, target.name)
             ip, port = random.choice(resolve_service(obj, slices, target.port))
         if self.local is not None and (local := self.local(ip, port)) is not None:
             return local
@@ -166,14 +167,7 @@ class ProxySubresource:
 
     def service_target(self, namespace: str, name: str, port: int) -> tuple[str, int] | None:
         """A ready endpoint (pod IP, port) behind a Service port number, or None."""
-        service = self._handler.store.get("/services", namespace, name)
-        if service is None:
-            return None
-        try:
-            slices = service_slices(self._handler, namespace, name)
-            return random.choice(resolve_service(service, slices, str(port)))
-        except statuses.ApiError:
-            return None
+        return service_target(self._handler.store, namespace, name, port)
 
     async def serve(self, request: web.Request, target: ProxyTarget) -> web.Response:
         """Forward one request and answer with the backend's response."""
@@ -205,3 +199,17 @@ class ProxySubresource:
             raise _unavailable(
                 f"error trying to reach service: {err or type(err).__name__}"
             ) from err
+
+
+def service_target(
+    view: ObjectView, namespace: str, name: str, port: int
+) -> tuple[str, int] | None:
+    """A ready endpoint (pod IP, port) behind a Service port number in `view`, or None."""
+    service = view.get("/services", namespace, name)
+    if service is None:
+        return None
+    try:
+        slices = service_slices(view, namespace, name)
+        return random.choice(resolve_service(service, slices, str(port)))
+    except statuses.ApiError:
+        return None

@@ -24,7 +24,7 @@ from typing import Any
 
 from devcluster.handler import Handler
 from devcluster.networking.endpoint_slices import SERVICES, ready_targets, service_slices
-from devcluster.store import Event
+from devcluster.store import Event, ObjectView
 
 JsonObject = dict[str, Any]
 Address = tuple[str, int]  # ClusterIP, port
@@ -116,14 +116,18 @@ class ServiceProxy:
         self._addresses: set[str] = set()
         self._turns = itertools.count()
         self._connections: set[asyncio.Task[None]] = set()
-        self._handler: Handler | None = None
+        self._view: ObjectView | None = None
 
     def __repr__(self) -> str:
         return "ServiceProxy()"
 
     async def run(self, handler: Handler) -> None:
-        """Follow Services and their endpoints until cancelled, then remove everything."""
-        self._handler = handler
+        """Follow devcluster's Services until cancelled, then remove everything."""
+        await self.follow(handler.store)
+
+    async def follow(self, view: ObjectView) -> None:
+        """Follow the Services and EndpointSlices of `view` until cancelled."""
+        self._view = view
         if self._add_addresses and self._bridge is None:
             found = _bridge()
             if found is None:
@@ -137,14 +141,14 @@ class ServiceProxy:
             if event.resource == SERVICES:
                 changed.set()
 
-        handler.store.add_listener(listen)
+        view.add_listener(listen)
         try:
             while True:
-                await self.sync(listeners(handler.store.objects(SERVICES)))
+                await self.sync(listeners(view.objects(SERVICES)))
                 await changed.wait()
                 changed.clear()
         finally:
-            handler.store.remove_listener(listen)
+            view.remove_listener(listen)
             await asyncio.shield(self.close())
 
     async def sync(self, wanted: dict[Address, Backend]) -> None:
@@ -183,10 +187,10 @@ class ServiceProxy:
     def pick(self, address: Address) -> Address | None:
         """Return the next ready endpoint for a listener, round-robin, or None."""
         backend = self._backends.get(address)
-        if backend is None or self._handler is None:
+        if backend is None or self._view is None:
             return None
         namespace, name, port_name = backend
-        targets = ready_targets(service_slices(self._handler, namespace, name), port_name)
+        targets = ready_targets(service_slices(self._view, namespace, name), port_name)
         targets = [t for t in targets if allowed_destination(t[0])]
         return targets[next(self._turns) % len(targets)] if targets else None
 
