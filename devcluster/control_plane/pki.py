@@ -4,7 +4,9 @@ One CA signs everything: the API server's serving certificate (named for every a
 and tools use), client certificates whose subject is the identity RBAC sees (CN is the user,
 O the groups: `admin` in `system:masters`, the controller manager and the scheduler as their
 built-in users, the node as `system:node:<name>` in `system:nodes`, the API server towards the
-kubelet), the kubelet's serving certificate, and the service-account signing key pair. A
+kubelet, kube-proxy's `system:kube-proxy`, which the node's Service networking uses to read
+EndpointSlices the Node authorizer does not give a kubelet), the kubelet's serving
+certificate, and the service-account signing key pair. A
 second start finds the files and reuses them, so tokens and kubeconfigs stay valid.
 """
 
@@ -47,11 +49,13 @@ ADMIN = ClientIdentity("admin", "kubernetes-admin", ("system:masters",))
 CONTROLLER_MANAGER = ClientIdentity("controller-manager", "system:kube-controller-manager")
 SCHEDULER = ClientIdentity("scheduler", "system:kube-scheduler")
 APISERVER_TO_KUBELET = ClientIdentity("apiserver-kubelet-client", "kube-apiserver-kubelet-client")
+KUBE_PROXY = ClientIdentity("kube-proxy", "system:kube-proxy")
+"""Bound to the built-in role `system:node-proxier`: Services, EndpointSlices, nodes, events."""
 
 
 def node_identity(node: str) -> ClientIdentity:
     """The kubelet's client identity, which the Node authorizer and NodeRestriction expect."""
-    return ClientIdentity("node", f"system:node:{node}", ("system:nodes",))
+    return ClientIdentity(f"node-{node}", f"system:node:{node}", ("system:nodes",))
 
 
 class Pki:

@@ -126,6 +126,23 @@ class ControlPlane:
                     process.kill()
                     await process.wait()
 
+    def pid(self, name: str) -> int | None:
+        """The process id of a running component (`kube-apiserver`...), None if not running."""
+        for component, process in self._processes:
+            if component == name and process.returncode is None:
+                return process.pid
+        return None
+
+    async def exited(self) -> str:
+        """Wait until a component exits on its own; say which (see `failed`)."""
+        waits = [asyncio.create_task(process.wait()) for _, process in self._processes]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        return self.failed() or "a component exited"
+
     def failed(self) -> str | None:
         """The first component that exited on its own, with its exit code, or None."""
         for name, process in self._processes:

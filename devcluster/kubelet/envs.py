@@ -172,3 +172,38 @@ def _env_value(
 def argv(command: list[str], env: Mapping[str, str]) -> list[str]:
     """Expand `$(VAR)` in each element of a command line."""
     return [expand(part, env) for part in command]
+
+
+def _env_name(name: str) -> str:
+    return name.upper().replace("-", "_")
+
+
+def service_links(services: list[JsonObject]) -> dict[str, str]:
+    """The variables the kubelet derives from Services (k8s pkg/kubelet/envvars).
+
+    For each Service with a ClusterIP: `<NAME>_SERVICE_HOST`, `<NAME>_SERVICE_PORT` (the
+    first port) and one `<NAME>_SERVICE_PORT_<PORT NAME>` per named port, plus the Docker-link
+    style `<NAME>_PORT` and `<NAME>_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR]`.
+    """
+    env: dict[str, str] = {}
+    for service in services:
+        spec = service.get("spec") or {}
+        ip, ports = spec.get("clusterIP"), spec.get("ports") or []
+        if not ip or ip == "None" or not ports:
+            continue
+        name = _env_name(service["metadata"]["name"])
+        env[f"{name}_SERVICE_HOST"] = ip
+        env[f"{name}_SERVICE_PORT"] = str(ports[0]["port"])
+        for port in ports:
+            if port.get("name"):
+                env[f"{name}_SERVICE_PORT_{_env_name(port['name'])}"] = str(port["port"])
+        first = ports[0]
+        env[f"{name}_PORT"] = f"{first.get('protocol', 'TCP').lower()}://{ip}:{first['port']}"
+        for port in ports:
+            protocol = port.get("protocol", "TCP")
+            prefix = f"{name}_PORT_{port['port']}_{protocol.upper()}"
+            env[prefix] = f"{protocol.lower()}://{ip}:{port['port']}"
+            env[f"{prefix}_PROTO"] = protocol.lower()
+            env[f"{prefix}_PORT"] = str(port["port"])
+            env[f"{prefix}_ADDR"] = ip
+    return env

@@ -147,13 +147,16 @@ def remove_leftovers(bridge: bool = True) -> None:
             _ip("link", "delete", BRIDGE_NAME, check=False)
 
 
-def claim_bridge() -> None:
+def claim_bridge(pid: int | None = None) -> None:
     """Record that this devcluster uses the bridge (with its ClusterIPs) until `remove_leftovers`.
 
     Another devcluster on the machine that stops while this one has no pod must not delete the
-    bridge under it.
+    bridge under it. `pid` claims it for another process while that one lives: a
+    kube-apiserver bound to the bridge address outlives the nodes that come and go beside it.
     """
-    _record_owner(_bridge_claim(os.getpid()))
+    owner = os.getpid() if pid is None else pid
+    _OWNERS.mkdir(parents=True, exist_ok=True)
+    (_OWNERS / _bridge_claim(owner)).write_text(str(owner))
 
 
 def _bridge_claim(pid: int) -> str:

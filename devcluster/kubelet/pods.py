@@ -43,6 +43,9 @@ class ProcessRuntime:
         self.state_dir = Path(".")
         # Set by DevCluster once it serves pods: the `kubernetes` Service env and `ca.crt`.
         self.pod_api: PodApi | None = None
+        # devcluster's own service-account files; off on a real API server's node, whose
+        # ServiceAccount admission adds the projected volume itself.
+        self.placeholder_token = True
         self._pods: dict[str, ProcessPod] = {}
 
     def setup(self, state_dir: Path) -> None:
@@ -144,7 +147,13 @@ class ProcessPod:
         api = self.runtime.pod_api
         ca_crt = api.ca_crt if api is not None else b""
         return volumes.prepare_volumes(
-            self.ctx.pod(), self.ctx.pod_dir, claims, self.ctx.lookup, ca_crt=ca_crt
+            self.ctx.pod(),
+            self.ctx.pod_dir,
+            claims,
+            self.ctx.lookup,
+            ca_crt=ca_crt,
+            token=self.ctx.token,
+            placeholder_token=self.runtime.placeholder_token,
         )
 
     async def _lifecycle(self) -> None:
@@ -226,6 +235,7 @@ class ProcessPod:
         pod = self.ctx.pod()
         base = {"PATH": images.path_for(image), "HOME": image.home, **dict(image.env)}
         base["HOSTNAME"] = hostname(pod)
+        base.update(self.ctx.service_env())  # a real API server's node: Service links
         if self.runtime.pod_api is not None:  # always, as kubelet does, despite enableServiceLinks
             base.update(self.runtime.pod_api.env())
         env = envs.container_env(pod, container, self._text_lookup, base, os.cpu_count() or 1)

@@ -4,6 +4,10 @@ For scale tests and benchmarks, as kwok does for real clusters: nothing runs, th
 logs, probes are not run, but pods are bound, get IPs and go through Pending -> Running with
 the same status shape as under the process runtime. Deletion stops a pod at once.
 
+On a real API server's node the API server's proxy dials a head's pod IP; `addresses` (when
+the node has a pod bridge) then puts the IP on the host and forwards the head's ports to its
+simulated dashboard and Serve proxy.
+
 Ray is simulated too (see `devcluster.ray_simulator`): a container running `ray start --head`
 gets a simulated Ray dashboard, and a container running `ray job submit` submits to one and
 exits as KubeRay's submitter would, so RayJobs in every submission mode and RayServices go
@@ -17,15 +21,25 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from devcluster.kubelet.runtime import ExecTarget, PodContext
 from devcluster.kubelet.status import RUNNING, TERMINATED, ContainerRecord, should_restart
 from devcluster.lifecycle import now_rfc3339
 from devcluster.ray_simulator import submitter
-from devcluster.ray_simulator.pods import SimulatedRay
+from devcluster.ray_simulator.pods import SimulatedRay, head_container, head_ports
 
 JsonObject = dict[str, Any]
+
+
+class PodAddresses(Protocol):
+    """Makes a simulated pod's IP answer on the host (see the module docstring)."""
+
+    async def open(self, ip: str, ports: Sequence[int]) -> None:
+        """Listen on `ip` at these ports."""
+
+    async def close(self, ip: str) -> None:
+        """Stop listening on `ip` and remove it."""
 
 
 class SimulatedRuntime:
@@ -36,6 +50,7 @@ class SimulatedRuntime:
     def __init__(self, delay: float = 1.0) -> None:
         self.delay = delay
         self.ray = SimulatedRay(serve_delay=delay)
+        self.addresses: PodAddresses | None = None
 
     def setup(self, state_dir: Path) -> None:
         """Nothing to prepare: no namespaces, no processes."""
@@ -69,7 +84,9 @@ class SimulatedRuntime:
             record.state, record.reason, record.started_at = RUNNING, "", now
             record.ready = record.started = True
             record.container_id = f"simulated://{ctx.uid[:8]}-{index}"
-        await self.ray.start_head(ctx.ip, pod, ctx.lookup, ctx.pod_dir / "ray-head.json")
+        head = await self.ray.start_head(ctx.ip, pod, ctx.lookup, ctx.pod_dir / "ray-head.json")
+        if head and self.addresses is not None:
+            await self.addresses.open(ctx.ip, head_ports(head_container(pod) or {}))
         ctx.publish(inits, records)
         ending = [
             asyncio.create_task(self._submitter(ctx, container, record, inits, records))
@@ -87,6 +104,8 @@ class SimulatedRuntime:
             for task in [*ending, stopping]:
                 task.cancel()
             await self.ray.stop_head(ctx.ip)
+            if head and self.addresses is not None:
+                await self.addresses.close(ctx.ip)
 
     async def _submitter(
         self,

@@ -4,8 +4,11 @@ Each container runs in its own mount namespace, so `/tmp` (Ray keeps its session
 `/tmp/ray`), `/etc/hosts` (part B's cluster hosts file) and every `volumeMounts[].mountPath`
 are what the container sees, while the host keeps its own. Volume contents live under the
 pod's directory: emptyDir as a directory, configMap and secret as files (one per key, or as
-`items` lists them), persistentVolumeClaim as a directory per claim that outlives the pod,
-plus the service-account files at /var/run/secrets/kubernetes.io/serviceaccount.
+`items` lists them), downwardAPI and projected volumes as files too (a real API server's
+ServiceAccount admission adds a projected `kube-api-access-*` volume: a token the node minted,
+the `kube-root-ca.crt` ConfigMap and the namespace), persistentVolumeClaim as a directory per
+claim that outlives the pod. On devcluster's own API server, which adds no such volume, the
+service-account files at /var/run/secrets/kubernetes.io/serviceaccount are a placeholder.
 
 The script is built as text (pure) and runs as the container's first process, before its
 command is exec'd. It works from the pod directory with relative paths, because bind-mounting
@@ -22,9 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from devcluster.kubelet import envs
+
 JsonObject = dict[str, Any]
 # (source kind "configMap" or "secret", name) -> key/bytes data, None when missing
 SourceLookup = Callable[[str, str], Mapping[str, bytes] | None]
+# a projected serviceAccountToken source -> the token minted for it, None when there is none
+TokenLookup = Callable[[JsonObject], bytes | None]
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 _SA_VOLUME = "kube-api-access-devcluster"
 
@@ -71,6 +78,8 @@ def _write_files(directory: Path, files: Mapping[str, bytes]) -> None:
 
 def _keyed_files(volume: JsonObject, kind: str, lookup: SourceLookup) -> dict[str, bytes]:
     spec = volume[kind]
+    if kind == "secret" and "name" in spec and "secretName" not in spec:
+        spec = {**spec, "secretName": spec["name"]}  # a projected source names it `name`
     name = spec.get("name") or spec.get("secretName", "")
     data = lookup(kind, name)
     if data is None:
@@ -87,12 +96,63 @@ def _keyed_files(volume: JsonObject, kind: str, lookup: SourceLookup) -> dict[st
     return {i["path"]: data[i["key"]] for i in items if i["key"] in data}
 
 
+def _downward_files(items: list[JsonObject], pod: JsonObject) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for item in items:
+        if "fieldRef" in item:
+            value = envs.field_value(pod, item["fieldRef"].get("fieldPath", ""))
+        elif "resourceFieldRef" in item:
+            container = {"name": item["resourceFieldRef"].get("containerName", "")}
+            value = envs.resource_value(
+                pod, container, item["resourceFieldRef"], os.cpu_count() or 1
+            )
+        else:
+            raise VolumeError(f"downwardAPI item {item.get('path')!r} has no field")
+        files[item["path"]] = value.encode()
+    return files
+
+
+def projected_files(
+    volume: JsonObject, pod: JsonObject, lookup: SourceLookup, token: TokenLookup
+) -> dict[str, bytes]:
+    """Return the files of a projected volume: its sources' files, merged in order."""
+    files: dict[str, bytes] = {}
+    for source in volume["projected"].get("sources") or []:
+        if "configMap" in source or "secret" in source:
+            kind = "configMap" if "configMap" in source else "secret"
+            files.update(_keyed_files(source, kind, lookup))
+        elif "downwardAPI" in source:
+            files.update(_downward_files(source["downwardAPI"].get("items") or [], pod))
+        elif "serviceAccountToken" in source:
+            spec = source["serviceAccountToken"]
+            minted = token(spec)
+            if minted is None:
+                raise VolumeError(f"no service account token for {volume['name']!r}")
+            files[spec.get("path", "token")] = minted
+        else:
+            raise VolumeError(f"volume {volume['name']!r}: unsupported projected source")
+    return files
+
+
+def _no_token(_source: JsonObject) -> bytes | None:
+    return None
+
+
 def prepare_volumes(
-    pod: JsonObject, pod_dir: Path, claims_dir: Path, lookup: SourceLookup, *, ca_crt: bytes = b""
+    pod: JsonObject,
+    pod_dir: Path,
+    claims_dir: Path,
+    lookup: SourceLookup,
+    *,
+    ca_crt: bytes = b"",
+    token: TokenLookup = _no_token,
+    placeholder_token: bool = True,
 ) -> dict[str, Path]:
     """Create every volume of a pod on the host; return volume name -> host path.
 
     `ca_crt` is the CA of the API server's pod-facing certificate (empty when there is none).
+    `token` gives the tokens of projected volumes; `placeholder_token` adds devcluster's own
+    service-account files (no real API server put a projected volume there).
     """
     paths: dict[str, Path] = {}
     for volume in pod.get("spec", {}).get("volumes") or []:
@@ -109,13 +169,17 @@ def prepare_volumes(
             path.mkdir(parents=True, exist_ok=True)
         elif "hostPath" in volume:
             path = Path(volume["hostPath"].get("path", "/"))
+        elif "projected" in volume:
+            _write_files(path, projected_files(volume, pod, lookup, token))
+        elif "downwardAPI" in volume:
+            _write_files(path, _downward_files(volume["downwardAPI"].get("items") or [], pod))
         else:
             raise VolumeError(
-                f"volume {name!r}: only emptyDir, configMap, secret, "
+                f"volume {name!r}: only emptyDir, configMap, secret, projected, downwardAPI, "
                 "persistentVolumeClaim and hostPath are supported"
             )
         paths[name] = path
-    if pod.get("spec", {}).get("automountServiceAccountToken", True):
+    if placeholder_token and pod.get("spec", {}).get("automountServiceAccountToken", True):
         namespace = pod["metadata"].get("namespace", "default")
         files = {"token": b"devcluster", "namespace": namespace.encode(), "ca.crt": ca_crt}
         _write_files(pod_dir / "volumes" / _SA_VOLUME, files)

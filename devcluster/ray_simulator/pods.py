@@ -33,6 +33,7 @@ Address = tuple[str, int]
 ServiceResolver = Callable[[str, str, int], Address | None]  # namespace, Service, port
 Lookup = Callable[[str, str], Mapping[str, bytes] | None]
 DASHBOARD_PORT = 8265
+SERVE_PORT = 8000  # Serve's HTTP proxy unless its config says otherwise
 _DASHBOARD_FLAG = re.compile(r"--dashboard-port[= ](\d+)")
 
 
@@ -54,6 +55,12 @@ def dashboard_port(container: JsonObject) -> int:
     )
     found = _DASHBOARD_FLAG.search(script)
     return int(found.group(1)) if found else DASHBOARD_PORT
+
+
+def head_ports(container: JsonObject) -> list[int]:
+    """The ports a head answers on: its declared ports, the dashboard's and Serve's (8000)."""
+    declared = [int(p["containerPort"]) for p in container.get("ports") or []]
+    return sorted({*declared, dashboard_port(container), SERVE_PORT})
 
 
 def _env(pod: JsonObject, container: JsonObject, lookup: Lookup) -> dict[str, str]:

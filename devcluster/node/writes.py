@@ -1,0 +1,176 @@
+"""The kubelet's writes to a real API server: in the background, in order per pod, retried.
+
+The kubelet decides synchronously (a container started, a pod must go) and must not wait for
+the network to do so, as the real kubelet's status manager does not. Per pod this keeps the
+latest status to write and whether the pod is to be removed, and one task sends them in that
+order: the status through the `status` subresource (a strategic-merge patch carrying the pod's
+UID, so a pod recreated under the same name is never written), then the final delete with
+grace period 0 and the UID as precondition. A busy or unreachable server (429, 5xx, no
+connection) is asked again with a growing pause; 404 or 409 mean the pod is gone or is
+another pod now, and end that pod's writes. Only the newest status is ever sent: a status is
+a whole state, so one that was overtaken need not be.
+
+Until the watch shows the written status, `latest` overlays it on the mirror's copy, so the
+kubelet computes the next status from its own last one (transition times, start time) and
+containers see their pod IP in the downward API at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from devcluster.node.client import STRATEGIC_MERGE_PATCH, ApiError, Requests
+
+JsonObject = dict[str, Any]
+log = logging.getLogger(__name__)
+_RETRY_FIRST, _RETRY_MAX = 0.2, 5.0
+
+
+@dataclass
+class _PodWork:
+    """What is still to be written for one pod."""
+
+    namespace: str
+    name: str
+    status: JsonObject | None = None  # the newest unsent status
+    remove: bool = False
+    written: JsonObject | None = None  # the last status handed in (sent or not)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def pod_path(namespace: str, name: str, sub: str = "") -> str:
+    """The REST path of one pod, or of one of its subresources."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+    return f"{path}/{sub}" if sub else path
+
+
+def status_patch(status: JsonObject) -> JsonObject:
+    """A strategic-merge patch that makes the pod's status `status`.
+
+    Conditions merge by type, so those others own (DisruptionTarget, readiness gates) stay;
+    the pod and host IP lists, merged by IP, would keep a pod's old IP beside its new one
+    after a node restart, so they are replaced whole.
+    """
+    patch = dict(status)
+    for key in ("podIPs", "hostIPs"):
+        if key in patch:
+            patch[key] = [*patch[key], {"$patch": "replace"}]
+    return patch
+
+
+class ApiPodWrites:
+    """`PodWrites` for a real API server (see the module docstring)."""
+
+    def __init__(self, client: Requests) -> None:
+        self.client = client
+        self._work: dict[str, _PodWork] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+
+    def bind(self, pod: JsonObject, node: str) -> None:
+        """Never called: the real scheduler binds."""
+        raise NotImplementedError("kube-scheduler binds pods on a real control plane")
+
+    def write_status(self, pod: JsonObject, status: JsonObject) -> None:
+        """Queue `status` as the pod's next status; it replaces any not sent yet."""
+        work = self._for(pod)
+        if work is None or work.written == status:
+            return
+        work.written = status
+        work.status = status
+        work.wake.set()
+
+    def remove(self, pod: JsonObject) -> None:
+        """Queue the final delete, after any status still to be written."""
+        work = self._for(pod)
+        if work is not None:
+            work.remove = True
+            work.wake.set()
+
+    def latest(self, pod: JsonObject) -> JsonObject:
+        """The pod with the status last handed in for it."""
+        work = self._work.get(pod["metadata"].get("uid", ""))
+        if work is None or work.written is None or pod.get("status") == work.written:
+            return pod
+        return {**pod, "status": work.written}
+
+    def pending(self, uid: str) -> bool:
+        """Whether a write for this pod is still to be sent."""
+        work = self._work.get(uid)
+        task = self._tasks.get(uid)
+        waiting = work is not None and (work.status is not None or work.remove)
+        return waiting and task is not None and not task.done()
+
+    def forget(self, uid: str) -> None:
+        """The pod is gone: stop writing for it."""
+        self._work.pop(uid, None)
+        task = self._tasks.pop(uid, None)
+        if task is not None:
+            task.cancel()
+
+    async def close(self) -> None:
+        """Stop every pending write."""
+        for uid in list(self._tasks):
+            self.forget(uid)
+
+    def _for(self, pod: JsonObject) -> _PodWork | None:
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        if not uid:
+            return None
+        work = self._work.get(uid)
+        if work is None:
+            work = self._work[uid] = _PodWork(meta["namespace"], meta["name"])
+            self._tasks[uid] = asyncio.create_task(self._send(uid, work))
+        return work
+
+    async def _send(self, uid: str, work: _PodWork) -> None:
+        """Send what is queued for one pod, in order, until the pod is gone."""
+        while True:
+            await work.wake.wait()
+            work.wake.clear()
+            delay = _RETRY_FIRST
+            while work.status is not None or work.remove:
+                status = work.status
+                try:
+                    if status is not None:
+                        await self._patch_status(uid, work, status)
+                    else:
+                        await self._delete(uid, work)
+                        work.remove = False
+                        return
+                except ApiError as err:
+                    if err.code in (404, 409):  # gone, or another pod by that name now
+                        log.debug("pod %s/%s: %s; no more writes", work.namespace, work.name, err)
+                        work.status, work.remove = None, False
+                        return
+                    if err.retryable:
+                        await asyncio.sleep(delay)
+                        delay = min(delay * 2, _RETRY_MAX)
+                        continue
+                    log.warning("pod %s/%s: write refused: %s", work.namespace, work.name, err)
+                    if status is None:
+                        work.remove = False
+                        return
+                if work.status is status:
+                    work.status = None
+
+    async def _patch_status(self, uid: str, work: _PodWork, status: JsonObject) -> None:
+        body = {"metadata": {"uid": uid}, "status": status_patch(status)}
+        await self.client.request(
+            "PATCH",
+            pod_path(work.namespace, work.name, "status"),
+            body,
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+
+    async def _delete(self, uid: str, work: _PodWork) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "gracePeriodSeconds": 0,
+            "preconditions": {"uid": uid},
+        }
+        await self.client.request("DELETE", pod_path(work.namespace, work.name), body)
