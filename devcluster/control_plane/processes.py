@@ -196,7 +196,9 @@ class ControlPlane:
             f"--service-account-signing-key-file={keys.service_account_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
+            # OwnerReferencesPermissionEnforcement as OpenShift has it: a blocking owner
+            # reference needs update on the owner's finalizers, which RBAC must then grant.
+            "--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement",
             f"--kubelet-client-certificate={to_kubelet.cert}",
             f"--kubelet-client-key={to_kubelet.key}",
             "--kubelet-preferred-address-types=InternalIP",

@@ -2,7 +2,9 @@
 
 The worker's rules must equal what its activities call plus what the Roles it creates grant
 (Kubernetes refuses to let an account create a Role granting more than it holds, unless it has
-`escalate`, which is far broader); the bridge's must equal what it lists and watches. A new
+`escalate`, which is far broader) plus `update` on the finalizers of every kind it names as a
+blocking owner (what the OwnerReferencesPermissionEnforcement admission plugin asks); the
+bridge's must equal what it lists and watches. A new
 `KubeClient` call without a rule fails here, and so does a rule nothing uses any more. Both the
 kustomize base and the Helm chart are checked.
 
@@ -98,6 +100,21 @@ def test_the_scan_resolves_the_call_sites_it_cannot_read_directly() -> None:
     assert bridge.tables == {"RAYCLUSTERS", "RAYJOBS", "RAYSERVICES", "PODS", "JOBS"}
 
 
+def test_the_scan_sees_every_owner_whose_deletion_the_worker_blocks() -> None:
+    assert usage.owner_uses() == {
+        ("update", "ray.io", f"{plural}/finalizers")
+        for plural in ("rayclusters", "rayjobs", "rayservices")
+    }
+    # Only the scanned builder sets blockOwnerDeletion; another would escape the scan.
+    setting = {
+        str(path.relative_to(REPO_ROOT))
+        for path in usage.package_modules("activities")
+        if "blockOwnerDeletion" in path.read_text()
+    }
+    assert setting == {"activities/builders/names.py"}
+    assert f"def {usage.OWNER_BUILDER}(" in (REPO_ROOT / "activities/builders/names.py").read_text()
+
+
 def dashboard_access(docs: list[Doc]) -> str:
     """The mode the rendered settings give the worker (the setting's default if unset)."""
     return WorkerSettings.from_env(settings_env(docs, "worker")).dashboard_access
@@ -148,7 +165,7 @@ def test_the_worker_role_is_what_its_activities_use(render: Renderer) -> None:
     docs = render()
     role = by_kind(docs, "ClusterRole")["kuberay-temporal-worker"]
     granted = expand(role["rules"])
-    needed = usage.worker_scan().uses | granted_by_roles_the_worker_creates()
+    needed = usage.worker_scan().uses | granted_by_roles_the_worker_creates() | usage.owner_uses()
     if dashboard_access(docs) == "proxy":
         needed |= usage.proxy_uses()
     assert granted - needed == set(), "rules no activity needs"

@@ -20,10 +20,10 @@ import asyncio
 import contextlib
 import copy
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import pytest_asyncio
@@ -58,6 +58,8 @@ from worker.settings import WorkerSettings
 SAMPLES = REPO_ROOT / "samples"
 RAY_KINDS = (kube.RAYCLUSTERS, kube.RAYJOBS, kube.RAYSERVICES)
 SUBJECT_ACCESS_REVIEWS = kube.Resource("authorization.k8s.io", "v1", "subjectaccessreviews", False)
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -122,6 +124,16 @@ class Operator:
                 await self.admin.patch(
                     kube.PODS, self.namespace, name, {"status": status}, sub="status"
                 )
+
+    async def eventually(
+        self, probe: Callable[[], Awaitable[T | None]], message: str, within: float = 60
+    ) -> T:
+        """`tests.eventually.eventually`, failing with the refusals met on the way, if any."""
+        try:
+            return await eventually(probe, within=within, message=message)
+        except AssertionError as err:
+            refused = await self.refusals()
+            raise AssertionError(f"{err}; refused: {refused}" if refused else str(err)) from None
 
     async def refusals(self) -> list[str]:
         """The Kubernetes refusals the worker's activities are retrying, or the bridge met."""
@@ -249,7 +261,7 @@ async def test_a_raycluster_gets_its_objects_status_and_events(operator: Operato
         types = {p["metadata"]["labels"]["ray.io/node-type"] for p in found}
         return types if types == {"head", "worker"} else None
 
-    await eventually(pods, within=60, message="the head and worker pods")
+    await operator.eventually(pods, "the head and worker pods")
     services = await operator.owned_by(kube.SERVICES, cluster)
     assert [s["metadata"]["name"] for s in services] == [f"{name}-head-svc"]
     for resource in (kube.SERVICE_ACCOUNTS, kube.ROLES, kube.ROLE_BINDINGS):
@@ -260,7 +272,7 @@ async def test_a_raycluster_gets_its_objects_status_and_events(operator: Operato
         written = current.get("status") or {}
         return written if written.get("desiredWorkerReplicas") == 1 else None
 
-    written = await eventually(status, within=60, message="the status written")
+    written = await operator.eventually(status, "the status written")
     assert {c["type"] for c in written["conditions"]} >= {"HeadPodReady", "RayClusterProvisioned"}
 
     async def reasons() -> set[str] | None:
@@ -268,7 +280,7 @@ async def test_a_raycluster_gets_its_objects_status_and_events(operator: Operato
         wanted = {"CreatedService", "CreatedRole", "CreatedHeadPod", "CreatedWorkerPod"}
         return found if wanted <= found else None
 
-    await eventually(reasons, within=60, message="the Events")
+    await operator.eventually(reasons, "the Events")
     assert await operator.refusals() == []
 
 
@@ -279,13 +291,13 @@ async def test_a_rayjob_gets_its_raycluster_and_its_submitter_job(operator: Oper
         owned = await operator.owned_by(kube.RAYCLUSTERS, rayjob)
         return owned[0] if owned else None
 
-    created = await eventually(cluster, within=60, message="the RayJob's RayCluster")
+    created = await operator.eventually(cluster, "the RayJob's RayCluster")
 
     async def submitter() -> list[kube.JSON] | None:
         await operator.play_kubelet(created["metadata"]["name"])
         return await operator.owned_by(kube.JOBS, rayjob) or None
 
-    (job,) = await eventually(submitter, within=120, message="the submitter Job")
+    (job,) = await operator.eventually(submitter, "the submitter Job", within=120)
     assert job["metadata"]["name"] == rayjob["metadata"]["name"]
     assert await operator.refusals() == []
 
@@ -296,7 +308,7 @@ async def test_a_rayservice_gets_its_raycluster(operator: Operator) -> None:
     async def cluster() -> list[kube.JSON] | None:
         return await operator.owned_by(kube.RAYCLUSTERS, rayservice) or None
 
-    await eventually(cluster, within=60, message="the RayService's RayCluster")
+    await operator.eventually(cluster, "the RayService's RayCluster")
     assert await operator.refusals() == []
 
 

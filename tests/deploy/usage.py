@@ -211,6 +211,36 @@ def bridge_scan() -> Scan:
     return scan(package_modules("bridge"))
 
 
+OWNER_BUILDER = "controller_reference"
+"""The one builder of owner references, always with `blockOwnerDeletion` (test_rbac.py)."""
+
+
+def owner_uses() -> set[Use]:
+    """What blocking an owner's deletion takes: `update` on the owner's `finalizers`.
+
+    The OwnerReferencesPermissionEnforcement admission plugin refuses an object whose owner
+    reference sets `blockOwnerDeletion` unless its creator may update the owner's
+    `finalizers` subresource. Each `controller_reference("<Kind>", ...)` call in the
+    activities is one such owner; a kind that is not a literal fails the scan.
+    """
+    uses: set[Use] = set()
+    for path in package_modules("activities"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name != OWNER_BUILDER:
+                continue
+            kind = node.args[0] if node.args else None
+            if not (isinstance(kind, ast.Constant) and isinstance(kind.value, str)):
+                where = f"{path.relative_to(REPO_ROOT)}:{node.lineno}"
+                raise AssertionError(f"{where}: the owner's kind cannot be resolved")
+            uses.add(("update", "ray.io", f"{kind.value.lower()}s/finalizers"))
+    return uses
+
+
 # The API server proxy URL builders of `activities.dashboard_urls` -> the subresource their
 # URLs go through (test_rbac.py checks this against the URLs they build).
 PROXY_BUILDERS: dict[str, str] = {
