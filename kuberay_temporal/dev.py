@@ -1,6 +1,7 @@
 """`kuberay-temporal dev`: the embedded local stack, in the foreground, state in one directory.
 
-The stack (`kuberay_temporal.dev_stack`) is devcluster with our CRDs installed, the codec server
+The stack (`kuberay_temporal.dev_stack`) is devcluster (or, with `--control-plane kubernetes`, a
+real control plane whose node is devcluster's kubelet) with our CRDs installed, the codec server
 when payloads are encrypted (so the web UI shows them decrypted), the Temporal dev server, the
 worker and the bridge, started in that order and stopped in reverse. Ctrl-C or SIGTERM stops
 them all; the worker drains before the server goes. The state directory keeps the SQLite
@@ -25,7 +26,7 @@ from devcluster.command import faults_from
 from devcluster.faults import Faults
 from devcluster.kubelet import RUNTIMES, RuntimeUnavailable
 from kuberay_temporal.binaries import BinaryNotFoundError
-from kuberay_temporal.dev_stack import COMPONENTS, Component, DevStack
+from kuberay_temporal.dev_stack import CONTROL_PLANES, Component, DevStack
 from kuberay_temporal.temporal_server import DevServerError, DevServerOptions
 from worker.client import exit_without_finalizing
 from worker.codec import PAYLOAD_KEY_VARIABLE
@@ -79,6 +80,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=DEFAULT_CODEC_PORT,
         help=f"with {PAYLOAD_KEY_VARIABLE} set, the codec server the UI decrypts with "
         f"(default {DEFAULT_CODEC_PORT})",
+    )
+    parser.add_argument(
+        "--control-plane",
+        choices=sorted(CONTROL_PLANES),
+        default="devcluster",
+        help="the Kubernetes API: devcluster's own (default; nothing to build) or a real "
+        "kube-apiserver, etcd, controller manager and scheduler v1.37.2 built from Go "
+        "modules on first use, with devcluster's kubelet as the node",
+    )
+    parser.add_argument(
+        "--kubelet-port",
+        type=int,
+        default=10250,
+        help="with --control-plane kubernetes, the node's kubelet API port (default 10250)",
     )
     parser.add_argument(
         "--runtime",
@@ -143,11 +158,12 @@ def _run(args: argparse.Namespace) -> int:
             run_stack(
                 temporal,
                 settings,
-                COMPONENTS,
+                CONTROL_PLANES[args.control_plane],
                 args.kube_port,
                 args.runtime,
                 tracing,
                 faults=faults_from(args),
+                kubelet_port=args.kubelet_port,
             )
         )
     except _STACK_ERRORS as err:
@@ -164,6 +180,7 @@ async def run_stack(
     tracing: Tracing | None = None,
     *,
     faults: Faults | None = None,
+    kubelet_port: int = 10250,
 ) -> int:
     """Start `components` in order, wait for a stop, stop them in reverse order.
 
@@ -175,6 +192,7 @@ async def run_stack(
         runtime: How devcluster runs pods.
         tracing: Where the stack's traces go; None: nowhere. Flushed once all stopped.
         faults: Faults devcluster injects; None: none.
+        kubelet_port: With a real control plane, the node's kubelet API port.
 
     Returns:
         0 if stopped by a signal, 1 if a component failed while running.
@@ -188,6 +206,7 @@ async def run_stack(
             runtime=runtime,
             tracing=tracing or Tracing(),
             faults=faults,
+            kubelet_port=kubelet_port,
         )
         async with AsyncExitStack() as started:
             started.push_async_callback(stack.tracing.shutdown)

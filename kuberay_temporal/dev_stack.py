@@ -3,7 +3,9 @@
 A component starts its part, publishes in the `DevStack` what later components need (the
 Temporal client, the Kubernetes client and kubeconfig) and a line for the "what is running"
 summary, runs while the block runs, and stops its part when the block ends. `COMPONENTS` is
-the stack in start order; `kuberay_temporal.dev` starts them and stops them in reverse.
+the stack in start order with devcluster as the cluster, `KUBERNETES_COMPONENTS` with a real
+control plane (`kubernetes_cluster`); `kuberay_temporal.dev` starts them and stops them in
+reverse.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from devcluster.faults import Faults
 from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
+from kuberay_temporal.kubernetes_cluster import run_kubernetes
 from kuberay_temporal.temporal_server import DevServer, DevServerOptions
 from worker.client import connect, payload_codec
 from worker.codec_server import dev_ui_origins, serving_codec
@@ -47,9 +50,11 @@ class DevStack:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by a stop signal or by a component that failed while running."""
     kube_port: int = 6443
-    """Where devcluster serves the Kubernetes API."""
+    """Where devcluster (or the real API server) serves the Kubernetes API."""
     runtime: str = "process"
     """How devcluster runs pods: real processes, or `simulated` (Ready without processes)."""
+    kubelet_port: int = 10250
+    """With a real control plane: where the node serves the kubelet API (logs)."""
     faults: Faults | None = None
     """Faults devcluster injects (reliability tests); None: none."""
     client: Client | None = None
@@ -224,11 +229,18 @@ async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
             await task
 
 
-COMPONENTS: tuple[Component, ...] = (
-    Component("devcluster", run_devcluster),
+_AFTER_CLUSTER: tuple[Component, ...] = (
     Component("codec server", run_codec_server),
     Component("Temporal dev server", run_temporal),
     Component("worker", run_worker),
     Component("bridge", run_bridge),
 )
+COMPONENTS: tuple[Component, ...] = (Component("devcluster", run_devcluster), *_AFTER_CLUSTER)
 """The stack, in start order."""
+KUBERNETES_COMPONENTS: tuple[Component, ...] = (
+    Component("kubernetes", run_kubernetes),
+    *_AFTER_CLUSTER,
+)
+"""The stack on a real control plane with devcluster's kubelet as its node."""
+CONTROL_PLANES = {"devcluster": COMPONENTS, "kubernetes": KUBERNETES_COMPONENTS}
+"""`--control-plane` choices and their stacks."""

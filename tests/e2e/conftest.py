@@ -59,14 +59,18 @@ async def simulated_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
 
 @contextlib.asynccontextmanager
 async def running_stack(
-    tmp_path: Path, runtime: str, env: Mapping[str, str] | None = None
+    tmp_path: Path,
+    runtime: str,
+    env: Mapping[str, str] | None = None,
+    control_plane: str = "devcluster",
 ) -> AsyncIterator[LocalStack]:
     """Run `kuberay-temporal dev` until the block ends, then stop it with Ctrl-C.
 
-    `env` adds environment variables (settings) for the stack.
+    `env` adds environment variables (settings) for the stack; `control_plane` is
+    `devcluster` or `kubernetes` (a real control plane, built on first use, started anew).
     """
     state, log = tmp_path / "state", tmp_path / "dev.log"
-    ports = [free_port() for _ in range(3)]
+    ports = [free_port() for _ in range(4)]
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -83,6 +87,10 @@ async def running_stack(
             str(ports[2]),
             "--runtime",
             runtime,
+            "--control-plane",
+            control_plane,
+            "--kubelet-port",
+            str(ports[3]),
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "KUBERAY_TEMPORAL_RELIST_SECONDS": "30", **(env or {})},
@@ -90,7 +98,7 @@ async def running_stack(
     try:
         await eventually(
             lambda: b"Ctrl-C stops everything" in log.read_bytes() or process.returncode,
-            within=60,
+            within=60 if control_plane == "devcluster" else 240,
             message="the stack to come up",
         )
         assert process.returncode is None, log.read_text()

@@ -1,0 +1,139 @@
+"""The stack's cluster as a real Kubernetes control plane with devcluster's kubelet as its node.
+
+`kuberay-temporal dev --control-plane kubernetes` runs this in place of devcluster's own API
+server: etcd, kube-apiserver, kube-controller-manager and kube-scheduler v1.37.2 (built from Go
+modules once, then cached), state under `STATE/kubernetes`, and a `NodeAgent` running pods with
+the chosen runtime (state under `STATE/node`). When pods have the bridge (the process runtime,
+or the simulated one as root) the API server listens on the bridge address so pods reach it
+through the `kubernetes` Service; otherwise on loopback. The node's Gateway data plane gets its
+role and our CRDs are installed with the admin credentials, and `STATE/kubeconfig` is the
+admin kubeconfig, as devcluster's is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from activities.errors import KubeConflict
+from activities.kube import JSON, KubeClient, Resource
+from activities.kube import connect as connect_kube
+from devcluster.control_plane.building import build, default_build
+from devcluster.control_plane.processes import ControlPlane, Ports
+from devcluster.kubelet import network
+from devcluster.node import NodeAgent, NodeConfig
+from devcluster.node.gateways import gateway_rbac
+from kuberay_temporal.crd_install import install_crds
+
+if TYPE_CHECKING:
+    from kuberay_temporal.dev_stack import DevStack
+
+
+_RBAC = {
+    "ClusterRole": Resource("rbac.authorization.k8s.io", "v1", "clusterroles", namespaced=False),
+    "ClusterRoleBinding": Resource(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", namespaced=False
+    ),
+}
+
+
+async def apply_cluster_objects(client: KubeClient, manifests: list[JSON]) -> None:
+    """Create each cluster-scoped RBAC object, or replace it when it exists."""
+    for manifest in manifests:
+        resource, name = _RBAC[manifest["kind"]], manifest["metadata"]["name"]
+        try:
+            await client.create(resource, None, manifest)
+        except KubeConflict as err:
+            if not err.already_exists:
+                raise
+            current = await client.get(resource, None, name)
+            body = {**manifest, "metadata": {**manifest["metadata"]}}
+            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            await client.request("PUT", resource.path(None, name), body=body)
+
+
+def pod_network_available(runtime: str) -> bool:
+    """Whether pods get the bridge: always for the process runtime, else if it can be made."""
+    if runtime == "process":
+        return True
+    try:
+        network.check_privileges()
+    except network.RuntimeUnavailable:
+        return False
+    return True
+
+
+def operator_kubeconfig(state_dir: Path, plane: ControlPlane) -> Path:
+    """The kubeconfig the worker and the bridge use: the one place that chooses it.
+
+    For now the admin's (`system:masters`, which RBAC does not check), as with devcluster.
+    """
+    path = state_dir / "kubeconfig"
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(plane.kubeconfig_path.read_text())
+    return path
+
+
+async def _watch(plane: ControlPlane, stack: DevStack) -> None:
+    stack.fail(f"control plane: {await plane.exited()}")
+
+
+@asynccontextmanager
+async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
+    """Run the control plane and its node, install the CRDs, publish a client and kubeconfig."""
+    began = time.monotonic()
+    state = stack.temporal.state_dir
+    bridged = pod_network_available(stack.runtime)
+    address = network.HOST_IP if bridged else "127.0.0.1"
+    if bridged:  # the API server binds the bridge address, so the bridge comes first
+        await asyncio.to_thread(network.ensure_bridge)
+    target = default_build()
+    await asyncio.to_thread(build, target)
+    plane = ControlPlane(state / "kubernetes", target, address, Ports(apiserver=stack.kube_port))
+    async with plane:
+        if bridged:  # kept while the API server runs, whatever the node does with it
+            network.claim_bridge(plane.pid("kube-apiserver"))
+        admin = await connect_kube(str(plane.kubeconfig_path), stack.tracing.kube_tracer)
+        try:
+            await apply_cluster_objects(admin, gateway_rbac())
+            await install_crds(admin)
+        finally:
+            await admin.close()
+        config = NodeConfig(
+            api_url=plane.url,
+            pki_dir=plane.certificates.dir,
+            state_dir=state / "node",
+            runtime=stack.runtime,
+            address=address,
+            kubelet_port=stack.kubelet_port,
+            pod_network=bridged,
+        )
+        watcher = asyncio.create_task(_watch(plane, stack))
+        try:
+            async with NodeAgent(config) as node:
+                kubeconfig = operator_kubeconfig(state, plane)
+                kube = await connect_kube(str(kubeconfig), stack.tracing.kube_tracer)
+                try:
+                    stack.kube = kube
+                    stack.settings = stack.settings.model_copy(
+                        update={"kubeconfig": str(kubeconfig)}
+                    )
+                    stack.running.append(
+                        f"kubernetes {plane.url} (v1.37.2, node {config.name} with the "
+                        f"{stack.runtime} runtime, kubelet port {node.kubelet_port}, up in "
+                        f"{time.monotonic() - began:.0f} s; kubectl --kubeconfig {kubeconfig})"
+                    )
+                    yield
+                finally:
+                    stack.kube = None
+                    await kube.close()
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher

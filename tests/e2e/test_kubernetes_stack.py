@@ -1,0 +1,73 @@
+"""`kuberay-temporal dev --control-plane kubernetes`: the operator on a real v1.37.2 API server.
+
+The stack runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler with
+devcluster's kubelet (simulated runtime) as the node. A RayCluster sample's pods and a RayJob's
+pods are scheduled by kube-scheduler onto the node and shown Running by `kubectl get pods`;
+the RayJob reaches Complete on simulated Ray, whose head the worker reaches through
+kube-apiserver's service proxy (it dials the head's pod IP, which the node makes answer).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import LocalStack, running_stack
+from tests.e2e.test_metrics import apply, get, reaches
+from tests.e2e.test_simulated_ray import sample
+from tests.eventually import eventually
+from tests.reference import REPO_ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+async def pod_statuses(stack: LocalStack, selector: str) -> dict[str, str]:
+    """Pod name -> the STATUS column of `kubectl get pods`."""
+    out = await stack.kubectl("get", "pods", "-l", selector, "--no-headers")
+    return {line.split()[0]: line.split()[2] for line in out.splitlines() if line.strip()}
+
+
+async def test_a_raycluster_and_a_rayjob_run_on_the_real_api_server(tmp_path: Path) -> None:
+    async with running_stack(tmp_path, "simulated", control_plane="kubernetes") as stack:
+        version = json.loads(await stack.kubectl("version", "-o", "json"))
+        assert version["serverVersion"]["gitVersion"] == "v1.37.2"
+        nodes = json.loads(await stack.kubectl("get", "nodes", "-o", "json"))["items"]
+        assert [n["metadata"]["name"] for n in nodes] == ["devcluster"]
+
+        cluster = yaml.safe_load((REPO_ROOT / "samples" / "raycluster.yaml").read_text())
+        applied = time.monotonic()
+        await apply(stack, cluster)
+        selector = "ray.io/cluster=raycluster-mini"
+
+        async def head_running() -> bool:
+            statuses = await pod_statuses(stack, f"{selector},ray.io/node-type=head")
+            return list(statuses.values()) == ["Running"]
+
+        await eventually(head_running, within=180, message="the head pod Running")
+        head_latency = time.monotonic() - applied
+
+        async def all_running() -> dict[str, str] | None:
+            statuses = await pod_statuses(stack, selector)
+            return (
+                statuses if len(statuses) == 2 and set(statuses.values()) == {"Running"} else None
+            )
+
+        await eventually(all_running, within=180, message="head and worker Running")
+
+        quick = {"entrypoint": "echo simulated; sleep 2", "ttlSecondsAfterFinished": 0}
+        await apply(stack, sample("http", "rayjob.http-mode.yaml", **quick))
+        job = await reaches(stack, "http", "Complete", within=240)
+        assert job["status"]["jobStatus"] == "SUCCEEDED", job["status"]
+
+        await stack.kubectl("delete", "raycluster", "raycluster-mini", "--wait=true")
+
+        async def pods_gone() -> bool:
+            return not await pod_statuses(stack, selector)
+
+        await eventually(pods_gone, within=120, message="the RayCluster's pods deleted")
+        print(f"\nraycluster-mini: apply -> head pod Running in {head_latency:.1f} s")
+        assert (await get(stack, "node", "devcluster"))["status"]["nodeInfo"]["kubeletVersion"]
