@@ -1,11 +1,11 @@
-"""`kubectl apply -k deploy/` and the rendered Helm chart, accepted by devcluster.
+"""`kubectl apply -k deploy/` and the rendered Helm chart, accepted by a real kube-apiserver.
 
-devcluster serves the Kubernetes REST API that kubectl speaks (discovery, CRDs, apply), so
-real kubectl 1.37 applies both renderings to it here; it stores RBAC objects without
-enforcing them, so what the rules grant is checked by test_rbac.py instead. devcluster does
-not serve `policy/v1` (nothing in this project creates a PodDisruptionBudget), so the fixture
-declares that kind with a schemaless CRD first: kubectl then sends what it would send to a
-real cluster, though devcluster checks the budgets' shape no further.
+Real kubectl 1.37 applies both renderings to a real v1.37 control plane, which judges them as
+a cluster would: the CRDs' schemas, the PodDisruptionBudgets (`policy/v1`), the RBAC objects,
+and, through the Deployment and ReplicaSet controllers, the pod templates, created as pods
+running as their ServiceAccounts (they stay Pending: the control plane has no node). Each test
+gets a control plane of its own, since both install the same cluster-wide objects; what the
+rules grant is tested by test_rbac.py and test_rbac_enforced.py.
 """
 
 from __future__ import annotations
@@ -15,16 +15,20 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 import yaml
 
-from devcluster.server import DevCluster
 from kuberay_temporal.binaries import find_binary
 from tests.deploy.rendering import CHART, DEPLOY, NAMESPACE, helm_docs
+from tests.eventually import eventually
+from tests.real_cluster import running_control_plane
+
+pytestmark = pytest.mark.timeout(300)
 
 
 class Kubectl:
-    """Real kubectl against one devcluster."""
+    """Real kubectl against one cluster."""
 
     def __init__(self, kubeconfig: Path, cache_dir: Path) -> None:
         self._flags = [f"--kubeconfig={kubeconfig}", f"--cache-dir={cache_dir}"]
@@ -43,31 +47,11 @@ class Kubectl:
         return out.decode()
 
 
-PDB_STANDIN = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: poddisruptionbudgets.policy}
-spec:
-  group: policy
-  scope: Namespaced
-  names: {plural: poddisruptionbudgets, singular: poddisruptionbudget,
-          kind: PodDisruptionBudget, shortNames: [pdb]}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-"""
-
-
 @pytest_asyncio.fixture
 async def kubectl(tmp_path: Path) -> AsyncIterator[Kubectl]:
-    async with DevCluster(tmp_path / "cluster") as cluster:
-        run = Kubectl(cluster.kubeconfig_path, tmp_path / "kube-cache")
-        await run("apply", "-f", "-", stdin=PDB_STANDIN)
-        await run("wait", "--for=condition=Established", "crd/poddisruptionbudgets.policy")
-        yield run
+    """kubectl as the administrator of a control plane that holds nothing of ours yet."""
+    async with running_control_plane(tmp_path / "control-plane") as plane:
+        yield Kubectl(plane.kubeconfig_path, tmp_path / "kube-cache")
 
 
 async def _names(kubectl: Kubectl, kinds: str, *flags: str) -> set[str]:
@@ -75,19 +59,39 @@ async def _names(kubectl: Kubectl, kinds: str, *flags: str) -> set[str]:
     return {f"{i['kind']}/{i['metadata']['name']}" for i in listing["items"]}
 
 
+async def _pods_run_as_their_accounts(kubectl: Kubectl) -> None:
+    """Each Deployment's pods exist, created from its template, as its ServiceAccount."""
+    wanted = {"kuberay-temporal-worker": 2, "kuberay-temporal-bridge": 1}
+
+    async def pods() -> dict[str, int] | None:
+        listing = json.loads(await kubectl("get", "pods", "-n", NAMESPACE, "-o", "json"))
+        found: dict[str, int] = {}
+        for pod in listing["items"]:
+            account = pod["spec"]["serviceAccountName"]
+            found[account] = found.get(account, 0) + 1
+        return found if found == wanted else None
+
+    await eventually(pods, within=60, message="the Deployments' pods")
+
+
 async def test_apply_k_deploy_is_accepted(kubectl: Kubectl) -> None:
     out = await kubectl("apply", "-k", str(DEPLOY))
     assert "namespace/kuberay-temporal created" in out
     assert "customresourcedefinition.apiextensions.k8s.io/rayclusters.ray.io created" in out
+    assert "poddisruptionbudget.policy/kuberay-temporal-bridge created" in out
     names = {"kuberay-temporal-worker", "kuberay-temporal-bridge"}
     assert await _names(kubectl, "deployments,serviceaccounts", "-n", NAMESPACE) >= {
         f"{kind}/{name}" for kind in ("Deployment", "ServiceAccount") for name in names
     }
     cluster_wide = await _names(kubectl, "clusterroles,clusterrolebindings")
     assert {f"ClusterRole/{n}" for n in names} <= cluster_wide
+    await kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     # The CRDs are served: the kinds the bridge watches exist.
     resources = await kubectl("api-resources", "--api-group=ray.io", "-o", "name")
     assert set(resources.split()) == {"rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io"}
+    await _pods_run_as_their_accounts(kubectl)
+    # A second apply would change nothing (kubectl diff exits 1 when it would).
+    await kubectl("diff", "-k", str(DEPLOY))
 
 
 async def test_the_helm_rendering_is_accepted_too(kubectl: Kubectl) -> None:
@@ -97,3 +101,4 @@ async def test_the_helm_rendering_is_accepted_too(kubectl: Kubectl) -> None:
     out = await kubectl("apply", "--server-side", "-f", "-", stdin=manifest)
     assert "deployment.apps/kuberay-temporal-worker serverside-applied" in out
     assert "poddisruptionbudget.policy/kuberay-temporal-bridge serverside-applied" in out
+    await _pods_run_as_their_accounts(kubectl)
