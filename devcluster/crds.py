@@ -19,6 +19,12 @@ from devcluster.validation import invalid_value, required
 JsonObject = dict[str, Any]
 CRD_GROUP = "apiextensions.k8s.io"
 CRD_PLURAL = "customresourcedefinitions"
+APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
+
+
+def protected_group(group: str) -> bool:
+    """Whether a group is Kubernetes' own (`*.k8s.io`, `*.kubernetes.io`): a CRD needs approval."""
+    return any(group == g or group.endswith("." + g) for g in ("k8s.io", "kubernetes.io"))
 
 
 def crd_causes(crd: JsonObject) -> list[Cause]:
@@ -38,6 +44,15 @@ def crd_causes(crd: JsonObject) -> list[Cause]:
     if group and plural and name != f"{plural}.{group}":
         causes.append(
             invalid_value("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
+        )
+    annotations = crd.get("metadata", {}).get("annotations") or {}
+    if protected_group(group) and not annotations.get(APPROVAL_ANNOTATION):
+        causes.append(
+            required(
+                f"metadata.annotations[{APPROVAL_ANNOTATION}]",
+                f'protected groups must have approval annotation "{APPROVAL_ANNOTATION}", '
+                "see https://github.com/kubernetes/enhancements/pull/1111",
+            )
         )
     if spec.get("scope") not in ("Namespaced", "Cluster"):
         causes.append(

@@ -8,6 +8,7 @@ import pytest
 
 from devcluster import patching, schemas, selectors, statuses, tables, validation
 from devcluster.builtin_kinds import builtin_kinds
+from devcluster.crds import crd_causes
 from devcluster.kinds import NameRule
 
 POD_KEYS = next(k for k in builtin_kinds() if k.plural == "pods").merge_keys
@@ -198,3 +199,35 @@ def test_printer_column_jsonpath_and_age() -> None:
     assert tables.human_age("2026-01-02T03:04:00Z", now) == "5s"
     assert tables.human_age("2026-01-02T02:59:00Z", now) == "5m5s"
     assert tables.human_age("2025-12-30T03:04:05Z", now) == "3d"
+
+
+@pytest.mark.parametrize(
+    ("group", "annotations", "refused"),
+    [
+        pytest.param("ray.io", {}, False, id="our own group"),
+        pytest.param("gateway.networking.k8s.io", {}, True, id="a Kubernetes group"),
+        pytest.param("k8s.io", {}, True, id="k8s.io itself"),
+        pytest.param("x.kubernetes.io", {}, True, id="kubernetes.io"),
+        pytest.param(
+            "gateway.networking.k8s.io",
+            {"api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/1111"},
+            False,
+            id="approved",
+        ),
+        pytest.param("cluster.x-k8s.io", {}, False, id="x-k8s.io is not protected"),
+    ],
+)
+def test_crds_in_kubernetes_groups_need_the_api_approval(
+    group: str, annotations: dict[str, str], refused: bool
+) -> None:
+    crd = {
+        "metadata": {"name": f"things.{group}", "annotations": annotations},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        },
+    }
+    fields = [cause.field for cause in crd_causes(crd)]
+    assert fields == (["metadata.annotations[api-approved.kubernetes.io]"] if refused else [])

@@ -126,7 +126,13 @@ def gateway_api_crds() -> list[dict[str, object]]:
         {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.gateway.networking.k8s.io"},
+            "metadata": {
+                "name": f"{plural}.gateway.networking.k8s.io",
+                # A Kubernetes group: kube-apiserver wants the API review's approval.
+                "annotations": {
+                    "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/1538"
+                },
+            },
             "spec": {
                 "group": "gateway.networking.k8s.io",
                 "scope": "Namespaced",

@@ -4,7 +4,8 @@ What `kubectl get pods` prints comes from the status the node writes (CrashLoopB
 between restarts, Completed, Error); `kubectl logs` goes API server -> kubelet API -> the
 node's log capture; and a pod sees the cluster as in-cluster clients expect: Service names
 and ClusterIPs that answer, Service environment variables, and the `kubernetes` Service with
-a token the node minted for it. Needs root (network namespaces), as the process runtime does.
+a token the node minted for it; Gateways the node serves as its own identity route to pods.
+Needs root (network namespaces), as the process runtime does.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
 
 from devcluster.control_plane.processes import ControlPlane
+from devcluster.networking.gateway import LISTENER_PORTS_ANNOTATION
 from devcluster.node import NodeAgent
+from devcluster.node.gateways import gateway_rbac
 from tests.devcluster.conftest import Kubectl
 from tests.devcluster.node.conftest import get_json, pod_statuses, running_node
+from tests.e2e.conftest import gateway_api_crds
 from tests.eventually import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -169,3 +174,73 @@ async def test_a_pod_reaches_services_by_name_and_cluster_ip_and_the_api(
     assert env["WEB_SERVICE_PORT_HTTP"] == "80"
     assert (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]) == ("10.96.0.1", "443")
     assert found["api"]["kind"] == "APIVersions"
+
+
+async def test_the_node_serves_gateways_as_its_own_identity(
+    node: NodeAgent, admin: Kubectl, namespace: str
+) -> None:
+    rbac = {"apiVersion": "v1", "kind": "List", "items": gateway_rbac()}
+    await admin.ok("apply", "-f", "-", stdin=json.dumps(rbac))
+    crds = {"apiVersion": "v1", "kind": "List", "items": gateway_api_crds()}
+    await admin.ok("apply", "-f", "-", stdin=json.dumps(crds))
+    serve = "echo web > index.html; exec python -m http.server 8080"
+    web = json.loads(pod("web", serve, "Always", PYTHON_IMAGE))
+    web["spec"]["containers"][0]["readinessProbe"] = {
+        "tcpSocket": {"port": 8080},
+        "periodSeconds": 1,
+    }
+    await admin.ok("apply", "-n", namespace, "-f", "-", stdin=json.dumps(web))
+    await admin.ok("apply", "-n", namespace, "-f", "-", stdin=service("web", "web"))
+    gateway = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "gw"},
+        "spec": {"gatewayClassName": "any", "listeners": [{"name": "http", "port": 80}]},
+    }
+    route = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "route"},
+        "spec": {
+            "parentRefs": [{"name": "gw"}],
+            "rules": [{"backendRefs": [{"name": "web", "port": 80}]}],
+        },
+    }
+
+    async def applied() -> bool:  # until the API server serves the new CRDs
+        for body in (gateway, route):
+            found = await admin.run("apply", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+            if found.code != 0:
+                return False
+        return True
+
+    await eventually(applied, within=30, message="the Gateway API served")
+
+    async def programmed() -> int | None:
+        found = await get_json(admin, "gateway", "gw", "-n", namespace)
+        ports = found["metadata"].get("annotations", {}).get(LISTENER_PORTS_ANNOTATION)
+        conditions = {c["type"]: c["status"] for c in found.get("status", {}).get("conditions", [])}
+        return int(json.loads(ports)["http"]) if ports and conditions.get("Programmed") else None
+
+    port = await eventually(programmed, within=60, message="the Gateway Programmed")
+
+    async def answered() -> str | None:
+        try:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.get(f"http://127.0.0.1:{port}/") as answer,
+            ):
+                text = await answer.text()
+                return text if answer.status == 200 else None
+        except aiohttp.ClientError:
+            return None
+
+    assert (
+        await eventually(answered, within=60, message="the web pod through the Gateway") == "web\n"
+    )
+    found = await get_json(admin, "httproute", "route", "-n", namespace)
+    parent = found["status"]["parents"][0]
+    assert {c["type"]: c["status"] for c in parent["conditions"]} == {
+        "Accepted": "True",
+        "ResolvedRefs": "True",
+    }
