@@ -1,16 +1,19 @@
-"""The worker and the bridge, as processes with the manifests' settings, run a RayCluster and a
-RayJob end to end.
+"""The worker and the bridge, as processes with the manifests' settings and identities, run a
+RayCluster and a RayJob end to end on a real Kubernetes control plane.
 
-This is the deployment as a cluster would run it, minus the cluster: the environment each
-process gets is read from the rendered kustomize base (its ConfigMap and env, and the
-container's args), and only what says *where* things are is replaced: the Temporal address
-(a dev server started for this test, so the manifests' task queue `kuberay` is ours alone),
-the kubeconfig (devcluster instead of a service account), the dashboard access (the processes
-sit outside the cluster network, so they take the API server's proxy, not the manifests'
-`direct`) and the health and metrics ports (two processes on one host). devcluster's
-simulated kubelet marks pods Running and Ready without processes. With the manifests'
-settings the processes log JSON lines and serve Prometheus metrics, which the test reads as a
-log pipeline and Prometheus would.
+This is the deployment as a cluster would run it, minus the pods of the two components: the
+environment each process gets is read from the rendered kustomize base with its
+`dashboard-proxy` component (its ConfigMap and env, and the container's args: the processes
+sit outside the cluster network, so they reach the Ray dashboards through the API server's
+proxy, which the component grants), and each process authenticates as its ServiceAccount of
+deploy/ with a token (`kuberay_temporal.service_accounts`), so RBAC holds it to deploy/'s
+rules. Only what says *where* things are is replaced: the Temporal address (a dev server
+started for this test, so the manifests' task queue `kuberay` is ours alone) and the health
+and metrics ports (two processes on one host). The control plane is a real v1.37 one with
+devcluster's kubelet as its node, simulated runtime: pods turn Running and Ready without
+processes, and a head's dashboard is devcluster's Ray simulator, reached on the head's pod IP
+as the API server's proxy dials it. With the manifests' settings the processes log JSON lines
+and serve Prometheus metrics, which the test reads as a log pipeline and Prometheus would.
 """
 
 from __future__ import annotations
@@ -21,21 +24,32 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
+import pytest
 import pytest_asyncio
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities import kube
-from devcluster.server import DevCluster
+from devcluster.control_plane.processes import ControlPlane
+from devcluster.kubelet import network
+from devcluster.node import NodeAgent, NodeConfig
 from kuberay_temporal.binaries import find_binary, temporal_cli
-from tests.deploy.rendering import by_kind, container, kustomize_docs, settings_env
+from kuberay_temporal.service_accounts import deploy_identities
+from tests.deploy.rendering import by_kind, container, kustomize_overlay_docs, settings_env
 from tests.eventually import eventually
+from tests.real_cluster import running_control_plane
 from tests.reference import REPO_ROOT
 from tests.worker.ports import free_port
 from worker.search_attributes import ALL_KEYS
+
+COMPONENTS = ("dashboard-proxy",)
+"""The kustomize components of a deployment whose worker is outside the cluster network."""
+
+pytestmark = pytest.mark.timeout(420)
 
 
 @pytest_asyncio.fixture
@@ -49,10 +63,25 @@ async def temporal() -> AsyncIterator[WorkflowEnvironment]:
     await env.shutdown()
 
 
+@asynccontextmanager
+async def running_cluster(state_dir: Path) -> AsyncIterator[ControlPlane]:
+    """A control plane of its own on the pod bridge, and devcluster's simulated node."""
+    async with running_control_plane(state_dir / "control-plane", network.HOST_IP) as plane:
+        config = NodeConfig(
+            api_url=plane.url,
+            pki_dir=plane.certificates.dir,
+            state_dir=state_dir / "node",
+            runtime="simulated",
+            kubelet_port=0,
+        )
+        async with NodeAgent(config):
+            yield plane
+
+
 async def _start(
     component: str, overrides: dict[str, str], log: Path
 ) -> asyncio.subprocess.Process:
-    docs = kustomize_docs()
+    docs = kustomize_overlay_docs(*COMPONENTS)
     env = settings_env(docs, component) | overrides
     args = container(by_kind(docs, "Deployment")[f"kuberay-temporal-{component}"])["args"]
     base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
@@ -89,21 +118,20 @@ async def _kubectl(kubeconfig: Path, *args: str) -> None:
 async def test_worker_and_bridge_processes_run_a_raycluster_and_a_rayjob(
     tmp_path: Path, temporal: WorkflowEnvironment
 ) -> None:
-    async with DevCluster(tmp_path / "cluster", runtime="simulated") as cluster:
-        config = cluster.kubeconfig_path
+    async with running_cluster(tmp_path) as plane:
+        config = plane.kubeconfig_path  # the administrator's, for the test's own steps
         await _kubectl(config, "apply", "-f", str(REPO_ROOT / "deploy" / "crds"))
+        identities = await deploy_identities(config, tmp_path / "identities", components=COMPONENTS)
+        kubeconfigs = {"worker": identities.worker, "bridge": identities.bridge}
         ports = {"worker": free_port(), "bridge": free_port()}
         metrics_ports = {"worker": free_port(), "bridge": free_port()}
-        where = {
-            "TEMPORAL_ADDRESS": temporal.client.service_client.config.target_host,
-            "KUBECONFIG": str(config),
-            "KUBERAY_TEMPORAL_DASHBOARD_ACCESS": "proxy",
-        }
+        where = {"TEMPORAL_ADDRESS": temporal.client.service_client.config.target_host}
         processes = {
             name: await _start(
                 name,
                 where
                 | {
+                    "KUBECONFIG": str(kubeconfigs[name]),
                     "KUBERAY_TEMPORAL_HEALTH_PORT": str(port),
                     "KUBERAY_TEMPORAL_METRICS_PORT": str(metrics_ports[name]),
                 },
