@@ -232,6 +232,7 @@ async def operator(
             None,
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         )
+        await eventually(lambda: _served(admin, namespace), within=60, message="the ray.io kinds")
         identities = await deploy_identities(control_plane.kubeconfig_path, tmp_path)
         async with running_as(identities, local_env.client, task_queue, namespace) as task:
             yield Operator(admin, local_env.client, task_queue, namespace, task)
@@ -241,6 +242,16 @@ async def operator(
         # deploy/'s rules again, whatever a test took away from them.
         await apply_identities(admin, await render_identities())
         await admin.close()
+
+
+async def _served(admin: KubeClient, namespace: str) -> bool:
+    """Whether the API server serves the three kinds yet (a new CRD takes a moment)."""
+    try:
+        for resource in RAY_KINDS:
+            await admin.list_all(resource, namespace)
+    except KubeNotFound:
+        return False
+    return True
 
 
 async def _terminate_workflows(temporal: Client, task_queue: str) -> None:
