@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from devcluster.control_plane.processes import ControlPlane
 from kuberay_temporal.binaries import temporal_cli
 from tests.real_cluster import running_control_plane
-from tests.time_skipping import start_time_skipping
+from tests.time_skipping import SERVER_STARTUP, start_time_skipping
 from worker.search_attributes import ALL_KEYS
 
 
@@ -39,6 +39,7 @@ async def local_env() -> AsyncIterator[WorkflowEnvironment]:
     """A real dev server (in-memory SQLite) with visibility and our search attributes."""
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_cli()),
+        dev_server_startup_timeout=SERVER_STARTUP,
         port=None,
         search_attributes=ALL_KEYS,
         data_converter=pydantic_data_converter,

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from kuberay_temporal.binaries import temporal_test_server
+
+SERVER_STARTUP = timedelta(seconds=60)
+"""How long a Temporal server the tests start may take to listen (the SDK waits 5 s, which a
+busy two-core machine, building or running a control plane beside the tests, can exceed)."""
 
 
 async def start_time_skipping() -> WorkflowEnvironment:
@@ -19,6 +25,7 @@ async def start_time_skipping() -> WorkflowEnvironment:
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(temporal_test_server()),
         data_converter=pydantic_data_converter,
+        test_server_startup_timeout=SERVER_STARTUP,
     )
     await env.client.operator_service.add_search_attributes(
         AddSearchAttributesRequest(

@@ -37,6 +37,7 @@ from activities import kube
 from devcluster.control_plane.processes import ControlPlane
 from devcluster.kubelet import network
 from devcluster.node import NodeAgent, NodeConfig
+from tests.time_skipping import SERVER_STARTUP
 from kuberay_temporal.binaries import find_binary, temporal_cli
 from kuberay_temporal.service_accounts import deploy_identities
 from tests.deploy.rendering import by_kind, container, kustomize_overlay_docs, settings_env
@@ -56,6 +57,7 @@ pytestmark = pytest.mark.timeout(420)
 async def temporal() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_cli()),
+        dev_server_startup_timeout=SERVER_STARTUP,
         search_attributes=ALL_KEYS,
         data_converter=pydantic_data_converter,
     )

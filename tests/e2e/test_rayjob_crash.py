@@ -27,6 +27,7 @@ from tests.e2e.conftest import LocalStack
 from tests.e2e.test_rayjob_real import adapt, apply, ray_jobs, reaches, sample, status
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
+from tests.time_skipping import SERVER_STARTUP
 from worker.search_attributes import ALL_KEYS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
@@ -39,6 +40,7 @@ JOB_SECONDS = 25
 async def stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_cli()),
+        dev_server_startup_timeout=SERVER_STARTUP,
         search_attributes=ALL_KEYS,
         data_converter=pydantic_data_converter,
     )
