@@ -37,13 +37,13 @@ from activities import kube
 from devcluster.control_plane.processes import ControlPlane
 from devcluster.kubelet import network
 from devcluster.node import NodeAgent, NodeConfig
-from tests.time_skipping import SERVER_STARTUP
 from kuberay_temporal.binaries import find_binary, temporal_cli
 from kuberay_temporal.service_accounts import deploy_identities
 from tests.deploy.rendering import by_kind, container, kustomize_overlay_docs, settings_env
 from tests.eventually import eventually
 from tests.real_cluster import running_control_plane
 from tests.reference import REPO_ROOT
+from tests.time_skipping import SERVER_STARTUP
 from tests.worker.ports import free_port
 from worker.search_attributes import ALL_KEYS
 
