@@ -9,6 +9,7 @@ entry cover a pod template wherever it is nested (pod, Deployment, Job, Stateful
 from __future__ import annotations
 
 from devcluster.kinds import Column, Kind, NameRule
+from devcluster.pod_table import POD_COLUMNS
 
 _META_KEYS: dict[tuple[str, ...], str] = {
     # "" marks a list of scalars merged as a set (patchStrategy=merge without a key).
@@ -122,9 +123,7 @@ def builtin_kinds() -> list[Kind]:
              merge_keys=_META_KEYS),
         Kind("", "v1", "pods", "Pod", True, ("po",), frozenset({"status", "log"}), ("all",),
              merge_keys=_POD_KEYS, field_labels=_POD_FIELDS, top_fields=_SPEC_STATUS,
-             columns=(_col("Status", ".status.phase"), _AGE,
-                      _col("IP", ".status.podIP", priority=1),
-                      _col("Node", ".spec.nodeName", priority=1))),
+             columns=POD_COLUMNS),
         Kind("", "v1", "services", "Service", True, ("svc",), frozenset({"status"}), ("all",),
              name_rule=NameRule.DNS1035, merge_keys=_SERVICE_KEYS, top_fields=_SPEC_STATUS,
              columns=(_col("Type", ".spec.type"), _col("Cluster-IP", ".spec.clusterIP"), _AGE,

@@ -2,16 +2,19 @@
 
 kubectl renders whatever columns the server returns, so the printer columns of a kind's row
 (CRD `additionalPrinterColumns` or the built-in table) are evaluated here with the small
-JSONPath subset those columns use: fields, indexes, `[*]` and `[?(@.k=="v")]` filters.
+JSONPath subset those columns use: fields, indexes, `[*]` and `[?(@.k=="v")]` filters. Pods
+are the exception: their columns are computed as kube-apiserver's pod printer does
+(`pod_table`).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from typing import Any
 
+from devcluster.ages import human_age
 from devcluster.kinds import Column, Kind
+from devcluster.pod_table import pod_cells
 
 JsonObject = dict[str, Any]
 _TOKEN = re.compile(
@@ -61,34 +64,6 @@ def cell(column: Column, obj: JsonObject) -> Any:
     return ",".join(_flatten(v) for v in values)
 
 
-def human_age(timestamp: str, now: datetime | None = None) -> str:
-    """Return how long ago a timestamp was, in kubectl's `5m`/`3h12m`/`2d` style."""
-    try:
-        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return timestamp
-    seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
-    if seconds < -1:
-        return "<invalid>"
-    seconds = max(seconds, 0)
-    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
-    steps = (
-        (seconds < 120, f"{seconds}s"),
-        (minutes < 10, _pair(minutes, "m", seconds % 60, "s")),
-        (minutes < 180, f"{minutes}m"),
-        (hours < 8, _pair(hours, "h", minutes % 60, "m")),
-        (hours < 48, f"{hours}h"),
-        (hours < 192, _pair(days, "d", hours % 24, "h")),
-        (hours < 24 * 730, f"{days}d"),
-        (hours < 24 * 2920, _pair(days // 365, "y", days % 365, "d")),
-    )
-    return next((text for fits, text in steps if fits), f"{days // 365}y")
-
-
-def _pair(big: int, big_unit: str, small: int, small_unit: str) -> str:
-    return f"{big}{big_unit}" + (f"{small}{small_unit}" if small else "")
-
-
 def _flatten(value: Any) -> str:
     if isinstance(value, dict):
         return ",".join(f"{k}={v}" for k, v in value.items())
@@ -120,7 +95,8 @@ def table(kind: Kind, objects: list[JsonObject], list_meta: JsonObject, include:
     columns = kind.printer_columns
     rows = []
     for obj in objects:
-        row: JsonObject = {"cells": [cell(c, obj) for c in columns]}
+        pod = not kind.group and kind.plural == "pods"
+        row: JsonObject = {"cells": pod_cells(obj) if pod else [cell(c, obj) for c in columns]}
         if (carried := row_object(obj, include)) is not None:
             row["object"] = carried
         rows.append(row)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from devcluster import patching, schemas, selectors, statuses, tables, validatio
 from devcluster.builtin_kinds import builtin_kinds
 from devcluster.crds import crd_causes
 from devcluster.kinds import NameRule
+from devcluster.pod_table import pod_cells
 
 POD_KEYS = next(k for k in builtin_kinds() if k.plural == "pods").merge_keys
 SERVICE_KEYS = next(k for k in builtin_kinds() if k.plural == "services").merge_keys
@@ -231,3 +233,95 @@ def test_crds_in_kubernetes_groups_need_the_api_approval(
     }
     fields = [cause.field for cause in crd_causes(crd)]
     assert fields == (["metadata.annotations[api-approved.kubernetes.io]"] if refused else [])
+
+
+def _pod_with(status: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "creationTimestamp": "2026-01-02T03:04:00Z", **meta},
+        "spec": {"containers": [{"name": "a"}], "initContainers": [{"name": "i"}]},
+        "status": status,
+    }
+
+
+_DONE_INIT = {"name": "i", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+
+
+@pytest.mark.parametrize(
+    ("status", "meta", "ready", "shown", "restarts"),
+    [
+        pytest.param(
+            {
+                "phase": "Pending",
+                "initContainerStatuses": [{"name": "i", "state": {"running": {}}}],
+            },
+            {},
+            "0/1",
+            "Init:0/1",
+            "0",
+            id="initialising",
+        ),
+        pytest.param(
+            {
+                "phase": "Running",
+                "initContainerStatuses": [_DONE_INIT],
+                "containerStatuses": [
+                    {
+                        "name": "a",
+                        "restartCount": 3,
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                        "lastState": {"terminated": {"finishedAt": "2026-01-02T03:04:55Z"}},
+                    }
+                ],
+            },
+            {},
+            "0/1",
+            "CrashLoopBackOff",
+            "3 (10s ago)",
+            id="crash loop",
+        ),
+        pytest.param(
+            {
+                "phase": "Succeeded",
+                "initContainerStatuses": [_DONE_INIT],
+                "containerStatuses": [
+                    {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+                ],
+            },
+            {},
+            "0/1",
+            "Completed",
+            "0",
+            id="completed",
+        ),
+        pytest.param(
+            {
+                "phase": "Failed",
+                "initContainerStatuses": [_DONE_INIT],
+                "containerStatuses": [{"name": "a", "state": {"terminated": {"exitCode": 3}}}],
+            },
+            {},
+            "0/1",
+            "ExitCode:3",
+            "0",
+            id="exit code without a reason",
+        ),
+        pytest.param(
+            {
+                "phase": "Running",
+                "initContainerStatuses": [_DONE_INIT],
+                "containerStatuses": [{"name": "a", "ready": True, "state": {"running": {}}}],
+            },
+            {"deletionTimestamp": "2026-01-02T03:05:00Z"},
+            "1/1",
+            "Terminating",
+            "0",
+            id="terminating",
+        ),
+    ],
+)
+def test_pods_print_as_kube_apiserver_prints_them(
+    status: dict[str, Any], meta: dict[str, Any], ready: str, shown: str, restarts: str
+) -> None:
+    now = datetime(2026, 1, 2, 3, 5, 5, tzinfo=UTC)
+    cells = pod_cells(_pod_with(status, **meta), now)
+    assert cells[:5] == ["p", ready, shown, restarts, "65s"]
