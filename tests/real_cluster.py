@@ -7,12 +7,13 @@ is missing); they are never skipped.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from devcluster.control_plane.building import build, default_build
-from devcluster.control_plane.processes import ControlPlane, Ports
+from devcluster.control_plane.processes import SERVICE_CIDR, ControlPlane, Ports
 from devcluster.kubelet import network
 
 
@@ -23,14 +24,19 @@ async def running_control_plane(
     """Build the binaries if needed, then run a control plane on `address`, any free ports.
 
     On the pod bridge's address (for a node whose pods reach the API server) the bridge is
-    made first and held for the API server while it runs, so nodes may come and go.
+    made first and held for the API server while it runs, so nodes may come and go; and its
+    Services get a range of their own, as another stack on the machine (a developer's
+    `kuberay-temporal dev`) answers on the ClusterIPs of 10.96.0.0/12 from the same bridge.
     """
     target = default_build()
     build(target, quiet=True)
     bridged = address == network.HOST_IP
+    services = SERVICE_CIDR
     if bridged:
         await asyncio.to_thread(network.ensure_bridge)
-    async with ControlPlane(state_dir, target, address, ports=Ports(apiserver=0)) as plane:
+        services = f"10.{random.randint(100, 200)}.{random.randint(0, 255)}.0/24"
+    plane = ControlPlane(state_dir, target, address, Ports(apiserver=0), services)
+    async with plane:
         if bridged:
             network.claim_bridge(plane.pid("kube-apiserver"))
         yield plane

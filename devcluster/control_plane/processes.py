@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import os
 import socket
 import ssl
@@ -66,12 +67,19 @@ class ControlPlane:
     build: Build
     address: str = "127.0.0.1"
     ports: Ports = field(default_factory=Ports)
+    service_cidr: str = SERVICE_CIDR
+    """Where ClusterIPs come from; its first address is the `kubernetes` Service's."""
     _processes: list[tuple[str, asyncio.subprocess.Process]] = field(default_factory=list)
 
     @property
     def certificates(self) -> pki.Pki:
         """The certificates under `STATE/pki`."""
         return pki.Pki(self.state_dir / "pki")
+
+    @property
+    def kubernetes_ip(self) -> str:
+        """The `kubernetes` Service's ClusterIP: the first address of the Service range."""
+        return str(ipaddress.ip_network(self.service_cidr)[1])
 
     @property
     def url(self) -> str:
@@ -179,7 +187,7 @@ class ControlPlane:
                 "kubernetes.default.svc.cluster.local",
                 "localhost",
             ],
-            ips=sorted({"10.96.0.1", ADVERTISED_ADDRESS, "127.0.0.1", self.address}),
+            ips=sorted({self.kubernetes_ip, ADVERTISED_ADDRESS, "127.0.0.1", self.address}),
         )
         to_kubelet = keys.client(pki.APISERVER_TO_KUBELET)
         await self._spawn(
@@ -194,7 +202,7 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={keys.service_account_public_key}",
             f"--service-account-signing-key-file={keys.service_account_key}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-cluster-ip-range={self.service_cidr}",
             "--authorization-mode=Node,RBAC",
             # OwnerReferencesPermissionEnforcement as OpenShift has it: a blocking owner
             # reference needs update on the owner's finalizers, which RBAC must then grant.
@@ -227,7 +235,7 @@ class ControlPlane:
                 f"--service-account-private-key-file={keys.service_account_key}",
                 f"--root-ca-file={keys.ca.cert}",
                 "--use-service-account-credentials=true",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                f"--service-cluster-ip-range={self.service_cidr}",
                 # Pods leave a node that stops heartbeating sooner than the 5-minute default.
                 "--node-monitor-grace-period=40s",
             ]

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from devcluster import statuses
 from devcluster.handler import Handler, WriteOptions
 from devcluster.kinds import Kind
+from devcluster.kubelet.events import PodEvent
 
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -42,6 +43,9 @@ class PodWrites(Protocol):
 
     def latest(self, pod: JsonObject) -> JsonObject:
         """Return the pod with the status this kubelet last wrote for it, if any."""
+
+    def event(self, pod: JsonObject, event: PodEvent) -> None:
+        """Record an Event about the pod."""
 
 
 class PodSetup(Protocol):
@@ -106,3 +110,6 @@ class HandlerPods:
     def latest(self, pod: JsonObject) -> JsonObject:
         """The stored pod: writes here are synchronous, so it is already the latest."""
         return pod
+
+    def event(self, pod: JsonObject, event: PodEvent) -> None:
+        """Record nothing: on its own API server devcluster's kubelet never has."""

@@ -26,6 +26,7 @@ from devcluster import statuses
 from devcluster.handler import Handler
 from devcluster.kubelet import logs, network, status, volumes
 from devcluster.kubelet.cluster import HandlerPods, PodSetup, PodWrites
+from devcluster.kubelet.events import killing_events, status_events
 from devcluster.kubelet.runtime import ExecTarget, PodContext, Runtime
 from devcluster.lifecycle import now_rfc3339
 from devcluster.store import Event, ObjectView
@@ -133,7 +134,11 @@ class Kubelet:
             return
         elif deleting:
             if uid in self._contexts:
-                self._contexts[uid].terminating.set()
+                ctx = self._contexts[uid]
+                if not ctx.terminating.is_set():
+                    for event in killing_events(self.writes.latest(pod)):
+                        self.writes.event(pod, event)
+                ctx.terminating.set()
             elif uid not in self._tasks:
                 self.writes.remove(pod)
         elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -214,6 +219,8 @@ class Kubelet:
 
     def _write_status(self, pod: JsonObject, new: JsonObject) -> None:
         if pod.get("status") != new:
+            for event in status_events(pod, pod.get("status") or {}, new):
+                self.writes.event(pod, event)
             self.writes.write_status(pod, new)
 
     def pod_context(self, namespace: str, name: str, uid: str = "") -> PodContext | None:

@@ -50,7 +50,7 @@ from devcluster.pod_api import PodApi
 from devcluster.store import Event
 
 log = logging.getLogger(__name__)
-KUBERNETES_SERVICE = ("10.96.0.1", 443)  # the first address of the Service range
+KUBERNETES_SERVICE = ("10.96.0.1", 443)  # the first address of the default Service range
 _START_WITHIN = 60.0
 
 
@@ -119,7 +119,7 @@ class NodeAgent:
         config = self.config
         node_client = self._client(pki.node_identity(config.name))
         proxy_client = self._client(pki.KUBE_PROXY)
-        writes = self._writes = ApiPodWrites(node_client)
+        writes = self._writes = ApiPodWrites(node_client, config.name)
         sources = [
             (node_client, Source("/pods", "/api/v1/pods", f"spec.nodeName={config.name}")),
             (proxy_client, Source("/services", "/api/v1/services")),
@@ -169,7 +169,7 @@ class NodeAgent:
         runtime, config = self.kubelet.runtime, self.config
         if isinstance(runtime, ProcessRuntime):
             ca = self._keys.ca.cert.read_bytes()
-            runtime.pod_api = PodApi(*KUBERNETES_SERVICE, ca)
+            runtime.pod_api = PodApi(*self._kubernetes_service(), ca)
             runtime.placeholder_token = False
         elif isinstance(runtime, SimulatedRuntime):
             mirror = self.mirror
@@ -180,6 +180,15 @@ class NodeAgent:
                 self._heads = HeadAddresses(runtime.ray.local_address)
                 runtime.addresses = self._heads
                 self.kubelet.ips = network.IpAllocator(spread=True)
+
+    def _kubernetes_service(self) -> tuple[str, int]:
+        """Where pods reach the API server: the `kubernetes` Service the API server keeps."""
+        found = self.mirror.get("/services", "default", "kubernetes") or {}
+        spec = found.get("spec") or {}
+        ports = spec.get("ports") or [{}]
+        if not spec.get("clusterIP"):
+            return KUBERNETES_SERVICE
+        return str(spec["clusterIP"]), int(ports[0].get("port", KUBERNETES_SERVICE[1]))
 
     async def _serve_kubelet_api(self) -> None:
         config = self.config

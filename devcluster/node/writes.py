@@ -4,7 +4,8 @@ The kubelet decides synchronously (a container started, a pod must go) and must 
 the network to do so, as the real kubelet's status manager does not. Per pod this keeps the
 latest status to write and whether the pod is to be removed, and one task sends them in that
 order: the status through the `status` subresource (a strategic-merge patch carrying the pod's
-UID, so a pod recreated under the same name is never written), then the final delete with
+UID, so a pod recreated under the same name is never written), the Events the change records,
+then the final delete with
 grace period 0 and the UID as precondition. A busy or unreachable server (429, 5xx, no
 connection) is asked again with a growing pause; 404 or 409 mean the pod is gone or is
 another pod now, and end that pod's writes. Only the newest status is ever sent: a status is
@@ -20,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from devcluster.kubelet.events import PodEvent
 from devcluster.node.client import STRATEGIC_MERGE_PATCH, ApiError, Requests
 
 JsonObject = dict[str, Any]
@@ -37,8 +40,42 @@ class _PodWork:
     name: str
     status: JsonObject | None = None  # the newest unsent status
     remove: bool = False
+    events: list[JsonObject] = field(default_factory=list)  # Events still to record
     written: JsonObject | None = None  # the last status handed in (sent or not)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_event(pod: JsonObject, event: PodEvent, node: str, now: str) -> JsonObject:
+    """The core/v1 Event a kubelet records about a pod."""
+    meta = pod["metadata"]
+    involved = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": meta["namespace"],
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+    }
+    if event.field_path:
+        involved["fieldPath"] = event.field_path
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+        "involvedObject": involved,
+        "type": event.type,
+        "reason": event.reason,
+        "message": event.message,
+        "source": {"component": "kubelet", "host": node},
+        "reportingComponent": "kubelet",
+        "reportingInstance": node,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
 
 
 def pod_path(namespace: str, name: str, sub: str = "") -> str:
@@ -64,8 +101,8 @@ def status_patch(status: JsonObject) -> JsonObject:
 class ApiPodWrites:
     """`PodWrites` for a real API server (see the module docstring)."""
 
-    def __init__(self, client: Requests) -> None:
-        self.client = client
+    def __init__(self, client: Requests, node: str) -> None:
+        self.client, self.node = client, node
         self._work: dict[str, _PodWork] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
@@ -89,6 +126,13 @@ class ApiPodWrites:
             work.remove = True
             work.wake.set()
 
+    def event(self, pod: JsonObject, event: PodEvent) -> None:
+        """Queue an Event about the pod, recorded after the status queued before it."""
+        work = self._for(pod)
+        if work is not None:
+            work.events.append(pod_event(pod, event, self.node, _now()))
+            work.wake.set()
+
     def latest(self, pod: JsonObject) -> JsonObject:
         """The pod with the status last handed in for it."""
         work = self._work.get(pod["metadata"].get("uid", ""))
@@ -100,7 +144,7 @@ class ApiPodWrites:
         """Whether a write for this pod is still to be sent."""
         work = self._work.get(uid)
         task = self._tasks.get(uid)
-        waiting = work is not None and (work.status is not None or work.remove)
+        waiting = work is not None and bool(work.status is not None or work.events or work.remove)
         return waiting and task is not None and not task.done()
 
     def forget(self, uid: str) -> None:
@@ -132,30 +176,49 @@ class ApiPodWrites:
             await work.wake.wait()
             work.wake.clear()
             delay = _RETRY_FIRST
-            while work.status is not None or work.remove:
-                status = work.status
+            while work.status is not None or work.events or work.remove:
                 try:
-                    if status is not None:
-                        await self._patch_status(uid, work, status)
-                    else:
-                        await self._delete(uid, work)
-                        work.remove = False
+                    if not await self._send_next(uid, work):
                         return
+                    delay = _RETRY_FIRST
                 except ApiError as err:
                     if err.code in (404, 409):  # gone, or another pod by that name now
                         log.debug("pod %s/%s: %s; no more writes", work.namespace, work.name, err)
-                        work.status, work.remove = None, False
+                        work.status, work.events, work.remove = None, [], False
                         return
                     if err.retryable:
                         await asyncio.sleep(delay)
                         delay = min(delay * 2, _RETRY_MAX)
                         continue
                     log.warning("pod %s/%s: write refused: %s", work.namespace, work.name, err)
-                    if status is None:
-                        work.remove = False
-                        return
-                if work.status is status:
-                    work.status = None
+                    self._drop_next(work)
+
+    async def _send_next(self, uid: str, work: _PodWork) -> bool:
+        """Send the first thing queued; return False once the pod is removed."""
+        if work.status is not None:
+            status = work.status
+            await self._patch_status(uid, work, status)
+            if work.status is status:
+                work.status = None
+        elif work.events:
+            path = f"/api/v1/namespaces/{work.namespace}/events"
+            await self.client.request("POST", path, work.events[0])
+            work.events.pop(0)
+        else:
+            await self._delete(uid, work)
+            work.remove = False
+            return False
+        return True
+
+    @staticmethod
+    def _drop_next(work: _PodWork) -> None:
+        """Give up on the first thing queued (the server refused it for good)."""
+        if work.status is not None:
+            work.status = None
+        elif work.events:
+            work.events.pop(0)
+        else:
+            work.remove = False
 
     async def _patch_status(self, uid: str, work: _PodWork, status: JsonObject) -> None:
         body = {"metadata": {"uid": uid}, "status": status_patch(status)}

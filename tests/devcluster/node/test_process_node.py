@@ -22,6 +22,7 @@ from devcluster.control_plane.processes import ControlPlane
 from devcluster.networking.gateway import LISTENER_PORTS_ANNOTATION
 from devcluster.node import NodeAgent
 from devcluster.node.gateways import gateway_rbac
+from devcluster.pod_table import pod_cells
 from tests.devcluster.conftest import Kubectl
 from tests.devcluster.node.conftest import get_json, pod_statuses, running_node
 from tests.e2e.conftest import gateway_api_crds
@@ -78,6 +79,24 @@ async def test_kubectl_shows_crash_loops_completions_and_errors(
     assert container["lastState"]["terminated"]["exitCode"] == 1
     failing = await get_json(admin, "pod", "failing", "-n", namespace)
     assert failing["status"]["phase"] == "Failed"
+    # devcluster's own pod printer reads the same statuses as kube-apiserver's.
+    printed = await admin.ok("get", "pods", "done", "failing", "-n", namespace, "--no-headers")
+    for line in printed.splitlines():
+        name, ready, status = line.split()[:3]
+        pod_json = await get_json(admin, "pod", name, "-n", namespace)
+        assert pod_cells(pod_json)[:3] == [name, ready, status]
+
+    async def recorded() -> set[tuple[str, str]] | None:
+        events = (await get_json(admin, "events", "-n", namespace))["items"]
+        seen = {
+            (e["involvedObject"]["name"], e["reason"])
+            for e in events
+            if e["source"].get("component") == "kubelet"
+        }
+        return seen if ("crashing", "BackOff") in seen else None
+
+    seen = await eventually(recorded, within=30, message="the kubelet's Events")
+    assert {("crashing", "Started"), ("done", "Started"), ("failing", "Created")} <= seen
 
 
 async def test_kubectl_logs_reach_the_nodes_log_capture(
@@ -172,7 +191,9 @@ async def test_a_pod_reaches_services_by_name_and_cluster_ip_and_the_api(
     env = found["env"]
     assert env["WEB_SERVICE_HOST"] == web_service["spec"]["clusterIP"]
     assert env["WEB_SERVICE_PORT_HTTP"] == "80"
-    assert (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]) == ("10.96.0.1", "443")
+    kubernetes = await get_json(admin, "service", "kubernetes", "-n", "default")
+    assert env["KUBERNETES_SERVICE_HOST"] == kubernetes["spec"]["clusterIP"]
+    assert env["KUBERNETES_SERVICE_PORT"] == "443"
     assert found["api"]["kind"] == "APIVersions"
 
 

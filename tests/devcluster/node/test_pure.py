@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from devcluster.kubelet import envs, volumes
+from devcluster.kubelet.events import PodEvent, killing_events, status_events
 from devcluster.node.client import ApiError, Requests
 from devcluster.node.mirror import Mirror
 from devcluster.node.pod_setup import references, token_sources
@@ -62,7 +63,7 @@ _: type[Requests] = RecordingApi  # the fake keeps the protocol's shape
 async def test_a_pods_status_goes_before_its_removal_and_only_the_newest() -> None:
     api = RecordingApi()
     api.gate.clear()  # hold the first request until all is queued
-    writes = ApiPodWrites(api)
+    writes = ApiPodWrites(api, "devcluster")
     pod = a_pod()
     writes.write_status(pod, {"phase": "Pending"})
     await asyncio.sleep(0)  # the sender takes the first status and waits at the gate
@@ -87,7 +88,7 @@ async def test_a_pods_status_goes_before_its_removal_and_only_the_newest() -> No
 
 async def test_an_unavailable_server_is_asked_again_and_a_replaced_pod_never() -> None:
     api = RecordingApi([ApiError(503, "ServiceUnavailable", "busy"), ApiError(409, "", "uid")])
-    writes = ApiPodWrites(api)
+    writes = ApiPodWrites(api, "devcluster")
     pod = a_pod()
     writes.write_status(pod, {"phase": "Running"})
     writes.remove(pod)
@@ -98,7 +99,7 @@ async def test_an_unavailable_server_is_asked_again_and_a_replaced_pod_never() -
 
 
 async def test_the_kubelet_sees_its_own_latest_status_before_the_watch_does() -> None:
-    writes = ApiPodWrites(RecordingApi())
+    writes = ApiPodWrites(RecordingApi(), "devcluster")
     pod = a_pod()
     assert writes.latest(pod) is pod
     writes.write_status(pod, {"phase": "Running", "podIP": "10.244.0.9"})
@@ -268,3 +269,27 @@ def test_the_mirror_events_are_the_stores() -> None:
     mirror.add_listener(events.append)
     mirror.put("/services", {"metadata": {"name": "s", "namespace": "n", "resourceVersion": "9"}})
     assert (events[0].type, events[0].rv, events[0].resource) == ("ADDED", 9, "/services")
+
+
+def _container(state: JsonObject, container_id: str = "") -> JsonObject:
+    return {"name": "main", "state": state, "containerID": container_id}
+
+
+def test_status_changes_record_what_a_kubelet_would() -> None:
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "main"}]}}
+    creating = {"containerStatuses": [_container({"waiting": {"reason": "ContainerCreating"}})]}
+    running = {"containerStatuses": [_container({"running": {}}, "devcluster://a")]}
+    backoff = {"containerStatuses": [_container({"waiting": {"reason": "CrashLoopBackOff"}}, "x")]}
+    field = "spec.containers{main}"
+    assert status_events(pod, creating, running) == [
+        PodEvent("Normal", "Created", "Created container: main", field),
+        PodEvent("Normal", "Started", "Started container main", field),
+    ]
+    assert status_events(pod, running, running) == []
+    assert status_events(pod, running, backoff) == [
+        PodEvent("Warning", "BackOff", "Back-off restarting failed container main in pod p", field)
+    ]
+    assert status_events(pod, backoff, backoff) == []
+    assert killing_events({**pod, "status": running}) == [
+        PodEvent("Normal", "Killing", "Stopping container main", field)
+    ]
