@@ -112,6 +112,21 @@ async def test_kubectl_logs_reach_the_nodes_log_capture(
     await eventually(completed, within=60, message="the pod Completed")
     assert await admin.ok("logs", "hello", "-n", namespace) == "hello\nworld\n"
     assert await admin.ok("logs", "hello", "-n", namespace, "--tail=1") == "world\n"
+    # Following streams until the container ends: the waiting is the container's own.
+    await admin.ok(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=pod("slow", "echo a; sleep 2; echo b", "Never"),
+    )
+
+    async def started() -> bool:
+        return (await pod_statuses(admin, namespace)).get("slow") in ("Running", "Completed")
+
+    await eventually(started, within=60, message="the slow pod started")
+    assert await admin.ok("logs", "-f", "slow", "-n", namespace) == "a\nb\n"
 
 
 CLIENT = """
