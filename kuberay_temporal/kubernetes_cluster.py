@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from activities.errors import KubeConflict
 from activities.kube import JSON, KubeClient, Resource
 from activities.kube import connect as connect_kube
-from devcluster.control_plane.building import build, default_build
+from devcluster.control_plane.building import STREAMS_SHIM, build, default_build
 from devcluster.control_plane.processes import ControlPlane, Ports
 from devcluster.kubelet import network
 from devcluster.node import NodeAgent, NodeConfig
@@ -113,6 +113,7 @@ async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
             address=address,
             kubelet_port=stack.kubelet_port,
             pod_network=bridged,
+            streams=target.path(STREAMS_SHIM),
         )
         watcher = asyncio.create_task(_watch(plane, stack))
         try:

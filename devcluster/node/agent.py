@@ -32,6 +32,7 @@ from devcluster.kubelet import Kubelet, network
 from devcluster.kubelet.kubelet import NODE_NAME
 from devcluster.kubelet.pods import ProcessRuntime
 from devcluster.kubelet.simulated import SimulatedRuntime
+from devcluster.kubelet.streams import ShimOptions, serving_kubelet_api
 from devcluster.networking import hosts_path
 from devcluster.networking.endpoint_slices import SLICES
 from devcluster.networking.gateway import GATEWAYS, HTTPROUTES, GatewayDataPlane
@@ -68,6 +69,9 @@ class NodeConfig:
     pod_network: bool = True  # the bridge exists: ClusterIPs, DNS, reachable simulated heads
     ready_delay: float = 1.0
     backoff: float = 10.0
+    streams: Path | None = None
+    """The kubelet-streams binary; given, it fronts the kubelet API for exec and port-forward
+    (`devcluster.kubelet.streams`); None: logs only."""
 
 
 class NodeAgent:
@@ -81,6 +85,7 @@ class NodeAgent:
         self.kubelet = self._kubelet()
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
+        self._shim = contextlib.AsyncExitStack()
         self._clients: list[NodeClient] = []
         self._heads: HeadAddresses | None = None
         self._writes: ApiPodWrites | None = None
@@ -198,8 +203,26 @@ class NodeAgent:
             dns=[config.name, "localhost"],
             ips=[config.address],
         )
-        tls = server_tls(str(serving.cert), str(serving.key), str(self._keys.ca.cert))
         users = [pki.APISERVER_TO_KUBELET.user]
+        if config.streams is not None:
+            # The shim checks client certificates and serves exec and port-forward itself;
+            # everything else (logs) reaches this app on loopback through it.
+            shim = ShimOptions(
+                binary=config.streams,
+                listen=f"{config.address}:{config.kubelet_port}",
+                cert=serving.cert,
+                key=serving.key,
+                client_ca=self._keys.ca.cert,
+                backend="",
+                log_file=config.state_dir / "kubelet-streams.log",
+                users=users,
+                groups=["system:masters"],
+            )
+            app = kubelet_api_app(self.mirror, self.kubelet.serve_log, None)
+            served = serving_kubelet_api(app, self.kubelet, shim)
+            _, self.kubelet_port = await self._shim.enter_async_context(served)
+            return
+        tls = server_tls(str(serving.cert), str(serving.key), str(self._keys.ca.cert))
         app = kubelet_api_app(self.mirror, self.kubelet.serve_log, users)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -232,6 +255,7 @@ class NodeAgent:
         self.mirror.remove_listener(self._on_event)
         if self._heads is not None:
             await self._heads.close_all()
+        await self._shim.aclose()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

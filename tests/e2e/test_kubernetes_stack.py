@@ -20,7 +20,7 @@ from tests.e2e.conftest import LocalStack, running_stack
 from tests.e2e.test_metrics import apply, get, reaches
 from tests.e2e.test_simulated_ray import sample
 from tests.eventually import eventually
-from tests.reference import REPO_ROOT
+from tests.reference import KUBERAY_SAMPLES, REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -71,3 +71,34 @@ async def test_a_raycluster_and_a_rayjob_run_on_the_real_api_server(tmp_path: Pa
         await eventually(pods_gone, within=120, message="the RayCluster's pods deleted")
         print(f"\nraycluster-mini: apply -> head pod Running in {head_latency:.1f} s")
         assert (await get(stack, "node", "devcluster"))["status"]["nodeInfo"]["kubeletVersion"]
+
+
+async def test_kuberay_sample_with_real_ray_logs_exec_and_rayjobs(tmp_path: Path) -> None:
+    """KubeRay's own RayCluster sample with real Ray; `kubectl logs` and `exec` into its head
+    go through kube-apiserver to the node's kubelet API; RayJobs in HTTPMode and K8sJobMode
+    finish on their own clusters."""
+    async with running_stack(tmp_path, "process", control_plane="kubernetes") as stack:
+        path = KUBERAY_SAMPLES / "ray-cluster.sample.yaml"
+        await stack.kubectl("apply", "-f", str(path))
+        name = yaml.safe_load(path.read_text())["metadata"]["name"]
+
+        async def ready() -> bool:
+            cluster = await get(stack, "raycluster", name)
+            return (cluster.get("status") or {}).get("state") == "ready"
+
+        await eventually(ready, within=300, message=f"{name} ready")
+        head = (
+            await stack.kubectl("get", "pods", "-l", f"ray.io/cluster={name},ray.io/node-type=head",
+                                "-o", "name")
+        ).strip()  # fmt: skip
+        assert "Ray runtime started" in await stack.kubectl("logs", head)
+        assert (await stack.kubectl("exec", head, "--", "hostname")).strip() == head.split("/")[1]
+        status = await stack.kubectl("exec", head, "--", "ray", "status")
+        assert "Autoscaler status" in status, status
+
+        quick = {"entrypoint": "python -c 'print(42)'", "ttlSecondsAfterFinished": 0}
+        await apply(stack, sample("http", "rayjob.http-mode.yaml", **quick))
+        await apply(stack, sample("k8s", "rayjob.k8s-job-mode.yaml", **quick))
+        for job_name in ("http", "k8s"):
+            job = await reaches(stack, job_name, "Complete", within=300)
+            assert job["status"]["jobStatus"] == "SUCCEEDED", job["status"]
