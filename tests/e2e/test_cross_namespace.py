@@ -1,8 +1,9 @@
 """A CR in one namespace cannot reach another namespace's objects through a crafted name.
 
-On the whole local stack (simulated Ray): namespace `victim` runs a RayCluster and holds a
-Secret with a Ray token; namespace `attacker` applies RayJobs (HTTPMode and K8sJobMode) whose head
-Service is named `../../victim/services/victim-head-svc`, a RayJob whose clusterSelector names
+On the whole local stack (simulated Ray), on devcluster and on the real control plane:
+namespace `victim` runs a RayCluster and holds a Secret with a Ray token; namespace
+`attacker` applies RayJobs (HTTPMode and K8sJobMode) whose head Service is named
+`../../victim/services/victim-head-svc`, a RayJob whose clusterSelector names
 `../../victim/rayclusters/victim`, and a RayCluster whose auth Secret is
 `../../victim/secrets/victim-token`. Before names were checked, the HTTPMode RayJob submitted
 its entrypoint to the victim's cluster and the worker sent the victim's token away. Now each
@@ -14,13 +15,14 @@ nothing in `victim` changed.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from temporalio.api.enums.v1 import EventType
 
-from tests.e2e.conftest import LocalStack
+from tests.e2e.conftest import LocalStack, running_stack
 from tests.e2e.test_metrics import apply
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
@@ -95,10 +97,15 @@ async def activities_of(stack: LocalStack, kind: str, name: str) -> list[str]:
     return found
 
 
+@pytest.mark.parametrize("control_plane", ["devcluster", "kubernetes"])
 async def test_crafted_names_reach_nothing_in_another_namespace(
-    simulated_stack: LocalStack,
+    tmp_path: Path, control_plane: str
 ) -> None:
-    stack = simulated_stack
+    async with running_stack(tmp_path, "simulated", control_plane=control_plane) as stack:
+        await crafted_names_reach_nothing(stack)
+
+
+async def crafted_names_reach_nothing(stack: LocalStack) -> None:
     for namespace in (VICTIM, ATTACKER):
         await stack.kubectl("create", "namespace", namespace)
     token = "victim-secret-token"
@@ -170,6 +177,7 @@ async def test_crafted_names_reach_nothing_in_another_namespace(
         assert ran, f"{kind} {name} has no workflow"
         assert set(ran) <= _ALLOWED, (kind, name, ran)
     created = await objects_in(stack, ATTACKER)
+    created.pop("ConfigMap/kube-root-ca.crt", None)  # every namespace's, on a real cluster
     assert all(key.split("/")[0] in ("RayJob", "RayCluster", "Secret") for key in created), created
     assert not [key for key in created if key.startswith("Secret/")], created
     assert await ray_jobs(stack) == []
