@@ -14,6 +14,7 @@ expiration`), so no refresh is needed while a development cluster runs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -78,6 +79,10 @@ def _token_key(uid: str, source: JsonObject) -> tuple[str, str, int]:
     return uid, str(source.get("audience", "")), int(source.get("expirationSeconds", 3600))
 
 
+_MISSING_ATTEMPTS = 30
+_MISSING_PAUSE = 1.0  # seconds between asks for a missing ConfigMap or Secret
+
+
 class NodePodSetup:
     """`PodSetup` for a node of a real API server (see the module docstring)."""
 
@@ -87,16 +92,31 @@ class NodePodSetup:
         self._tokens: dict[tuple[str, str, int], bytes] = {}
 
     async def prepare(self, pod: JsonObject) -> None:
-        """Fetch the pod's ConfigMaps and Secrets; mint its tokens (failures are logged)."""
+        """Fetch the pod's ConfigMaps and Secrets; mint its tokens (failures are logged).
+
+        A missing one is asked for again for a while before the pod starts without it, as a
+        kubelet keeps a pod ContainerCreating: in a namespace just created, the controller
+        manager publishes `kube-root-ca.crt` (every service-account volume names it) a moment
+        after the first pod may already be bound.
+        """
         namespace = pod["metadata"]["namespace"]
-        for kind, name in references(pod):
-            await self.fetch(kind, namespace, name)
+        missing = list(references(pod))
+        for attempt in range(_MISSING_ATTEMPTS):
+            missing = [ref for ref in missing if not await self.fetch(ref[0], namespace, ref[1])]
+            if not missing:
+                break
+            if attempt + 1 < _MISSING_ATTEMPTS:
+                await asyncio.sleep(_MISSING_PAUSE)
         if self.mint_tokens:
             for source in token_sources(pod):
                 await self._mint(pod, source)
 
-    async def fetch(self, kind: str, namespace: str, name: str) -> None:
-        """Read one ConfigMap or Secret into the mirror (or drop it there when it is gone)."""
+    async def fetch(self, kind: str, namespace: str, name: str) -> bool:
+        """Read one ConfigMap or Secret into the mirror (or drop it there when it is gone).
+
+        Returns whether it exists (an error other than 404 counts as existing: nothing to wait
+        for).
+        """
         resource, plural = _RESOURCES[kind]
         try:
             obj = await self.client.request(
@@ -108,8 +128,9 @@ class NodePodSetup:
                 self.mirror.drop(resource, known)
             elif err.code != 404:
                 log.warning("cannot read %s %s/%s: %s", kind, namespace, name, err)
-            return
+            return err.code != 404
         self.mirror.put(resource, obj)
+        return True
 
     async def _mint(self, pod: JsonObject, source: JsonObject) -> None:
         meta, spec = pod["metadata"], pod.get("spec") or {}
