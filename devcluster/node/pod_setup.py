@@ -94,10 +94,10 @@ class NodePodSetup:
     async def prepare(self, pod: JsonObject) -> None:
         """Fetch the pod's ConfigMaps and Secrets; mint its tokens (failures are logged).
 
-        A missing one is asked for again for a while before the pod starts without it, as a
-        kubelet keeps a pod ContainerCreating: in a namespace just created, the controller
-        manager publishes `kube-root-ca.crt` (every service-account volume names it) a moment
-        after the first pod may already be bound.
+        A missing (or not yet readable) one is asked for again for a while before the pod
+        starts without it, as a kubelet keeps a pod ContainerCreating: in a namespace just
+        created, the controller manager publishes `kube-root-ca.crt` (every service-account
+        volume names it) a moment after the first pod may already be bound.
         """
         namespace = pod["metadata"]["namespace"]
         missing = list(references(pod))
@@ -114,8 +114,9 @@ class NodePodSetup:
     async def fetch(self, kind: str, namespace: str, name: str) -> bool:
         """Read one ConfigMap or Secret into the mirror (or drop it there when it is gone).
 
-        Returns whether it exists (an error other than 404 counts as existing: nothing to wait
-        for).
+        Returns whether it was read. 404 and 403 are worth asking again: the Node authorizer
+        lets the node read an object only once its graph links it to a pod bound there, and
+        that graph follows the API a moment behind. Any other error is not waited for.
         """
         resource, plural = _RESOURCES[kind]
         try:
@@ -126,9 +127,9 @@ class NodePodSetup:
             known = self.mirror.get(resource, namespace, name)
             if err.code == 404 and known is not None:
                 self.mirror.drop(resource, known)
-            elif err.code != 404:
+            elif err.code not in (403, 404):
                 log.warning("cannot read %s %s/%s: %s", kind, namespace, name, err)
-            return err.code != 404
+            return err.code not in (403, 404)
         self.mirror.put(resource, obj)
         return True
 
