@@ -26,6 +26,8 @@ from workflows.raycluster.plans import Expectation, PodPlan, SuspendPhase
 # An expectation that the API still contradicts after this long is dropped: the pod was
 # created and removed by someone else in between, or the create failed after all.
 EXPECTATION_TIMEOUT = timedelta(seconds=30)
+MAX_RETRY_DELAY = timedelta(seconds=60)
+"""The longest wait before a failed apply is tried again."""
 
 NewName = Callable[[str], str]
 """Returns a fresh pod name for a prefix (the workflow draws the suffix from its seeded RNG)."""
@@ -45,6 +47,19 @@ class ClusterFacts(BaseModel):
     suspend_phase: SuspendPhase = SuspendPhase.NONE
     provisioned: bool = False
     skip_head_restart: bool = False
+
+
+def retry_delay(failed_passes: int) -> timedelta:
+    """How long to wait after `failed_passes` applies in a row failed: 1 s, doubling, capped.
+
+    KubeRay returns the error and controller-runtime requeues the object with an exponential
+    backoff; a pod create refused for a reason that passes (a namespace's `default`
+    ServiceAccount not made yet, a quota freed) succeeds on a later pass without any change
+    to the RayCluster that would wake the workflow.
+    """
+    if failed_passes <= 0:
+        return timedelta(0)
+    return min(timedelta(seconds=2 ** min(failed_passes - 1, 16)), MAX_RETRY_DELAY)
 
 
 def next_suspend_phase(phase: SuspendPhase, suspend: bool, pod_count: int) -> SuspendPhase:

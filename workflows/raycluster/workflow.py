@@ -133,6 +133,8 @@ class RayClusterWorkflow:
         if self._state.wake_at is not None:
             # A deadline (the finalizer's timeout) is due before the resync.
             timeout = max(min(timeout, self._state.wake_at - workflow.now()), timedelta(seconds=1))
+        if self._state.failed_passes:
+            timeout = min(timeout, decisions.retry_delay(self._state.failed_passes))
         summary = "waiting for a change" if not self._state.waiting else "waiting for pods"
         with contextlib.suppress(TimeoutError):  # a resync: the pass is due anyway
             await workflow.wait_condition(
@@ -276,7 +278,12 @@ class RayClusterWorkflow:
                 "write the RayCluster status",
             )
         state.status = status
-        self._set_waiting(narration.waiting_for(plan, phase))
+        waiting = narration.waiting_for(plan, phase)
+        state.failed_passes = state.failed_passes + 1 if result.failure else 0
+        if result.failure:
+            delay = decisions.retry_delay(state.failed_passes)
+            waiting.append(f"a retry in {delay.total_seconds():.0f}s ({result.failure.reason})")
+        self._set_waiting(waiting)
         self._publish_state()
 
     async def _apply(self, plan: PodPlan, missing_objects: bool) -> io.ApplyClusterResult:

@@ -9,9 +9,11 @@ import pytest
 from activities.snapshots import PodView
 from workflows.raycluster.decisions import (
     EXPECTATION_TIMEOUT,
+    MAX_RETRY_DELAY,
     next_suspend_phase,
     plan_pods,
     prune_expectations,
+    retry_delay,
     unhealthy_reason,
 )
 from workflows.raycluster.plans import Expectation, SuspendPhase
@@ -263,3 +265,9 @@ def test_prune_expectations_keeps_only_unmet_ones() -> None:
     }
     kept = prune_expectations(exps, [head()], NOW)
     assert set(kept) == {"g"}
+
+
+def test_a_failed_apply_is_retried_after_a_doubling_delay_with_a_cap() -> None:
+    delays = [retry_delay(n).total_seconds() for n in range(9)]
+    assert delays == [0, 1, 2, 4, 8, 16, 32, 60, 60]
+    assert retry_delay(10_000) == MAX_RETRY_DELAY

@@ -225,6 +225,21 @@ async def test_failed_create_sets_replica_failure(harness: Harness, fail: bool) 
     assert conditions["ReplicaFailure"].reason == "FailedCreateWorkerPod"
 
 
+async def test_a_refused_create_is_tried_again_without_a_change(
+    harness: Harness, env: WorkflowEnvironment
+) -> None:
+    """A refusal that passes (no `default` ServiceAccount yet) ends without any signal."""
+    cluster = harness.cluster
+    cluster.fail_creates = True
+    await harness.start()
+    await eventually(lambda: cluster.status, message="the failure written")
+    progress = await harness.progress()
+    assert any("a retry in 1s" in line for line in progress.waiting_for), progress
+    cluster.fail_creates = False  # nothing tells the workflow
+    await env.sleep(timedelta(seconds=10))  # well short of the 300 s resync
+    await eventually(lambda: len(cluster.live()) == 3, message="the pods created on a retry")
+
+
 FT = {
     "gcsFaultToleranceOptions": {"redisAddress": "redis:6379", "redisPassword": {"value": "s3cret"}}
 }
