@@ -6,8 +6,8 @@ carries it out, records the new numbers and asks again. Moves are KubeRay's (a)(
 (a) raise the pending cluster's `target_capacity` by maxSurge once its traffic caught up,
 (b) every intervalSeconds move stepSize% of the route weight to it, capped at its capacity,
 (c) lower the active capacity by maxSurge while the total exceeds 100. A rollback runs the
-same loop the other way round. `traffic_gate` holds a forward traffic step back while the
-Gateway controller reports the Gateway or the route as not (yet) accepted and programmed.
+same loop the other way round. `traffic_gate` holds a forward traffic step back until the
+Gateway controller reports the Gateway accepted and programmed and the route accepted.
 """
 
 from __future__ import annotations
@@ -150,10 +150,11 @@ _TRUE = "True"
 def traffic_gate(reported: GatewayRouteStatus) -> str | None:
     """Why the next traffic step must wait for the Gateway controller, or None to go on (S14).
 
-    KubeRay moves traffic only while the Gateway is Accepted and Programmed and the route's
-    parent entry for it Accepted and ResolvedRefs. It also waits forever where no controller
-    reports conditions at all; here only a condition that is reported gates: it must be True
-    and written for the object's current generation (so the last weights were taken up).
+    KubeRay's IsGatewayReady and IsHTTPRouteReady: the Gateway Accepted and Programmed, the
+    route's parent entry for it Accepted and ResolvedRefs, each reported True; a condition not
+    reported (no Gateway controller, or none has seen the object yet) waits, as in KubeRay.
+    Beyond KubeRay, a True written for an older generation of the object waits too, so the
+    last weights were taken up before the next step.
     """
     waits: list[str] = []
     checks = (
@@ -161,8 +162,13 @@ def traffic_gate(reported: GatewayRouteStatus) -> str | None:
         ("HTTPRoute", reported.route, ROUTE_CONDITIONS),
     )
     for kind, conditions, wanted in checks:
-        for cond in conditions:
-            if cond.type not in wanted or (cond.status == _TRUE and cond.current):
+        by_type = {cond.type: cond for cond in conditions}
+        for name in wanted:
+            cond = by_type.get(name)
+            if cond is None:
+                waits.append(f"{kind} {name} is not reported")
+                continue
+            if cond.status == _TRUE and cond.current:
                 continue
             state = cond.status if cond.current else f"{cond.status} for an older generation"
             waits.append(

@@ -41,6 +41,19 @@ class FakeRayCluster:
         return _hash({k: v for k, v in self.config.items() if k != "suspend"})
 
 
+READY_GATEWAY = io.GatewayRouteStatus(
+    gateway=[
+        io.RouteCondition(type="Accepted", status="True"),
+        io.RouteCondition(type="Programmed", status="True"),
+    ],
+    route=[
+        io.RouteCondition(type="Accepted", status="True"),
+        io.RouteCondition(type="ResolvedRefs", status="True"),
+    ],
+)
+"""A Gateway controller's report once the Gateway and the route are taken up."""
+
+
 class FakeServiceWorld:
     """One RayService and everything it owns."""
 
@@ -65,8 +78,8 @@ class FakeServiceWorld:
         self.failing_waits = 0
         """How many `wait_serve_healthy` attempts fail next, as when the worker running one dies."""
         self.gateway_api = True
-        self.gateway_status = io.GatewayRouteStatus()
-        """What a Gateway controller reports (nothing, unless a test says otherwise)."""
+        self.gateway_status = READY_GATEWAY
+        """What a Gateway controller reports (all ready, unless a test says otherwise)."""
         self.gateway_reads = 0
         self.report_refs = False
         """True: report the route's ResolvedRefs as a controller would (see `gateway`)."""
@@ -254,7 +267,8 @@ class FakeServiceWorld:
             return self.gateway_status
         resolved = set(self.routes[-1][1]) <= self.backend_services
         refs = io.RouteCondition(type="ResolvedRefs", status=str(resolved))
-        return self.gateway_status.model_copy(update={"route": [refs]})
+        accepted = io.RouteCondition(type="Accepted", status="True")
+        return self.gateway_status.model_copy(update={"route": [accepted, refs]})
 
     @activity.defn(name=io.WRITE_SERVICE_STATUS)
     async def write_status(self, params: io.WriteServiceStatusInput) -> None:

@@ -313,9 +313,26 @@ ACCEPTED_RESOLVED = [_rc("Accepted"), _rc("ResolvedRefs")]
 @pytest.mark.parametrize(
     ("gateway", "route", "expected"),
     [
-        pytest.param([], [], None, id="nothing-reported-goes-on"),
+        pytest.param(
+            [],
+            [],
+            "Gateway Accepted is not reported; Gateway Programmed is not reported; "
+            "HTTPRoute Accepted is not reported; HTTPRoute ResolvedRefs is not reported",
+            id="no-controller-waits",
+        ),
         pytest.param(ACCEPTED_PROGRAMMED, ACCEPTED_RESOLVED, None, id="all-true"),
-        pytest.param(ACCEPTED_PROGRAMMED, [], None, id="route-parent-not-reported"),
+        pytest.param(
+            ACCEPTED_PROGRAMMED,
+            [],
+            "HTTPRoute Accepted is not reported; HTTPRoute ResolvedRefs is not reported",
+            id="route-parent-not-reported",
+        ),
+        pytest.param(
+            [_rc("Accepted")],
+            ACCEPTED_RESOLVED,
+            "Gateway Programmed is not reported",
+            id="programmed-missing",
+        ),
         pytest.param(
             [_rc("Accepted"), _rc("Programmed", "False", reason="AddressNotAssigned")],
             ACCEPTED_RESOLVED,
@@ -324,7 +341,7 @@ ACCEPTED_RESOLVED = [_rc("Accepted"), _rc("ResolvedRefs")]
         ),
         pytest.param(
             [_rc("Accepted", "Unknown", reason="Pending"), _rc("Programmed", "Unknown")],
-            [],
+            ACCEPTED_RESOLVED,
             "Gateway Accepted is Unknown (Pending); Gateway Programmed is Unknown",
             id="no-controller-yet",
         ),
@@ -351,6 +368,6 @@ ACCEPTED_RESOLVED = [_rc("Accepted"), _rc("ResolvedRefs")]
 def test_traffic_gate(
     gateway: list[RouteCondition], route: list[RouteCondition], expected: str | None
 ) -> None:
-    """KubeRay's IsGatewayReady / IsHTTPRouteReady, on reported conditions only (S14)."""
+    """KubeRay's IsGatewayReady / IsHTTPRouteReady: each condition reported and True (S14)."""
     reported = GatewayRouteStatus(gateway=gateway, route=route)
     assert traffic_gate(reported) == expected

@@ -28,7 +28,7 @@ from workflows.rayservice.state import RayServiceInput
 from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
 
-from .fake_world import FakeServiceWorld
+from .fake_world import READY_GATEWAY, FakeServiceWorld
 
 CLUSTER: dict[str, Any] = {
     "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{"name": "h"}]}}},
@@ -243,7 +243,7 @@ async def test_traffic_steps_wait_while_the_gateway_reports_not_programmed(
     new = next(n for n in h.world.clusters if n != old)
     assert {w.get(new, 0) for _, w in h.world.routes} == {0}  # no traffic moved
     assert h.world.gateway_reads >= 2
-    h.world.gateway_status = io.GatewayRouteStatus()  # programmed, as far as anyone reports
+    h.world.gateway_status = READY_GATEWAY  # now programmed
     await h.nudge()
     for _ in range(8):
         await env.sleep(timedelta(seconds=31))
