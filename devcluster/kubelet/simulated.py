@@ -24,12 +24,26 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from devcluster.kubelet.runtime import ExecTarget, PodContext
-from devcluster.kubelet.status import RUNNING, TERMINATED, ContainerRecord, should_restart
+from devcluster.kubelet.status import (
+    RUNNING,
+    TERMINATED,
+    WAITING,
+    ContainerRecord,
+    should_restart,
+)
 from devcluster.lifecycle import now_rfc3339
 from devcluster.ray_simulator import submitter
-from devcluster.ray_simulator.pods import SimulatedRay, head_container, head_ports
+from devcluster.ray_simulator.pods import (
+    SimulatedRay,
+    auth_error,
+    config_error,
+    head_container,
+    head_ports,
+)
 
 JsonObject = dict[str, Any]
+CONFIG_RETRY = 1.0
+"""Seconds between attempts at a container whose Secret or ConfigMap is missing."""
 
 
 class PodAddresses(Protocol):
@@ -71,19 +85,33 @@ class SimulatedRuntime:
         containers = spec.get("containers") or []
         records = [ContainerRecord(c["name"], c.get("image", "")) for c in containers]
         ctx.publish(inits, records)
-        try:
-            await asyncio.wait_for(ctx.terminating.wait(), self.delay)
+        if await _stopped_within(ctx, self.delay):
             return
-        except TimeoutError:
-            pass
+        while errors := self._config_errors(pod, containers, ctx):
+            # As a kubelet: the pod stays Pending and the containers are tried again.
+            for record in records:
+                record.state, record.reason = WAITING, "CreateContainerConfigError"
+                record.message = errors.get(record.name, "")
+            ctx.publish(inits, records)
+            if await _stopped_within(ctx, CONFIG_RETRY):
+                return
         now = now_rfc3339()
         for record in inits:
             record.state, record.reason, record.exit_code = "terminated", "Completed", 0
             record.started_at = record.finished_at = now
         for index, record in enumerate(records):
-            record.state, record.reason, record.started_at = RUNNING, "", now
+            record.state, record.reason, record.message, record.started_at = RUNNING, "", "", now
             record.ready = record.started = True
             record.container_id = f"simulated://{ctx.uid[:8]}-{index}"
+        head_spec = head_container(pod)
+        refused = auth_error(head_spec, pod, ctx.lookup) if head_spec else None
+        if head_spec is not None and refused:  # Ray exits at once; the container failed
+            record = next(r for r in records if r.name == head_spec["name"])
+            record.state, record.reason, record.exit_code = TERMINATED, "Error", 1
+            record.message, record.finished_at, record.ready = refused, now, False
+            ctx.publish(inits, records)
+            await ctx.terminating.wait()
+            return
         head = await self.ray.start_head(ctx.ip, pod, ctx.lookup, ctx.pod_dir / "ray-head.json")
         if head and self.addresses is not None:
             await self.addresses.open(ctx.ip, head_ports(head_container(pod) or {}))
@@ -106,6 +134,13 @@ class SimulatedRuntime:
             await self.ray.stop_head(ctx.ip)
             if head and self.addresses is not None:
                 await self.addresses.close(ctx.ip)
+
+    def _config_errors(
+        self, pod: JsonObject, containers: Sequence[JsonObject], ctx: PodContext
+    ) -> dict[str, str]:
+        """Container name -> why it cannot be created (a missing Secret or ConfigMap)."""
+        found = {c["name"]: config_error(pod, c, ctx.lookup) for c in containers}
+        return {name: error for name, error in found.items() if error}
 
     async def _submitter(
         self,
@@ -167,3 +202,12 @@ def _write(path: Path, data: JsonObject) -> None:
     partial = path.with_suffix(".tmp")
     partial.write_text(json.dumps(data))
     os.replace(partial, path)
+
+
+async def _stopped_within(ctx: PodContext, seconds: float) -> bool:
+    """Wait up to `seconds`; True if the pod began terminating meanwhile."""
+    try:
+        await asyncio.wait_for(ctx.terminating.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True

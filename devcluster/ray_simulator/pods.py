@@ -5,7 +5,8 @@ A pod container that runs `ray start --head` (KubeRay's head, whatever its label
 server's service and pod proxies which loopback port stands for the pod's dashboard port
 (`--dashboard-port`, else 8265) and Serve port (Serve's `http_options.port`, else 8000), so
 the operator reaches it exactly as it reaches a real head. With `RAY_AUTH_MODE=token` in the
-head container's environment, the simulated dashboard wants that container's `RAY_AUTH_TOKEN`.
+head container's environment, the simulated dashboard wants that container's `RAY_AUTH_TOKEN`
+(as Ray, it does not start without one: `auth_error`).
 A container that runs `ray job submit` (see `submitter`) talks to the dashboard its script
 addresses: localhost is its own pod, `<svc>.<ns>.svc...` a Service resolved to a ready pod.
 """
@@ -17,7 +18,6 @@ import contextlib
 import dataclasses
 import ipaddress
 import re
-import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -63,15 +63,39 @@ def head_ports(container: JsonObject) -> list[int]:
     return sorted({*declared, dashboard_port(container), SERVE_PORT})
 
 
-def _env(pod: JsonObject, container: JsonObject, lookup: Lookup) -> dict[str, str]:
+def _text(lookup: Lookup) -> Callable[[str, str], Mapping[str, str] | None]:
     def text(kind: str, name: str) -> Mapping[str, str] | None:
         data = lookup(kind, name)
         return None if data is None else {k: v.decode(errors="replace") for k, v in data.items()}
 
+    return text
+
+
+def _env(pod: JsonObject, container: JsonObject, lookup: Lookup) -> dict[str, str]:
     try:
-        return envs.container_env(pod, container, text, {})
+        return envs.container_env(pod, container, _text(lookup), {})
     except envs.ConfigError:
         return {}
+
+
+def config_error(pod: JsonObject, container: JsonObject, lookup: Lookup) -> str | None:
+    """Why a kubelet could not create this container (CreateContainerConfigError), or None.
+
+    A variable from a Secret or ConfigMap (key) that does not exist and is not optional.
+    """
+    try:
+        envs.container_env(pod, container, _text(lookup), {})
+    except envs.ConfigError as err:
+        return str(err)
+    return None
+
+
+def auth_error(container: JsonObject, pod: JsonObject, lookup: Lookup) -> str | None:
+    """Why Ray would refuse to start this head: token auth without a token, or None."""
+    env = _env(pod, container, lookup)
+    if env.get("RAY_AUTH_MODE") == "token" and not env.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_MODE=token needs RAY_AUTH_TOKEN, which the container does not have"
+    return None
 
 
 class SimulatedRay:
@@ -107,9 +131,8 @@ class SimulatedRay:
         if container is None:
             return False
         env = _env(pod, container, lookup)
-        token = None
-        if env.get("RAY_AUTH_MODE") == "token":  # unreadable token: nobody gets in
-            token = env.get("RAY_AUTH_TOKEN") or secrets.token_hex(16)
+        # The runtime starts no head without its token (`auth_error`): Ray would not start.
+        token = env.get("RAY_AUTH_TOKEN") if env.get("RAY_AUTH_MODE") == "token" else None
         head = SimulatedHead(
             token=token, serve_delay=self.serve_delay, state_file=state_file, faults=self.faults
         )

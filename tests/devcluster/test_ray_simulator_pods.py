@@ -4,7 +4,8 @@ A pod running `ray start --head` answers the dashboard API through the API serve
 proxy (and Serve's health through the pod proxy) once it is Running; a batch Job running
 KubeRay's K8sJobMode submitter script submits to it through the head Service and completes;
 a SidecarMode submitter in the head pod exits 1 when its job fails; token auth follows the
-head container's environment; a deleted head answers no more.
+head container's environment (a head whose token Secret is missing waits, as a kubelet keeps
+it, in CreateContainerConfigError); a deleted head answers no more.
 """
 
 from __future__ import annotations
@@ -193,6 +194,75 @@ async def test_sidecar_submitter_exits_with_the_job_and_token_auth(http: httpx.A
         f"{pod_proxy}/api/jobs/c1", headers={"x-ray-authorization": "Bearer t0ken"}
     )
     assert answer.json()["status"] == "FAILED"
+
+
+async def test_a_head_waits_for_its_token_secret_then_wants_that_token(
+    http: httpx.AsyncClient,
+) -> None:
+    """As a kubelet and Ray: no Secret, no container; the token it then holds is the key."""
+    token = {
+        "name": "RAY_AUTH_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "later", "key": "auth_token"}},
+    }
+    await create(
+        http,
+        f"/api/v1/namespaces/{NS}/pods",
+        head_pod("h", env=[{"name": "RAY_AUTH_MODE", "value": "token"}, token]),
+    )
+
+    async def config_error() -> bool:
+        pod = (await http.get(f"/api/v1/namespaces/{NS}/pods/h")).json()
+        states = [s["state"] for s in pod.get("status", {}).get("containerStatuses", [])]
+        reasons = [st["waiting"].get("reason") for st in states if "waiting" in st]
+        return reasons == ["CreateContainerConfigError"]
+
+    await eventually(config_error, within=20, message="CreateContainerConfigError")
+    pod = (await http.get(f"/api/v1/namespaces/{NS}/pods/h")).json()
+    assert pod["status"]["phase"] == "Pending"
+    assert "later" in pod["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
+
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "later"},
+        "stringData": {"auth_token": "from-the-secret"},
+    }
+    await create(http, f"/api/v1/namespaces/{NS}/secrets", secret)
+
+    async def running() -> bool:
+        pod = (await http.get(f"/api/v1/namespaces/{NS}/pods/h")).json()
+        return pod["status"].get("phase") == "Running"
+
+    await eventually(running, within=20, message="the head Running once its Secret exists")
+    pod_proxy = f"/api/v1/namespaces/{NS}/pods/h:8265/proxy/api/jobs/"
+
+    async def answers(token: str) -> int:
+        auth = {"x-ray-authorization": f"Bearer {token}"}
+        return (await http.get(pod_proxy, headers=auth)).status_code
+
+    async def let_in() -> bool:
+        return await answers("from-the-secret") == 200
+
+    await eventually(let_in, within=20, message="the dashboard letting the Secret's token in")
+    assert await answers("any-other-token") == 403  # as Ray answers a wrong token
+
+
+async def test_token_auth_without_a_token_is_a_head_that_does_not_start(
+    http: httpx.AsyncClient,
+) -> None:
+    """Ray refuses `RAY_AUTH_MODE=token` without `RAY_AUTH_TOKEN`; no dashboard is invented."""
+    env = [{"name": "RAY_AUTH_MODE", "value": "token"}]
+    await create(http, f"/api/v1/namespaces/{NS}/pods", head_pod("h", env=env))
+
+    async def terminated() -> dict[str, Any] | None:
+        pod = (await http.get(f"/api/v1/namespaces/{NS}/pods/h")).json()
+        states = [s["state"] for s in pod.get("status", {}).get("containerStatuses", [])]
+        return next((st["terminated"] for st in states if "terminated" in st), None)
+
+    ended = await eventually(terminated, within=20, message="the head container ended")
+    assert ended["exitCode"] == 1 and "RAY_AUTH_TOKEN" in ended["message"]
+    pod_proxy = f"/api/v1/namespaces/{NS}/pods/h:8265/proxy/api/jobs/"
+    assert (await http.get(pod_proxy)).status_code != 200
 
 
 async def test_a_head_and_its_sidecar_outlive_a_devcluster_restart(tmp_path: Path) -> None:
