@@ -5,8 +5,8 @@ server: etcd, kube-apiserver, kube-controller-manager and kube-scheduler v1.37.2
 modules once, then cached), state under `STATE/kubernetes`, and a `NodeAgent` running pods with
 the chosen runtime (state under `STATE/node`). When pods have the bridge (the process runtime,
 or the simulated one as root) the API server listens on the bridge address so pods reach it
-through the `kubernetes` Service; otherwise on loopback. The node's Gateway data plane gets its
-role and our CRDs are installed with the admin credentials, and `STATE/kubeconfig` is the
+through the `kubernetes` Service; otherwise on loopback. The node's Gateway data plane and
+volume provisioner get their roles, our CRDs are installed as admin, and `STATE/kubeconfig` is the
 admin kubeconfig, as devcluster's is.
 """
 
@@ -28,6 +28,7 @@ from devcluster.control_plane.processes import ControlPlane, Ports
 from devcluster.kubelet import network
 from devcluster.node import NodeAgent, NodeConfig
 from devcluster.node.gateways import gateway_rbac
+from devcluster.node.volumes import volume_rbac
 from kuberay_temporal.crd_install import install_crds
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
         admin = await connect_kube(str(plane.kubeconfig_path), stack.tracing.kube_tracer)
         try:
             await apply_cluster_objects(admin, gateway_rbac())
+            await apply_cluster_objects(admin, volume_rbac())
             await install_crds(admin)
         finally:
             await admin.close()

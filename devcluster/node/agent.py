@@ -5,10 +5,11 @@ devcluster's own parts: it registers the Node and keeps its Lease, mirrors what 
 (its pods, every Service and EndpointSlice) by list+watch, runs the pods the scheduler bound to
 it with the chosen runtime, writes their status back, serves the kubelet API for logs, and,
 when the node has the pod bridge, writes the hosts file pods resolve Service names with and
-answers on every ClusterIP and serves Gateways (when the Gateway API's CRDs are installed).
-The kubelet runs as `system:node:<node>`, the Service half as `system:kube-proxy`, the Gateway
-data plane as its own identity (`gateways`), so the API server's Node authorizer,
-NodeRestriction and RBAC hold them to what a real node may do.
+answers on every ClusterIP and serves Gateways (when the Gateway API's CRDs are installed),
+and provisions local-path PersistentVolumes for claims (`volumes`). The kubelet runs as
+`system:node:<node>`, the Service half as `system:kube-proxy`, the Gateway data plane and the
+volume provisioner as identities of their own (`gateways`, `volumes`), so the API server's
+Node authorizer, NodeRestriction and RBAC hold them to what a real node may do.
 
 Start order matters: the API server must be up (it binds the bridge address when pods must
 reach it, so the bridge comes first, see `network.ensure_bridge`), and pods start only once
@@ -46,6 +47,7 @@ from devcluster.node.kubelet_api import kubelet_api_app, server_tls
 from devcluster.node.mirror import Informer, Mirror, Source
 from devcluster.node.pod_setup import NodePodSetup
 from devcluster.node.registration import NodeSpec, Registration
+from devcluster.node.volumes import PVCS, PVS, VOLUME_IDENTITY, VolumeProvisioner, claims_dir
 from devcluster.node.writes import ApiPodWrites
 from devcluster.pod_api import PodApi
 from devcluster.store import Event
@@ -153,6 +155,7 @@ class NodeAgent:
             self._spawn(HostsWriter(hosts_path(config.state_dir)).follow(self.mirror), "hosts")
             self._spawn(ServiceProxy().follow(self.mirror), "service proxy")
         self._serve_gateways()
+        self._serve_volumes()
         log.info("node %s (%s runtime) on %s", config.name, config.runtime, config.api_url)
 
     def _serve_gateways(self) -> None:
@@ -164,6 +167,19 @@ class NodeAgent:
             self._spawn(Informer(client, self.mirror, source).run(), resource)
         plane = GatewayDataPlane()
         self._spawn(plane.follow(self.mirror, ApiObjectWrites(client)), "gateways")
+
+    def _serve_volumes(self) -> None:
+        """Mirror claims and volumes and provision local-path volumes (see `volumes`).
+
+        Optional as the Gateway sources are: without the provisioner's role the informers are
+        refused and claims stay Pending, the node runs on.
+        """
+        client = self._client(VOLUME_IDENTITY)
+        for resource in (PVCS, PVS):
+            source = Source(resource, f"/api/v1{resource}", optional=True)
+            self._spawn(Informer(client, self.mirror, source).run(), resource)
+        provisioner = VolumeProvisioner(client, claims_dir(self.config.state_dir))
+        self._spawn(provisioner.follow(self.mirror), "volumes")
 
     async def _ready(self, registration: Registration, sources: list[Any]) -> None:
         await registration.registered.wait()
