@@ -242,6 +242,28 @@ class RayDashboardClient:
         )
         return _parse(ServeStatus, data, "serve status")
 
+    async def deployed_serve_config(self) -> dict[str, Any] | None:
+        """The Serve config the cluster runs, as Ray recorded it; None when it runs none.
+
+        Each application's `deployed_app_config` with the instance's `proxy_location` and
+        `http_options`: a document `put_serve_applications` takes back as it is.
+        """
+        data = await self._request(
+            "GET", "/api/serve/applications/", params={"api_type": "declarative"}
+        )
+        apps = data.get("applications") if isinstance(data, dict) else None
+        if not isinstance(apps, dict):
+            raise DashboardBadResponse("serve status: no applications map")
+        deployed = [a.get("deployed_app_config") for a in apps.values() if isinstance(a, dict)]
+        configs = [c for c in deployed if isinstance(c, dict)]
+        if not configs:
+            return None
+        config: dict[str, Any] = {"applications": configs}
+        for key in ("proxy_location", "http_options"):
+            if data.get(key):
+                config[key] = data[key]
+        return config
+
     async def serve_proxy_healthy(self, serve_base_url: str) -> bool:
         """Whether the Serve proxy at `serve_base_url` (the serve port, not the dashboard) is up.
 

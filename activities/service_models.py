@@ -130,10 +130,18 @@ class ApplyServeConfigInput(BaseModel):
     ref: ObjectRef
     cluster: str
     target_capacity: int | None = None
+    keep_deployed: bool = False
+    """Change only `target_capacity` of the config the cluster already runs (the active
+    cluster during an incremental upgrade, as KubeRay leaves its config alone); the spec's
+    config is PUT only where the cluster runs none."""
 
 
 class ApplyServeConfigResult(BaseModel):
-    """The hash of the config that was PUT, remembered per cluster by the workflow (P8)."""
+    """The hash of the config that was PUT, remembered per cluster by the workflow (P8).
+
+    Empty when the cluster's own running config went back (`keep_deployed`): what it runs is
+    unchanged, and so is what the workflow remembers of it.
+    """
 
     config_hash: str
 

@@ -60,7 +60,11 @@ class ServeActivities:
     async def apply_serve_config(
         self, params: io.ApplyServeConfigInput
     ) -> io.ApplyServeConfigResult:
-        """PUT the RayService's current `serveConfigV2` (with `target_capacity` if given)."""
+        """PUT the RayService's current `serveConfigV2` (with `target_capacity` if given).
+
+        With `keep_deployed`, the config the cluster runs goes back with the new
+        `target_capacity` instead (KubeRay's applyServeTargetCapacity on the active cluster).
+        """
         loaded = await self._store.load(params.ref)
         if loaded is None:
             raise ApplicationError("the RayService no longer exists", non_retryable=True)
@@ -72,12 +76,16 @@ class ServeActivities:
                 str(err), type="InvalidServeConfig", non_retryable=True
             ) from None
         cluster = await self._cluster(params.ref, params.cluster)
+        applied = rs.serve_config_hash(text)
         try:
             async with self.open(cluster) as dashboard:
+                running = await dashboard.deployed_serve_config() if params.keep_deployed else None
+                if running is not None:
+                    config, applied = running, ""
                 await dashboard.put_serve_applications(config, params.target_capacity)
         except DashboardError as err:
             raise _failure(err, _secrets_of(config)) from None
-        return io.ApplyServeConfigResult(config_hash=rs.serve_config_hash(text))
+        return io.ApplyServeConfigResult(config_hash=applied)
 
     @activity.defn(name=io.READ_SERVE_STATUS)
     async def read_serve_status(self, params: io.ReadServeStatusInput) -> ServeStatus:

@@ -78,6 +78,69 @@ async def test_apply_puts_the_config_and_returns_only_its_hash(client: KubeClien
     }
 
 
+RUNNING_DETAILS = {
+    "proxy_location": "EveryNode",
+    "http_options": {"host": "0.0.0.0", "port": 8000},
+    "target_capacity": 100,
+    "applications": {
+        "old": {
+            "status": "RUNNING",
+            "deployments": {},
+            "deployed_app_config": {"name": "old", "import_path": "m:old_app"},
+        }
+    },
+}
+
+
+async def test_keep_deployed_puts_back_what_the_cluster_runs_with_a_new_capacity(
+    client: KubeClient,
+) -> None:
+    """The active cluster of an incremental upgrade: its own config, not the spec's."""
+    ref, cluster = await service_with_cluster(client)
+    puts: list[Any] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, json=RUNNING_DETAILS)
+        puts.append(json.loads(request.content))
+        return httpx.Response(200)
+
+    acts = serve_acts(client, handler)
+    arg = io.ApplyServeConfigInput(ref=ref, cluster=cluster, target_capacity=40, keep_deployed=True)
+    result = await run(acts.apply_serve_config, arg)
+    assert result.config_hash == ""  # nothing of the spec went there
+    assert puts == [
+        {
+            "applications": [{"name": "old", "import_path": "m:old_app"}],
+            "proxy_location": "EveryNode",
+            "http_options": {"host": "0.0.0.0", "port": 8000},
+            "target_capacity": 40,
+        }
+    ]
+
+
+async def test_keep_deployed_on_a_cluster_running_nothing_puts_the_spec(
+    client: KubeClient,
+) -> None:
+    ref, cluster = await service_with_cluster(client)
+    puts: list[Any] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, json={"applications": {}})
+        puts.append(json.loads(request.content))
+        return httpx.Response(200)
+
+    acts = serve_acts(client, handler)
+    arg = io.ApplyServeConfigInput(
+        ref=ref, cluster=cluster, target_capacity=100, keep_deployed=True
+    )
+    result = await run(acts.apply_serve_config, arg)
+    spec = (await client.get(kube.RAYSERVICES, "default", ref.name))["spec"]
+    assert result.config_hash == rs.serve_config_hash(spec["serveConfigV2"])
+    assert puts[0]["applications"] == [{"name": "app", "import_path": "m:app"}]
+
+
 async def test_a_rejected_config_fails_without_its_secrets(client: KubeClient) -> None:
     ref, cluster = await service_with_cluster(client, serveConfigV2=SECRET_CONFIG)
 

@@ -323,8 +323,18 @@ class RayServiceUpgradeWorkflow:
         )
 
     async def _apply(self, cluster: str, capacity: int | None) -> None:
-        arg = io.ApplyServeConfigInput(ref=self._p.ref, cluster=cluster, target_capacity=capacity)
+        """PUT the spec's Serve config to the pending cluster; to the active one, only capacity.
+
+        The active cluster serves traffic with the config it runs until the upgrade ends, as
+        in KubeRay, even when the new spec changed the Serve config too.
+        """
+        active = cluster == self._p.active
+        arg = io.ApplyServeConfigInput(
+            ref=self._p.ref, cluster=cluster, target_capacity=capacity, keep_deployed=active
+        )
         summary = f"PUT serveConfigV2 to {cluster}"
+        if active:
+            summary = f"PUT {cluster}'s running Serve config back"
         if capacity is not None:
             summary += f" (target_capacity {capacity})"
         try:
@@ -333,7 +343,8 @@ class RayServiceUpgradeWorkflow:
             )
         except ActivityError:
             return  # the dashboard is not up yet: the next health poll decides again
-        self._progress.applied[cluster] = result.config_hash
+        if result.config_hash:
+            self._progress.applied[cluster] = result.config_hash
 
     async def _route(self, weights: dict[str, int]) -> None:
         """Write the route's weights; without the Gateway API, wait for it until a deadline."""

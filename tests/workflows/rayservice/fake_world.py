@@ -213,6 +213,9 @@ class FakeServiceWorld:
     @activity.defn(name=io.APPLY_SERVE_CONFIG)
     async def apply_serve(self, params: io.ApplyServeConfigInput) -> io.ApplyServeConfigResult:
         cluster = self.clusters[params.cluster]
+        if params.keep_deployed and cluster.applied:  # as the activity: what it runs goes back
+            cluster.applied.append((cluster.applied[-1][0], params.target_capacity))
+            return io.ApplyServeConfigResult(config_hash="")
         config = self.spec.get("serveConfigV2") or ""
         cluster.applied.append((config, params.target_capacity))
         state = "RUNNING" if self.auto_ready else "DEPLOYING"

@@ -270,6 +270,55 @@ async def test_the_route_resolves_the_pending_backend_before_the_first_gated_ste
     assert weights == [0, 25, 50, 75, 100]
 
 
+async def test_an_incremental_upgrade_never_puts_the_new_serve_config_on_the_active_cluster(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    """Image and Serve config changed together: the old cluster keeps serving its own config,
+    only its target_capacity falls; the new config goes to the new cluster alone."""
+    h = await make(INCREMENTAL)
+    await h.start()
+    old = await h.ready()
+    first = h.world.spec["serveConfigV2"]
+    second = first.replace("import_path: a:b", "import_path: a:c")
+    assert second != first
+    h.world.edit_cluster(rayVersion="2.50.0")
+    h.world.edit(serveConfigV2=second)
+    await h.spec_changed()
+    before = h.world.clusters[old]  # kept: the old cluster is deleted after the upgrade
+    for _ in range(8):
+        await env.sleep(timedelta(seconds=31))
+    new = await eventually(lambda: h.world.active() if h.world.active() != old else None)
+    assert {config for config, _ in before.applied} == {first}
+    assert [c for _, c in before.applied][-1] is not None  # its capacity was lowered
+    assert {config for config, _ in h.world.clusters[new].applied} == {second}
+
+
+async def test_a_rollback_midway_leaves_the_active_cluster_on_its_own_config(
+    make: Any, env: WorkflowEnvironment
+) -> None:
+    h = await make(INCREMENTAL)
+    await h.start()
+    old = await h.ready()
+    first = h.world.spec["serveConfigV2"]
+    h.world.edit_cluster(rayVersion="2.50.0")
+    h.world.edit(serveConfigV2=first.replace("import_path: a:b", "import_path: a:c"))
+    await h.spec_changed()
+    new = await eventually(lambda: next((n for n in h.world.clusters if n != old), None))
+
+    def lowered() -> bool:  # the old cluster's capacity went down, traffic is split
+        capacities = [c for _, c in h.world.clusters[old].applied]
+        return any(c not in (None, 100) for c in capacities) and 0 < h.world.routes[-1][1][new]
+
+    while not lowered():  # one interval at a time, so the upgrade stops midway
+        await env.sleep(timedelta(seconds=31))
+    assert h.world.routes[-1][1][new] < 100
+    await h.signal(messages.ROLLBACK, messages.UserRequest(reason="bad release"))
+    await eventually(lambda: new not in h.world.clusters, message="pending deleted")
+    assert h.world.routes[-1][1] == {old: 100, new: 0}
+    assert h.world.clusters[old].applied[-1] == (first, 100)
+    assert {config for config, _ in h.world.clusters[old].applied} == {first}
+
+
 async def test_rollback_signal_returns_traffic_and_deletes_the_pending_cluster(
     make: Any,
 ) -> None:
