@@ -29,7 +29,8 @@ from typing import Any
 
 from devcluster.control_plane.pki import ClientIdentity
 from devcluster.node.client import ApiError, Requests
-from devcluster.store import Event, ObjectView
+from devcluster.node.mirror import Mirror
+from devcluster.store import Event
 
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ class VolumeProvisioner:
         self._class_ready = False
         self._refusal_logged = False
 
-    async def follow(self, view: ObjectView) -> None:
+    async def follow(self, view: Mirror) -> None:
         """Sync on every change of claims or volumes until cancelled; retry what failed."""
         changed = asyncio.Event()
 
@@ -193,7 +194,7 @@ class VolumeProvisioner:
         finally:
             view.remove_listener(listen)
 
-    async def sync(self, view: ObjectView) -> bool:
+    async def sync(self, view: Mirror) -> bool:
         """One pass over claims and volumes; False when something is worth trying again."""
         done = await self._ensure_class()
         volumes = {v["metadata"]["name"]: v for v in view.objects(PVS)}
@@ -229,7 +230,7 @@ class VolumeProvisioner:
         log.info("provisioned %s for claim %s/%s", name, meta["namespace"], meta["name"])
         return True
 
-    async def _delete(self, view: ObjectView, volume: JsonObject) -> bool:
+    async def _delete(self, view: Mirror, volume: JsonObject) -> bool:
         name = volume["metadata"]["name"]
         try:
             await self.client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
@@ -238,8 +239,10 @@ class VolumeProvisioner:
                 return self._failed(f"PersistentVolume {name}", err)
         claim_ref = (volume.get("spec") or {}).get("claimRef") or {}
         namespace, claim = str(claim_ref.get("namespace", "")), str(claim_ref.get("name", ""))
-        # The directory is the claim's name, not its UID: a new claim of that name keeps it.
-        if namespace and claim and view.get(PVCS, namespace, claim) is None:
+        # The directory is the claim's name, not its UID: a new claim of that name keeps it
+        # (known only once claims were listed, as they may not be yet after a restart).
+        listed = view.synced(PVCS).is_set()
+        if namespace and claim and listed and view.get(PVCS, namespace, claim) is None:
             await asyncio.to_thread(_remove, claim_path(self.claims, namespace, claim))
         log.info("deleted %s, released by %s/%s", name, namespace, claim)
         return True

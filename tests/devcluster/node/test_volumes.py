@@ -185,12 +185,29 @@ async def test_an_existing_class_and_volume_count_as_done_after_a_restart(tmp_pa
 async def test_a_released_volume_is_deleted_with_its_directory(tmp_path: Path) -> None:
     mirror, api = Mirror(), FakeApi()
     volume = persistent_volume(claim(), tmp_path)
+    mirror.replace(PVCS, [])
     mirror.put(PVS, {**volume, "status": {"phase": "Released"}})
     (tmp_path / "ns" / "data").mkdir(parents=True)
     (tmp_path / "ns" / "data" / "gcs.db").write_text("old")
     assert await VolumeProvisioner(api, tmp_path).sync(mirror)
     assert ("DELETE", f"/api/v1/persistentvolumes/pvc-{UID}") in api.calls
     assert not (tmp_path / "ns" / "data").exists()
+
+
+@pytest.mark.parametrize("claims_listed", [True, False])
+async def test_a_directory_stays_while_a_claim_of_its_name_may_use_it(
+    tmp_path: Path, claims_listed: bool
+) -> None:
+    mirror, api = Mirror(), FakeApi()
+    volume = persistent_volume(claim(), tmp_path)
+    mirror.put(PVS, {**volume, "status": {"phase": "Released"}})
+    newer = claim(metadata={"uid": "another"}, spec={"volumeName": "pvc-another"})
+    if claims_listed:  # a new claim of the same name; else claims are not listed yet
+        mirror.replace(PVCS, [newer])
+    (tmp_path / "ns" / "data").mkdir(parents=True)
+    assert await VolumeProvisioner(api, tmp_path).sync(mirror)
+    assert ("DELETE", f"/api/v1/persistentvolumes/pvc-{UID}") in api.calls
+    assert (tmp_path / "ns" / "data").exists()
 
 
 async def test_without_the_role_claims_are_left_and_the_refusal_logged_once(
