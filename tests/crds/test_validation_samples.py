@@ -25,7 +25,12 @@ def test_sample_count() -> None:
     assert sum(len(_ray_docs(p)) for p in SAMPLES) == 87
 
 
+REFUSED = {"ray-cluster.historyserver.yaml": ["spec.historyServerOptions"]}
+"""Samples of features not carried out yet, refused by the field's path (README)."""
+
+
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_kuberay_sample_is_valid(path: Path) -> None:
     for doc in _ray_docs(path):
-        assert validate(parse_ray_object(doc)) == [], doc["metadata"]
+        paths = [v.path for v in validate(parse_ray_object(doc))]
+        assert paths == REFUSED.get(path.name, []), doc["metadata"]

@@ -1,4 +1,4 @@
-"""Token-auth, mTLS, NetworkPolicy and history-server collector rules."""
+"""Token-auth, mTLS and NetworkPolicy rules, and the add-ons we refuse (Ingress, history server)."""
 
 from __future__ import annotations
 
@@ -165,54 +165,27 @@ def test_network_policy(edits: Edits, expected: Expected, phrase: str | None) ->
     check(edited(raycluster(), edits), expected, phrase)
 
 
-CO = "spec.historyServerOptions.collectorOptions"
-
-
-def _collector(*env: tuple[str, str]) -> Edits:
-    return {
-        f"{CO}.image": "collector:1",
-        f"{CO}.env": [{"name": name, "value": value} for name, value in env],
-    }
-
-
 @pytest.mark.parametrize(
-    ("edits", "expected", "phrase"),
+    ("edits", "expected"),
     [
         pytest.param(
-            _collector(("STORAGE_BACKEND", "gcs"), ("GCS_BUCKET", "b")), None, None, id="gcs-ok"
-        ),
-        pytest.param(_collector(("STORAGE_BACKEND", "minio")), None, None, id="unknown-backend-ok"),
-        pytest.param(
-            {"spec.historyServerOptions": {}}, CO, "must be set", id="no-collector-options"
+            {"spec.historyServerOptions": {"collectorOptions": {"image": "collector:1"}}},
+            "spec.historyServerOptions",
+            id="history-server",
         ),
         pytest.param(
-            {**_collector(("STORAGE_BACKEND", "S3")), f"{CO}.image": ""},
-            (f"{CO}.env", f"{CO}.image"),
-            None,
-            id="no-image-no-region",
+            {"spec.headGroupSpec.enableIngress": True},
+            "spec.headGroupSpec.enableIngress",
+            id="ingress",
         ),
         pytest.param(
-            _collector(("STORAGE_BACKEND", "S3"), ("S3_REGION", "r"), ("POD_IP", "1")),
-            f"{CO}.env[2]",
-            "set by KubeRay",
-            id="managed-env",
+            {"spec.headGroupSpec.ingressOptions": {"host": "ray.example.com"}},
+            "spec.headGroupSpec.ingressOptions",
+            id="ingress-options",
         ),
-        pytest.param(
-            _collector(("STORAGE_BACKEND", "AZUREBLOB"), ("AZURE_STORAGE_AUTH_MODE", "default")),
-            f"{CO}.env",
-            "AZURE_STORAGE_ACCOUNT_URL must be set",
-            id="azure-missing-url",
-        ),
-        pytest.param(
-            {
-                **_collector(("STORAGE_BACKEND", "GCS"), ("GCS_BUCKET", "b")),
-                f"{HEAD_CONTAINER}.name": "ray-history-collector",
-            },
-            f"{HEAD_CONTAINER}.name",
-            "reserved",
-            id="reserved-container-name",
-        ),
+        pytest.param({"spec.headGroupSpec.enableIngress": False}, None, id="ingress-off-ok"),
     ],
 )
-def test_history_server(edits: Edits, expected: Expected, phrase: str | None) -> None:
-    check(edited(raycluster(), edits), expected, phrase)
+def test_fields_not_carried_out_are_refused_by_name(edits: Edits, expected: Expected) -> None:
+    """Accepted and then ignored, they would fail later and silently; refused, they say why."""
+    check(edited(raycluster(), edits), expected, "not")

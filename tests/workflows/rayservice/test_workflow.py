@@ -307,7 +307,7 @@ async def test_a_rollback_midway_leaves_the_active_cluster_on_its_own_config(
 
     def lowered() -> bool:  # the old cluster's capacity went down, traffic is split
         capacities = [c for _, c in h.world.clusters[old].applied]
-        return any(c not in (None, 100) for c in capacities) and 0 < h.world.routes[-1][1][new]
+        return any(c not in (None, 100) for c in capacities) and h.world.routes[-1][1][new] > 0
 
     while not lowered():  # one interval at a time, so the upgrade stops midway
         await env.sleep(timedelta(seconds=31))
