@@ -55,7 +55,7 @@ def status_events(pod: JsonObject, old: JsonObject, new: JsonObject) -> list[Pod
         if waiting.get("reason") == "CrashLoopBackOff":
             message = f"Back-off restarting failed container {container} in pod {name}"
             events.append(PodEvent("Warning", "BackOff", message, field))
-        elif waiting.get("reason") == "CreateContainerConfigError":
+        elif waiting.get("reason") in ("CreateContainerConfigError", "CreateContainerError"):
             message = f"Error: {waiting.get('message', '')}"
             events.append(PodEvent("Warning", "Failed", message, field))
     return events

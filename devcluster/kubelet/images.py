@@ -5,11 +5,14 @@ the PATH its commands resolve on, the environment variables the image would set,
 image's default command (its ENTRYPOINT/CMD) for containers that give none. `rayproject/ray`
 images run the locally installed Ray (the venv's bin dir comes first on PATH, so `ray`,
 `python` and `bash -c "... ray start ..."` resolve to it); `redis` images run Debian's
-`redis-server`. The table is data, so callers can map further images.
+`redis-server`, with the image's `/data` as their working directory. A program a stand-in needs
+that this machine lacks holds its containers with a message naming the program and its
+install command. The table is data, so callers can map further images.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +30,13 @@ class ImageEnvironment:
     entrypoint: tuple[str, ...] = ()
     cmd: tuple[str, ...] = ()
     home: str = "/root"  # where the pod's home directory appears (and HOME points)
+    directories: tuple[str, ...] = ()
+    """Directories the image has and its programs expect (its VOLUME, WORKDIR): each an empty
+    per-pod directory, unless a volume is mounted there."""
+    workdir: str = ""
+    """The image's WORKDIR; empty: the home directory."""
+    programs: tuple[tuple[str, str], ...] = ()
+    """(program, the command that installs it): what the stand-in needs from this machine."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,12 @@ def default_image_map() -> ImageMap:
     """Return the mapping devcluster uses: Ray images on this venv's Ray, Redis on Debian's."""
     venv_bin = str(Path(sys.executable).parent)
     ray = ImageEnvironment(path_prefix=(venv_bin,), cmd=("bash",), home="/home/ray")
-    redis = ImageEnvironment(cmd=("redis-server",))
+    redis = ImageEnvironment(
+        cmd=("redis-server",),
+        directories=("/data",),
+        workdir="/data",
+        programs=(("redis-server", "apt-get install redis-server"),),
+    )
     return ImageMap(
         rules=(
             ImageRule("rayproject/ray", ray),
@@ -96,3 +111,23 @@ def default_image_map() -> ImageMap:
 def path_for(environment: ImageEnvironment) -> str:
     """Return the PATH a container of this environment starts with."""
     return ":".join([*environment.path_prefix, SYSTEM_PATH])
+
+
+class MissingProgram(Exception):
+    """A program the image's stand-in runs is not on this machine (see `missing_program`)."""
+
+
+def missing_program(environment: ImageEnvironment, image: str) -> str | None:
+    """Why this machine cannot stand in for `image`: a program it lacks, and how to install it.
+
+    A container would otherwise die with exit 127 inside its shell, and crash-loop without
+    saying what to do.
+    """
+    path = path_for(environment)
+    for program, install in environment.programs:
+        if shutil.which(program, path=path) is None:
+            return (
+                f"{program}, which stands in for the image {image}, is not installed on this "
+                f"machine; install it with `{install}`"
+            )
+    return None

@@ -253,16 +253,18 @@ class ProcessPod:
     ) -> ContainerProcess | None:
         name = container["name"]
         try:
-            env, argv, _ = self._environment(container)
+            env, argv, image = self._environment(container)
             if not argv:
                 raise envs.ConfigError("no command specified")
+            missing = images.missing_program(image, container.get("image", ""))
+            if missing is not None:
+                raise images.MissingProgram(missing)
             script = self._script(container, env, self._attempts.get(name, -1) + 1)
-        except (envs.ConfigError, volumes.VolumeError) as err:
-            record.state, record.reason, record.message = (
-                WAITING,
-                "CreateContainerConfigError",
-                str(err),
-            )
+        except (envs.ConfigError, volumes.VolumeError, images.MissingProgram) as err:
+            reason = "CreateContainerError"  # as a kubelet for an image it cannot run
+            if not isinstance(err, images.MissingProgram):
+                reason = "CreateContainerConfigError"
+            record.state, record.reason, record.message = WAITING, reason, str(err)
             self.publish()
             return None
         attempt = self._attempts[name] = self._attempts.get(name, -1) + 1
@@ -296,8 +298,13 @@ class ProcessPod:
         image = self.runtime.images.lookup(container.get("image", ""))
         if all(m.target.rstrip("/") != image.home for m in mounts):  # the per-pod home
             mounts.insert(0, volumes.Mount("home", image.home))
+        for directory in image.directories:  # as the image's own, empty at first
+            if all(m.target.rstrip("/") != directory for m in mounts):
+                source = pod_dir / "image" / container["name"] / directory.strip("/")
+                source.mkdir(parents=True, exist_ok=True)
+                mounts.insert(0, volumes.Mount(os.path.relpath(source, pod_dir), directory))
         hosts = os.path.relpath(self.runtime.state_dir / "net" / "hosts", pod_dir)
-        workdir = container.get("workingDir") or env.get("HOME", "/")
+        workdir = container.get("workingDir") or image.workdir or env.get("HOME", "/")
         return volumes.mount_script(
             pod_dir,
             os.path.relpath(tmp, pod_dir),

@@ -163,6 +163,55 @@ async def test_probes_restart_and_logs(node: tuple[DevCluster, Kubectl]) -> None
     assert _netns_pids(uid) == []
 
 
+REDIS_CONF = "dir /data\nport 6379\nappendonly yes\npidfile /data/redis-6379.pid\n"
+
+
+@pytest.mark.slow
+async def test_kuberays_external_redis_runs_in_the_images_data_directory(
+    node: tuple[DevCluster, Kubectl],
+) -> None:
+    """KubeRay's ray-cluster.external-redis.yaml Redis: `dir /data`, as the image has it."""
+    _, kubectl = node
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "redis-config"},
+        "data": {"redis.conf": REDIS_CONF},
+    }
+    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(config))
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "redis"},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "redis",
+                    "image": "redis:7.4.0",
+                    "command": ["sh", "-c", "redis-server /usr/local/etc/redis/redis.conf"],
+                    "volumeMounts": [
+                        {
+                            "name": "config",
+                            "mountPath": "/usr/local/etc/redis/redis.conf",
+                            "subPath": "redis.conf",
+                        }
+                    ],
+                }
+            ],
+            "volumes": [{"name": "config", "configMap": {"name": "redis-config"}}],
+        },
+    }
+    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(pod))
+    await kubectl.ok("wait", "--for=condition=Ready", "pod/redis", "--timeout=30s")
+    uid = str((await _pod_json(kubectl, "redis"))["metadata"]["uid"])  # type: ignore[index]
+    data = node[0].state_dir / "pods" / uid / "image" / "redis" / "data"
+    await eventually(lambda: (data / "redis-6379.pid").exists(), message="Redis's pid file")
+    status = (await _pod_json(kubectl, "redis"))["status"]["containerStatuses"][0]  # type: ignore[index]
+    assert status["restartCount"] == 0 and "running" in status["state"]
+    await kubectl.ok("delete", "pod", "redis", "--grace-period=1", "--timeout=30s")
+
+
 def _bridge_exists() -> bool:
     shown = subprocess.run(["ip", "link", "show", network.BRIDGE_NAME], capture_output=True)
     return shown.returncode == 0

@@ -268,3 +268,19 @@ def test_host_paths_under_tmp_stay_visible_through_the_private_tmp() -> None:
     bind = lines.index("mount --bind /tmp/ci/main/.venv containers/c/tmp/ci/main/.venv")
     assert lines.index("mount --rbind containers/c/tmp /tmp") > bind
     assert not any("/opt/elsewhere" in line for line in lines)
+
+
+def test_a_missing_stand_in_program_is_named_with_its_install_command() -> None:
+    tool = images.ImageEnvironment(programs=(("no-such-program-here", "apt-get install it"),))
+    message = images.missing_program(tool, "example/tool:1")
+    assert message is not None
+    assert "no-such-program-here" in message and "example/tool:1" in message
+    assert "`apt-get install it`" in message
+    shell = images.ImageEnvironment(programs=(("sh", "apt-get install dash"),))
+    assert images.missing_program(shell, "busybox") is None
+
+
+def test_redis_images_have_their_data_directory() -> None:
+    redis = images.default_image_map().lookup("redis:7.4.0")
+    assert redis.directories == ("/data",) and redis.workdir == "/data"
+    assert [program for program, _ in redis.programs] == ["redis-server"]
