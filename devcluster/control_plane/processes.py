@@ -25,6 +25,7 @@ import yaml
 
 from devcluster.control_plane import pki
 from devcluster.control_plane.building import Build
+from devcluster.parent_death import die_with_parent
 
 SERVICE_CIDR = "10.96.0.0/12"
 """The Services' range, the one devcluster's own API server allocates from."""
@@ -133,6 +134,29 @@ class ControlPlane:
                 except TimeoutError:
                     process.kill()
                     await process.wait()
+
+    async def kill(self, name: str) -> None:
+        """SIGKILL one component, as a crash would end it; `restart` brings it back."""
+        for component, process in self._processes:
+            if component == name and process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+
+    async def restart(self, name: str) -> None:
+        """Start a component that is not running again, with the same ports and state."""
+        if self.pid(name) is not None:
+            raise RuntimeError(f"{name} is running")
+        if name == "etcd":
+            await self._start_etcd()
+        elif name == "kube-apiserver":
+            await self._start_apiserver()
+        elif name == "kube-controller-manager":
+            await self._start_component(name, pki.CONTROLLER_MANAGER, self.ports.controller_manager)
+        elif name == "kube-scheduler":
+            await self._start_component(name, pki.SCHEDULER, self.ports.scheduler)
+        else:
+            raise ValueError(f"no component {name!r}")
 
     def pid(self, name: str) -> int | None:
         """The process id of a running component (`kube-apiserver`...), None if not running."""
@@ -253,10 +277,16 @@ class ControlPlane:
                 stdin=asyncio.subprocess.DEVNULL,
                 env={**os.environ, "GOMAXPROCS": os.environ.get("GOMAXPROCS", "2")},
                 start_new_session=True,  # Ctrl-C at the terminal is the stack's to handle
+                preexec_fn=die_with_parent,  # a killed stack or test run leaves no etcd behind
             )
         finally:
             log.close()
-        self._processes.append((name, process))
+        # A restarted component keeps its place, so `stop` still stops in reverse start order.
+        names = [component for component, _ in self._processes]
+        if name in names:
+            self._processes[names.index(name)] = (name, process)
+        else:
+            self._processes.append((name, process))
 
     def _log(self, name: str) -> Path:
         return self.state_dir / "logs" / f"{name}.log"

@@ -14,23 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import signal
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from devcluster.parent_death import die_with_parent
+
 _UNSHARE = ("unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc")
 _NO_CHILD = -1
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    # If devcluster dies (even by SIGKILL), the kernel kills unshare, and unshare's
-    # --kill-child then kills the container: no pod outlives its node.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def launch_argv(netns_path: str | None, script: str, command: Sequence[str]) -> list[str]:
@@ -84,7 +77,9 @@ class ContainerProcess:
                 stderr=log,
                 env=dict(env),
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                # If devcluster dies (even by SIGKILL), the kernel kills unshare, and its
+                # --kill-child then kills the container: no pod outlives its node.
+                preexec_fn=die_with_parent,
             )
         container = cls(process, log_file, env)
         await container._find_init()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 from devcluster.control_plane.processes import ControlPlane
 from kuberay_temporal.binaries import kubectl
+from tests.eventually import eventually
 from tests.real_cluster import running_control_plane
+from tests.reference import REPO_ROOT
 
 
 async def run_kubectl(kubeconfig: Path, *args: str) -> str:
@@ -47,3 +50,52 @@ async def test_a_second_start_keeps_objects_and_credentials(tmp_path: Path) -> N
         )
         assert found["data"] == {"a": "1"}
         assert plane.certificates.ca.cert.read_bytes() == first_ca
+
+
+_HOLDER = """
+import asyncio, sys
+from pathlib import Path
+from tests.eventually import eventually
+from tests.real_cluster import running_control_plane
+from tests.reference import REPO_ROOT
+
+async def main() -> None:
+    async with running_control_plane(Path(sys.argv[1])) as plane:
+        names = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+        print(" ".join(str(plane.pid(name)) for name in names), flush=True)
+        await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_killed_owner_leaves_no_component_running(tmp_path: Path) -> None:
+    """SIGKILL of the process that started the control plane ends all four components."""
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _HOLDER,
+        str(tmp_path),
+        stdout=asyncio.subprocess.PIPE,
+        cwd=REPO_ROOT,
+    )
+    assert holder.stdout is not None
+    line = await asyncio.wait_for(holder.stdout.readline(), 120)
+    pids = [int(pid) for pid in line.split()]
+    assert len(pids) == 4 and all(_running(pid) for pid in pids)
+    holder.kill()
+    await holder.wait()
+
+    def all_gone() -> bool:
+        return not [pid for pid in pids if _running(pid)]
+
+    await eventually(all_gone, within=30, message="every component gone with its owner")
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its (now init) parent to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
