@@ -34,6 +34,29 @@ def object_path(resource: str, obj: JsonObject, sub: str = "") -> str:
     return f"{path}/{sub}" if sub else path
 
 
+def user_cluster_role(user: str, rules: list[JsonObject]) -> list[JsonObject]:
+    """A ClusterRole with these rules and its binding to the user (a node-side identity)."""
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": user},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": user},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": user,
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
+    ]
+
+
 def gateway_rbac() -> list[JsonObject]:
     """The ClusterRole and ClusterRoleBinding the node's Gateway data plane needs."""
     name = GATEWAY_IDENTITY.user
@@ -50,25 +73,7 @@ def gateway_rbac() -> list[JsonObject]:
             "verbs": ["update"],
         },
     ]
-    return [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": name,
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}],
-        },
-    ]
+    return user_cluster_role(name, rules)
 
 
 class ApiObjectWrites:

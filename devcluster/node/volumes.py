@@ -29,6 +29,7 @@ from typing import Any
 
 from devcluster.control_plane.pki import ClientIdentity
 from devcluster.node.client import ApiError, Requests
+from devcluster.node.gateways import user_cluster_role
 from devcluster.node.mirror import Mirror
 from devcluster.store import Event
 
@@ -75,25 +76,7 @@ def volume_rbac() -> list[JsonObject]:
             "verbs": [*read, "create"],
         },
     ]
-    return [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": name,
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}],
-        },
-    ]
+    return user_cluster_role(name, rules)
 
 
 def storage_class() -> JsonObject:
