@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from devcluster.kubelet.processes import ContainerProcess
 from devcluster.kubelet.runtime import ExecTarget, PodContext
 from devcluster.kubelet.status import RUNNING, TERMINATED, WAITING, ContainerRecord
 from devcluster.lifecycle import now_rfc3339
+from devcluster.networking.hosts import namespace_hosts_path
 from devcluster.pod_api import PodApi
 
 JsonObject = dict[str, Any]
@@ -60,6 +62,14 @@ class ProcessRuntime:
         hosts.parent.mkdir(parents=True, exist_ok=True)
         if not hosts.exists():
             hosts.write_text("127.0.0.1\tlocalhost\n")
+
+    def pod_hosts(self, namespace: str) -> Path:
+        """The hosts file a pod of `namespace` mounts (made from the cluster's if not yet)."""
+        path = namespace_hosts_path(self.state_dir / "net" / "hosts", namespace)
+        if not path.exists():  # the hosts writer fills it at its next change
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.state_dir / "net" / "hosts", path)
+        return path
 
     def teardown(self) -> None:
         """Remove every namespace, veth and the bridge."""
@@ -303,7 +313,8 @@ class ProcessPod:
                 source = pod_dir / "image" / container["name"] / directory.strip("/")
                 source.mkdir(parents=True, exist_ok=True)
                 mounts.insert(0, volumes.Mount(os.path.relpath(source, pod_dir), directory))
-        hosts = os.path.relpath(self.runtime.state_dir / "net" / "hosts", pod_dir)
+        hosts_file = self.runtime.pod_hosts(namespace)
+        hosts = os.path.relpath(hosts_file, pod_dir)
         workdir = container.get("workingDir") or image.workdir or env.get("HOME", "/")
         return volumes.mount_script(
             pod_dir,

@@ -1,10 +1,12 @@
 """The cluster's DNS as a hosts file: what pods resolve `<svc>.<ns>.svc.cluster.local` with.
 
 There is no cluster DNS server here; instead the process kubelet bind-mounts
-`<state_dir>/net/hosts` as each pod's `/etc/hosts`. It holds every Service's names (the
-ClusterIP, or for a headless Service one line per ready or published endpoint, as CoreDNS
-answers) and the `<hostname>.<subdomain>.<ns>.svc.cluster.local` name of pods that set both.
-A bind mount pins the file's inode, so the file is rewritten in place, never replaced.
+`<state_dir>/net/hosts.d/<namespace>` as each pod's `/etc/hosts`. It holds every Service's
+names (the ClusterIP, or for a headless Service one line per ready or published endpoint, as
+CoreDNS answers), the bare name of each Service in the pod's own namespace (what the DNS
+search path gives), and the `<hostname>.<subdomain>.<ns>.svc.cluster.local` name of pods that
+set both; `<state_dir>/net/hosts` holds the same without bare names. A bind mount pins the
+file's inode, so each file is rewritten in place, never replaced.
 
 `hosts_file` is pure and table-tested; `HostsWriter` rewrites the file when it changes.
 """
@@ -45,12 +47,23 @@ def _headless_ips(service: JsonObject, slices: list[JsonObject]) -> list[str]:
     return sorted(ips)
 
 
-def hosts_file(services: list[JsonObject], slices: list[JsonObject], pods: list[JsonObject]) -> str:
-    """Return the hosts file content for these Services, slices and pods."""
+def hosts_file(
+    services: list[JsonObject],
+    slices: list[JsonObject],
+    pods: list[JsonObject],
+    namespace: str | None = None,
+) -> str:
+    """Return the hosts file content for these Services, slices and pods.
+
+    For the pods of `namespace`, a Service of that namespace also answers to its bare name,
+    as the DNS search path `<ns>.svc.cluster.local` makes it answer (`redis:6379`).
+    """
     lines = [HEADER, "127.0.0.1\tlocalhost\n"]
     for service in services:
         meta, spec = service["metadata"], service.get("spec") or {}
         names = service_names(meta.get("namespace", ""), meta["name"])
+        if namespace is not None and meta.get("namespace", "") == namespace:
+            names.append(meta["name"])
         cluster_ip = spec.get("clusterIP")
         if spec.get("type") == "ExternalName":
             continue
@@ -85,7 +98,7 @@ class HostsWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._written: str | None = None
+        self._written: dict[Path, str] = {}
 
     def __repr__(self) -> str:
         return f"HostsWriter({self.path})"
@@ -112,8 +125,19 @@ class HostsWriter:
             view.remove_listener(listen)
 
     def refresh(self, view: ObjectView) -> None:
-        """Write the file if its content changed since the last write."""
-        content = hosts_file(view.objects(SERVICES), view.objects(SLICES), view.objects(PODS))
-        if content != self._written:
-            write_in_place(self.path, content)
-            self._written = content
+        """Write the files whose content changed since the last write."""
+        services, slices, pods = view.objects(SERVICES), view.objects(SLICES), view.objects(PODS)
+        files = {self.path: hosts_file(services, slices, pods)}
+        for namespace in {o["metadata"].get("namespace", "") for o in [*services, *pods]}:
+            files[namespace_hosts_path(self.path, namespace)] = hosts_file(
+                services, slices, pods, namespace
+            )
+        for path, content in files.items():
+            if content != self._written.get(path):
+                write_in_place(path, content)
+                self._written[path] = content
+
+
+def namespace_hosts_path(path: Path, namespace: str) -> Path:
+    """The hosts file of one namespace's pods: `path`'s, plus that namespace's bare names."""
+    return path.parent / "hosts.d" / namespace

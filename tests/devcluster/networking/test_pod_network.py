@@ -85,7 +85,13 @@ async def test_service_dns_and_cluster_ip_reach_a_pod_from_a_job(
         ip = created.spec.cluster_ip
         hosts = (tmp_path / "net" / "hosts").read_text()
         assert f"{ip}\tweb.default.svc.cluster.local" in hosts
-        urls = ["http://web.default.svc.cluster.local/", f"http://{ip}/", "http://web.default/"]
+        # The bare name too, from a pod of the Service's namespace (KubeRay's `redis:6379`).
+        urls = [
+            "http://web.default.svc.cluster.local/",
+            f"http://{ip}/",
+            "http://web.default/",
+            "http://web/",
+        ]
         await batch.create_namespaced_job("default", fetch_job(urls))
         done = await kubectl.run("wait", "--for=condition=Complete", "job/fetch", "--timeout=60s")
         logs = await kubectl.run("logs", "-l", "job-name=fetch")

@@ -145,6 +145,19 @@ def test_hosts_file_names_services_headless_endpoints_and_hostnames() -> None:
     assert "10.244.0.9\tr-0.redis.ns.svc.cluster.local" in lines
 
 
+def test_a_namespaces_hosts_file_has_its_services_bare_names() -> None:
+    """`redis:6379` from a pod of the Service's namespace, as the DNS search path resolves it."""
+    other = service(cluster_ip="10.96.0.11")
+    other["metadata"].update(name="redis", namespace="elsewhere")
+    lines = hosts.hosts_file([service(), other], [], [], namespace="ns").splitlines()
+    assert "10.96.0.10\thead-svc.ns.svc.cluster.local head-svc.ns.svc head-svc.ns head-svc" in lines
+    assert (
+        "10.96.0.11\tredis.elsewhere.svc.cluster.local redis.elsewhere.svc redis.elsewhere" in lines
+    )
+    shared = hosts.hosts_file([service()], [], []).splitlines()
+    assert "10.96.0.10\thead-svc.ns.svc.cluster.local head-svc.ns.svc head-svc.ns" in shared
+
+
 def test_hosts_file_is_rewritten_in_place(tmp_path: Any) -> None:
     path = tmp_path / "net" / "hosts"
     hosts.write_in_place(path, "a much longer first version\n")
