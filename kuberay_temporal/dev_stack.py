@@ -60,7 +60,9 @@ class DevStack:
     client: Client | None = None
     """Connected to the dev server once the Temporal component is up."""
     kube: KubeClient | None = None
-    """Connected to devcluster once it is up."""
+    """The worker's client, connected to devcluster (or the real API server) once it is up."""
+    bridge_kube: KubeClient | None = None
+    """The bridge's client where it has an identity of its own; None: the worker's."""
     telemetry: Telemetry | None = None
     """The client's runtime and KubeRay's metrics, once the Temporal component is up."""
     tracing: Tracing = field(default_factory=Tracing)
@@ -206,7 +208,7 @@ async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
     """Run the watch bridge in this process."""
     settings = stack.settings
     bridge = Bridge(
-        stack.require_kube(),
+        stack.bridge_kube or stack.require_kube(),
         Signaller(stack.require_client(), settings.task_queue, stack.tracing.tracer),
         namespaces=settings.namespaces,
         relist_period=settings.relist_seconds,

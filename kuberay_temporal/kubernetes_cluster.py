@@ -7,7 +7,9 @@ the chosen runtime (state under `STATE/node`). When pods have the bridge (the pr
 or the simulated one as root) the API server listens on the bridge address so pods reach it
 through the `kubernetes` Service; otherwise on loopback. The node's Gateway data plane and
 volume provisioner get their roles, our CRDs are installed as admin, and `STATE/kubeconfig` is the
-admin kubeconfig, as devcluster's is.
+admin kubeconfig, as devcluster's is. The worker and the bridge are not admins here: they
+authenticate as deploy/'s ServiceAccounts, bound to exactly its ClusterRoles, so a rule missing
+from deploy/ fails on this stack as it would in a cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,10 +33,18 @@ from devcluster.node import NodeAgent, NodeConfig
 from devcluster.node.gateways import gateway_rbac
 from devcluster.node.volumes import volume_rbac
 from kuberay_temporal.crd_install import install_crds
+from kuberay_temporal.service_accounts import (
+    DASHBOARD_PROXY,
+    DeployNotFoundError,
+    Identities,
+    deploy_identities,
+)
 
 if TYPE_CHECKING:
     from kuberay_temporal.dev_stack import DevStack
 
+TOKEN_LIFETIME = timedelta(days=365)
+"""The worker's and the bridge's tokens: a dev stack is not restarted to renew them."""
 
 _RBAC = {
     "ClusterRole": Resource("rbac.authorization.k8s.io", "v1", "clusterroles", namespaced=False),
@@ -69,16 +80,31 @@ def pod_network_available(runtime: str) -> bool:
     return True
 
 
-def operator_kubeconfig(state_dir: Path, plane: ControlPlane) -> Path:
-    """The kubeconfig the worker and the bridge use: the one place that chooses it.
-
-    For now the admin's (`system:masters`, which RBAC does not check), as with devcluster.
-    """
+def admin_kubeconfig(state_dir: Path, plane: ControlPlane) -> Path:
+    """`STATE/kubeconfig`: the admin's (`system:masters`), for kubectl, as with devcluster."""
     path = state_dir / "kubeconfig"
     path.touch(mode=0o600)
     path.chmod(0o600)
     path.write_text(plane.kubeconfig_path.read_text())
     return path
+
+
+async def operator_identities(
+    state_dir: Path, admin: Path, dashboard_access: str
+) -> Identities | None:
+    """Apply deploy/'s ServiceAccounts and ClusterRoles; a kubeconfig each for worker and bridge.
+
+    The dashboard-proxy component is added when the worker reaches dashboards through the API
+    server, as an installation that sets that option must add it. None outside a checkout
+    (deploy/ is not installed with the package): the components then run as the admin.
+    """
+    components = (DASHBOARD_PROXY,) if dashboard_access == "proxy" else ()
+    try:
+        return await deploy_identities(
+            admin, state_dir / "identities", TOKEN_LIFETIME, components=components
+        )
+    except DeployNotFoundError:
+        return None
 
 
 async def _watch(plane: ControlPlane, stack: DevStack) -> None:
@@ -119,23 +145,30 @@ async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
         )
         watcher = asyncio.create_task(_watch(plane, stack))
         try:
-            async with NodeAgent(config) as node:
-                kubeconfig = operator_kubeconfig(state, plane)
-                kube = await connect_kube(str(kubeconfig), stack.tracing.kube_tracer)
+            async with NodeAgent(config) as node, AsyncExitStack() as clients:
+                kubeconfig = admin_kubeconfig(state, plane)
+                identities = await operator_identities(
+                    state, kubeconfig, stack.settings.dashboard_access
+                )
+                worker = identities.worker if identities else kubeconfig
+                bridge = identities.bridge if identities else kubeconfig
+                tracer = stack.tracing.kube_tracer
+                stack.kube = await connect_kube(str(worker), tracer)
+                clients.push_async_callback(stack.kube.close)
+                stack.bridge_kube = await connect_kube(str(bridge), tracer)
+                clients.push_async_callback(stack.bridge_kube.close)
+                stack.settings = stack.settings.model_copy(update={"kubeconfig": str(worker)})
+                who = "deploy/'s ServiceAccounts" if identities else "admin (no deploy/ here)"
+                stack.running.append(
+                    f"kubernetes {plane.url} (v1.37.2, node {config.name} with the "
+                    f"{stack.runtime} runtime, kubelet port {node.kubelet_port}, up in "
+                    f"{time.monotonic() - began:.0f} s; kubectl --kubeconfig {kubeconfig}; "
+                    f"worker and bridge as {who})"
+                )
                 try:
-                    stack.kube = kube
-                    stack.settings = stack.settings.model_copy(
-                        update={"kubeconfig": str(kubeconfig)}
-                    )
-                    stack.running.append(
-                        f"kubernetes {plane.url} (v1.37.2, node {config.name} with the "
-                        f"{stack.runtime} runtime, kubelet port {node.kubelet_port}, up in "
-                        f"{time.monotonic() - began:.0f} s; kubectl --kubeconfig {kubeconfig})"
-                    )
                     yield
                 finally:
-                    stack.kube = None
-                    await kube.close()
+                    stack.kube = stack.bridge_kube = None
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

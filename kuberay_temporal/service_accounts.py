@@ -31,6 +31,8 @@ from activities.errors import KubeConflict
 from activities.kube import KubeClient
 from kuberay_temporal.binaries import kubectl
 
+DASHBOARD_PROXY = "dashboard-proxy"
+"""The component of deploy/components/ that lets the worker reach dashboards via the API server."""
 WORKER = "kuberay-temporal-worker"
 BRIDGE = "kuberay-temporal-bridge"
 """The ServiceAccounts deploy/ runs the two components as."""

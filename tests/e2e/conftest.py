@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import signal
+import ssl
 import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest_asyncio
+import yaml
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -42,11 +46,30 @@ class LocalStack:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {err.decode()}")
         return out.decode()
 
+    def api_client(self) -> httpx.AsyncClient:
+        """An HTTP client of the API server as the kubeconfig's user (TLS where it is served)."""
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        server = str(config["clusters"][0]["cluster"]["server"])
+        if not server.startswith("https://"):
+            return httpx.AsyncClient(base_url=server)
+        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+        context = ssl.create_default_context(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
+        pem = self.state_dir.parent / "admin-client.pem"  # ssl reads a key pair from a file only
+        pem.touch(mode=0o600)
+        pem.write_bytes(
+            base64.b64decode(user["client-certificate-data"])
+            + base64.b64decode(user["client-key-data"])
+        )
+        context.load_cert_chain(pem)
+        return httpx.AsyncClient(base_url=server, verify=context)
+
 
 @pytest_asyncio.fixture
 async def local_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
-    """The stack as `make run` starts it: pods are real processes."""
-    async with running_stack(tmp_path, "process") as stack:
+    """The stack with real Ray: pods are processes, nodes of the real control plane."""
+    async with running_stack(tmp_path, "process", control_plane="kubernetes") as stack:
         yield stack
 
 
@@ -106,6 +129,10 @@ async def running_stack(
             f"127.0.0.1:{ports[0]}", data_converter=pydantic_data_converter
         )
         yield LocalStack(state, state / "kubeconfig", client, log)
+    except BaseException:
+        # The stack's log is the only account of what it did; pytest shows what is printed.
+        print(f"--- the end of {log} ---\n{_tail(log)}")
+        raise
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGINT)
@@ -114,6 +141,10 @@ async def running_stack(
             except TimeoutError:
                 process.kill()
                 await process.wait()
+
+
+def _tail(log: Path, lines: int = 400) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
 def gateway_api_crds() -> list[dict[str, object]]:

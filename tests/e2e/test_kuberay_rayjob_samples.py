@@ -46,7 +46,9 @@ PINNED_CHECK = 'assert requests.__version__ == "2.26.0"'
 
 @pytest_asyncio.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalStack]:
-    async with running_stack(tmp_path_factory.mktemp("kuberay-rayjobs"), "process") as running:
+    async with running_stack(
+        tmp_path_factory.mktemp("kuberay-rayjobs"), "process", control_plane="kubernetes"
+    ) as running:
         yield running
 
 

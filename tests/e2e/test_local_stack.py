@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import LocalStack
+from tests.e2e.conftest import LocalStack, running_stack
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
 
@@ -17,8 +18,13 @@ QUERY = "RayKind='RayCluster' AND RayNamespace='default' AND RayName='raycluster
 
 
 async def test_kubectl_apply_starts_a_searchable_workflow_that_creates_the_cluster(
-    local_stack: LocalStack,
+    tmp_path: Path,
 ) -> None:
+    async with running_stack(tmp_path, "process") as stack:  # `make run`'s control plane
+        await _apply_creates_the_cluster(stack)
+
+
+async def _apply_creates_the_cluster(local_stack: LocalStack) -> None:
     await local_stack.kubectl("apply", "-f", str(SAMPLE))
 
     async def listed() -> list[str]:

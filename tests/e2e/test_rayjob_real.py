@@ -35,7 +35,9 @@ QUICK = (
 
 @pytest_asyncio.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalStack]:
-    async with running_stack(tmp_path_factory.mktemp("rayjob"), "process") as running:
+    async with running_stack(
+        tmp_path_factory.mktemp("rayjob"), "process", control_plane="kubernetes"
+    ) as running:
         yield running
 
 

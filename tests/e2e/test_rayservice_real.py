@@ -68,11 +68,6 @@ async def patch(stack: LocalStack, *ops: dict[str, Any]) -> None:
     await stack.kubectl("patch", "rayservice", NAME, "--type", "json", "-p", json.dumps(list(ops)))
 
 
-def api_server(stack: LocalStack) -> str:
-    config = yaml.safe_load(stack.kubeconfig.read_text())
-    return str(config["clusters"][0]["cluster"]["server"])
-
-
 async def hello(http: httpx.AsyncClient) -> str | None:
     """One request through the serve Service (the API server's service proxy)."""
     try:
@@ -101,6 +96,8 @@ class Load:
     failed: int = 0
     failures: list[str] = field(default_factory=list)
     served_by: Counter[str] = field(default_factory=Counter)
+    answers: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(greeting, cluster) of every answer: which config served it, on which cluster."""
     backends: Counter[str] = field(default_factory=Counter)
     """Which Service devcluster's Gateway chose, when the requests go through one."""
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -131,7 +128,9 @@ class Load:
             self.failures.append(f"{response.status_code}: {response.text[:200]}")
             return
         self.ok += 1
-        self.served_by[response.text.rsplit("(", 1)[-1].rstrip(")")] += 1
+        cluster = response.text.rsplit("(", 1)[-1].rstrip(")")
+        self.served_by[cluster] += 1
+        self.answers[(response.text.split(",", 1)[0], cluster)] += 1
         if BACKEND_HEADER in response.headers:
             self.backends[response.headers[BACKEND_HEADER]] += 1
 
@@ -183,7 +182,7 @@ async def test_rayservice_lifecycle_with_real_ray_serve(
     await stack.kubectl("apply", "-f", str(manifest(tmp_path)))
     first = await eventually(lambda: ready_on(stack), within=240, message="Ready")
     print(f"\nReady on {first} after {time.monotonic() - began:.1f}s")
-    async with httpx.AsyncClient(base_url=api_server(stack)) as http:
+    async with stack.api_client() as http:
         await eventually(
             lambda: answer_from(http, "hello", first), within=60, message="hello from " + first
         )
