@@ -3,7 +3,8 @@
 One cluster goes through what a KubeRay user does to it: it becomes `ready` with its head and
 worker as real Ray nodes, scales up, loses exactly the pod named in `workersToDelete`, is
 suspended and resumed by signal, is recreated after a spec change under
-`upgradeStrategy: Recreate`, and gets a new head after its head pod is deleted.
+`upgradeStrategy: Recreate`, and gets a new head after its head pod is deleted, which its
+worker joins again.
 """
 
 from __future__ import annotations
@@ -119,6 +120,23 @@ async def test_raycluster_lifecycle_with_real_ray(local_stack: LocalStack) -> No
     )
     await eventually(lambda: ready(stack, 1), within=180, message="ready with the new head")
     assert new_head != old_head
+    # Without GCS fault tolerance the new head starts an empty Ray: the worker's raylet loses
+    # its GCS, exits, and its container restarts and joins the new head (KubeRay C23).
+    rejoined = await eventually(
+        lambda: _head_and_worker(stack), within=300, message="the worker alive in the new Ray"
+    )
+    assert rejoined[0][0] == (await pods(stack, "head"))[0]["status"]["podIP"]
+
+
+async def _head_and_worker(stack: LocalStack) -> list[tuple[str, bool]] | None:
+    """The alive Ray nodes, when they are exactly the current head pod and worker pod."""
+    ips = {
+        p["status"].get("podIP"): p["metadata"]["labels"]["ray.io/node-type"]
+        for p in await pods(stack)
+    }
+    nodes = await ray_nodes(stack)
+    wanted = sorted((ip, kind == "head") for ip, kind in ips.items() if ip)
+    return sorted(nodes, key=lambda n: not n[1]) if nodes == wanted and len(nodes) == 2 else None
 
 
 async def _two(nodes: Any) -> list[tuple[str, bool]] | None:

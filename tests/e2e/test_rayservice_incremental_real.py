@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from devcluster.networking.gateway import LISTENER_PORTS_ANNOTATION
 from tests.e2e.conftest import LocalStack, gateway_api_crds
@@ -100,16 +101,18 @@ async def test_incremental_upgrade_moves_traffic_in_steps(
         async with watching_weights(stack) as seen, Load(http, path="/hello").running(300) as load:
             await eventually(lambda: load.ok >= 10, within=30, message="load flowing")
             started = time.monotonic()
+            # The image (here: the head's environment) and the Serve config change together;
+            # the old cluster must keep serving the old config while traffic moves.
+            service = await get(stack, "rayservice", NAME)
+            assert service is not None
+            config = yaml.safe_load(service["spec"]["serveConfigV2"])
+            config["applications"][0]["runtime_env"] = {"env_vars": {"GREETING": "hola"}}
+            ops = [
+                {"op": "add", "path": f"{HEAD_ENV}/-", "value": {"name": "M", "value": "1"}},
+                {"op": "replace", "path": "/spec/serveConfigV2", "value": yaml.safe_dump(config)},
+            ]
             await stack.kubectl(
-                "patch",
-                "rayservice",
-                NAME,
-                "--type",
-                "json",
-                "-p",
-                json.dumps(
-                    [{"op": "add", "path": f"{HEAD_ENV}/-", "value": {"name": "M", "value": "1"}}]
-                ),
+                "patch", "rayservice", NAME, "--type", "json", "-p", json.dumps(ops)
             )
             second = await eventually(
                 lambda: _other(ready_on(stack), first), within=300, message="the upgrade"
@@ -122,10 +125,12 @@ async def test_incremental_upgrade_moves_traffic_in_steps(
             print(f"  {at:6.1f}s route weights {split}")
         print(
             f"requests ok={load.ok} failed={load.failed} served_by={dict(load.served_by)} "
-            f"gateway backends={dict(load.backends)}"
+            f"gateway backends={dict(load.backends)} answers={dict(load.answers)}"
         )
         assert load.failed == 0, load.failures[:5]
         assert load.served_by[first] and load.served_by[second]
+        # Each cluster answered with its own config only: no "hola" from the old one.
+        assert set(load.answers) == {("hello", first), ("hola", second)}, load.answers
         splits = [dict(s) for _, s in seen if s]
         assert any(0 < s.get(second, 0) < 100 for s in splits), splits  # at least one step
         assert splits[-1] == {second: 100}, splits
