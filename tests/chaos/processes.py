@@ -1,11 +1,14 @@
-"""The four processes the chaos suite kills, each restartable as a supervisor would restart it.
+"""The processes the chaos suite kills, each restartable as a supervisor would restart it.
 
-devcluster (simulated runtime, counting Ray submissions), the Temporal dev server (SQLite
-file, so its state survives a kill), the worker and the bridge each run as their own child
-process in their own session, so `kill -9` takes exactly one of them. Ports and state
-directories stay the same across restarts, as a Service and a volume would keep them. A
-process that exits on its own (not killed by us) is restarted after a second, as Kubernetes
-restarts a crashed container; those exits are counted and reported.
+The Temporal dev server (SQLite file, so its state survives a kill), the worker, the bridge
+and the cluster each run as their own child process in their own session, so `kill -9`
+takes exactly one of them. The cluster is either devcluster (simulated runtime, counting Ray
+submissions) or a real control plane: then kube-apiserver is killed and restarted, and the
+node (devcluster's kubelet, simulated runtime, counting) is a process of its own, and the
+worker and the bridge run as deploy/'s ServiceAccounts. Ports and state directories stay the
+same across restarts, as a Service and a volume would keep them. A process that exits on its
+own (not killed by us) is restarted after a second, as Kubernetes restarts a crashed
+container; those exits are counted and reported.
 """
 
 from __future__ import annotations
@@ -17,15 +20,20 @@ import signal
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 
+from devcluster.control_plane.processes import ControlPlane
+from devcluster.kubelet import network
 from kuberay_temporal.binaries import temporal_cli
+from kuberay_temporal.service_accounts import DASHBOARD_PROXY, deploy_identities
 from kuberay_temporal.temporal_server import DevServerOptions, dev_server_command
 from tests.chaos.counting_devcluster import LOG_ENV
 from tests.chaos.lifecycles import LifecycleFailed, until
+from tests.real_cluster import running_control_plane
 from tests.reference import REPO_ROOT
 from tests.worker.ports import free_port
 from worker.search_attributes import ALL_KEYS
@@ -106,16 +114,37 @@ class Supervised:
             await process.wait()
 
 
+KUBE_APISERVER = "kube-apiserver"
+
+
 @dataclass
 class Stack:
-    """The four components and where they keep their state and logs."""
+    """The components, where they keep their state and logs, and which of them are killed."""
 
     root: Path
+    control_plane: str = "devcluster"
+    """`devcluster`, or `kubernetes`: a real control plane with devcluster's node."""
     components: dict[str, Supervised] = field(default_factory=dict)
     restarts: Counter[str] = field(default_factory=Counter)
+    plane: ControlPlane | None = None
+    _resources: AsyncExitStack = field(default_factory=AsyncExitStack)
+
+    @property
+    def real(self) -> bool:
+        return self.control_plane == "kubernetes"
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """What the suite kills."""
+        if self.real:
+            return ("worker", "bridge", "node", KUBE_APISERVER, "temporal")
+        return ("worker", "bridge", "devcluster", "temporal")
 
     @property
     def kubeconfig(self) -> Path:
+        """The admin's kubeconfig."""
+        if self.real:
+            return self.root / "control-plane" / "kubeconfig"
         return self.root / "cluster" / "kubeconfig"
 
     @property
@@ -129,61 +158,87 @@ class Stack:
     def build(self) -> None:
         """Choose ports and command lines (nothing is started)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        python, base = sys.executable, dict(os.environ)
         self._temporal = DevServerOptions(
             state_dir=self.root / "temporal",
             port=free_port(),
             ui_port=free_port(),
             search_attributes=ALL_KEYS,
         )
-        api_port = free_port()
         self.components["temporal"] = Supervised(
             "temporal",
             dev_server_command(temporal_cli(), self._temporal),
-            base,
+            dict(os.environ),
             self.root,
             lambda: _tcp_open(self._temporal.port),
         )
-        self.components["devcluster"] = Supervised(
-            "devcluster",
-            [
-                *(python, "-m", "tests.chaos.counting_devcluster"),
+        if not self.real:
+            api_port = free_port()
+            self.components["devcluster"] = self._counting(
+                "devcluster",
+                "tests.chaos.counting_devcluster",
                 *("--state-dir", str(self.root / "cluster"), "--port", str(api_port)),
                 *("--runtime", "simulated", "--ready-delay", "0.5"),
-            ],
-            base | {LOG_ENV: str(self.submission_log)},
-            self.root,
-            lambda: _tcp_open(api_port),
-        )
-        for name in ("worker", "bridge"):
-            self.components[name] = operator_component(
-                name, self._temporal.address, self.kubeconfig, self.root
+                ready=lambda: _tcp_open(api_port),
             )
 
+    def _counting(self, name: str, module: str, *args: str, ready: Probe) -> Supervised:
+        env = dict(os.environ) | {LOG_ENV: str(self.submission_log)}
+        return Supervised(name, [sys.executable, "-m", module, *args], env, self.root, ready)
+
     async def start(self) -> None:
-        """Start everything in dependency order."""
+        """Start the cluster and Temporal (the CRDs come next, then `start_operator`)."""
         self._temporal.state_dir.mkdir(parents=True, exist_ok=True)
-        for name in ("temporal", "devcluster"):
-            await self.components[name].start()
+        await self.components["temporal"].start()
+        if not self.real:
+            await self.components["devcluster"].start()
+            return
+        self.plane = await self._resources.enter_async_context(
+            running_control_plane(self.root / "control-plane", network.HOST_IP)
+        )
+        plane, kubelet_port = self.plane, free_port()
+        self.components["node"] = node = self._counting(
+            "node",
+            "tests.chaos.counting_node",
+            *("--api-url", plane.url, "--pki-dir", str(plane.certificates.dir)),
+            *("--state-dir", str(self.root / "node"), "--kubelet-port", str(kubelet_port)),
+            ready=lambda: _tcp_open(kubelet_port, network.HOST_IP),
+        )
+        await node.start()
 
     async def start_operator(self) -> None:
         """Start the worker and the bridge (the CRDs must be installed first)."""
-        for name in ("worker", "bridge"):
+        worker = bridge = self.kubeconfig
+        if self.real:
+            identities = await deploy_identities(
+                self.kubeconfig, self.root / "identities", components=(DASHBOARD_PROXY,)
+            )
+            worker, bridge = identities.worker, identities.bridge
+        for name, kubeconfig in (("worker", worker), ("bridge", bridge)):
+            self.components[name] = operator_component(
+                name, self._temporal.address, kubeconfig, self.root
+            )
             await self.components[name].start()
 
     async def kill_and_restart(self, name: str, down_for: float) -> None:
         """SIGKILL one component, leave it down for `down_for` s, start it again."""
-        component = self.components[name]
-        await component.kill()
-        await asyncio.sleep(down_for)  # the outage itself, not a wait for anything
-        await component.start(within=120)
+        if name == KUBE_APISERVER:
+            assert self.plane is not None
+            await self.plane.kill(name)
+            await asyncio.sleep(down_for)  # the outage itself, not a wait for anything
+            await self.plane.restart(name)
+        else:
+            component = self.components[name]
+            await component.kill()
+            await asyncio.sleep(down_for)
+            await component.start(within=120)
         self.restarts[name] += 1
 
     async def stop(self) -> None:
         """Stop everything, operator first."""
-        for name in ("bridge", "worker", "devcluster", "temporal"):
+        for name in ("bridge", "worker", "node", "devcluster", "temporal"):
             if name in self.components:
                 await self.components[name].stop()
+        await self._resources.aclose()
 
 
 def operator_component(
@@ -202,9 +257,9 @@ def operator_component(
     )
 
 
-async def _tcp_open(port: int) -> bool:
+async def _tcp_open(port: int, host: str = "127.0.0.1") -> bool:
     try:
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        _, writer = await asyncio.open_connection(host, port)
     except OSError:
         return False
     writer.close()

@@ -1,12 +1,16 @@
-"""Chaos: `kill -9` of the worker, the bridge, devcluster and the Temporal dev server, at seeded
-random moments, while mixed RayCluster, RayJob and RayService lifecycles run.
+"""Chaos: `kill -9` of the worker, the bridge, the cluster and the Temporal dev server, at
+seeded random moments, while mixed RayCluster, RayJob and RayService lifecycles run.
+
+The cluster is devcluster (killed whole), or a real control plane whose kube-apiserver and
+node (devcluster's kubelet) are killed each on its own.
 
 Every component is its own process (see `processes`); each kill is followed by a restart
 after a short random outage, one kill at a time, at most `KILLS` kills inside the window in
 which the lifecycles start. Afterwards: every lifecycle saw its CR reach the state it should
 (see `lifecycles`), Ray created exactly one job per RayJob attempt (counted by the simulated
-heads, `counting_devcluster`), nothing a CR made is left once the CRs are deleted, and no
-workflow is still running, ended other than completed, or had a workflow task fail.
+heads, `counting_devcluster` or `counting_node`), nothing a CR made is left once the CRs are
+deleted, and no workflow is still running, ended other than completed, or had a workflow task
+fail.
 
 Size and seed come from the environment; CI runs the default small size. The full size:
 
@@ -49,8 +53,9 @@ UNHANDLED_COMMAND = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED
 LEFTOVERS = (kube.RAYSERVICES, kube.RAYJOBS, kube.RAYCLUSTERS, kube.JOBS, kube.PODS, kube.SERVICES)
 
 
-async def test_kill_9_of_every_component_loses_nothing(tmp_path: Path) -> None:
-    stack = Stack(tmp_path)
+@pytest.mark.parametrize("control_plane", ["devcluster", "kubernetes"])
+async def test_kill_9_of_every_component_loses_nothing(tmp_path: Path, control_plane: str) -> None:
+    stack = Stack(tmp_path, control_plane)
     stack.build()
     supervisors: list[asyncio.Task[None]] = []
     client: kube.KubeClient | None = None
@@ -63,7 +68,7 @@ async def test_kill_9_of_every_component_loses_nothing(tmp_path: Path) -> None:
         supervisors = [asyncio.create_task(c.supervise()) for c in stack.components.values()]
 
         plan = deal(SEED, LIFECYCLES)
-        kills = plan_kills(SEED, KILLS, WINDOW)
+        kills = plan_kills(SEED, KILLS, WINDOW, stack.targets)
         driver = Driver(client, STEP_DEADLINE)
         began = time.monotonic()
 
