@@ -35,6 +35,8 @@ JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
 NODE_NAME = "devcluster"
 _PODS = "/pods"
+GRACE_SLACK = 5.0
+"""Seconds past a deleted pod's grace period before the kubelet removes it whatever runs."""
 
 
 class Kubelet:
@@ -59,6 +61,7 @@ class Kubelet:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._contexts: dict[str, PodContext] = {}
         self._finished: set[str] = set()
+        self._deadlines: dict[str, asyncio.TimerHandle] = {}
 
     @property
     def view(self) -> ObjectView:
@@ -122,6 +125,8 @@ class Kubelet:
         if event_type == "DELETED":
             if task := self._tasks.get(uid):
                 task.cancel()  # removed without waiting (grace 0): kill at once
+            if deadline := self._deadlines.pop(uid, None):
+                deadline.cancel()
             self._finished.discard(uid)
             if self._setup is not None:
                 self._setup.forget(pod)
@@ -141,10 +146,29 @@ class Kubelet:
                 ctx.terminating.set()
             elif uid not in self._tasks:
                 self.writes.remove(pod)
+            if uid in self._tasks and uid not in self._deadlines:
+                grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+                self._deadlines[uid] = asyncio.get_running_loop().call_later(
+                    grace + GRACE_SLACK, self._force_removal, uid, pod
+                )
         elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             self._finished.add(uid)  # ended before this kubelet started: never run again
         elif uid not in self._tasks and uid not in self._finished:
             self._tasks[uid] = asyncio.create_task(self._run_pod(pod))
+
+    def _force_removal(self, uid: str, pod: JsonObject) -> None:
+        """The grace period is over: stop what still runs and remove the pod, as a kubelet.
+
+        Whatever kept the pod (a runtime that does not stop, a start that failed while the
+        pod was being deleted) must not leave it Terminating for ever.
+        """
+        self._deadlines.pop(uid, None)
+        task = self._tasks.get(uid)
+        if task is None:
+            return
+        log.warning("pod %s: grace period over, removing it", pod["metadata"].get("name"))
+        task.cancel()
+        self.writes.remove(pod)
 
     def _current(self, namespace: str, name: str, uid: str) -> JsonObject | None:
         pod = self.view.get(_PODS, namespace, name)
@@ -190,10 +214,14 @@ class Kubelet:
             log.exception("pod %s/%s failed to run", namespace, name)
             self._publish_failure(ctx, str(err))
             self._finished.add(uid)
+            if ctx.terminating.is_set():  # deleted meanwhile: nothing else will remove it
+                self.writes.remove(ctx.pod())
         finally:
             self.ips.release(ip)
             self._contexts.pop(uid, None)
             self._tasks.pop(uid, None)
+            if deadline := self._deadlines.pop(uid, None):
+                deadline.cancel()
             if self._current(namespace, name, uid) is None:
                 await asyncio.to_thread(shutil.rmtree, ctx.pod_dir, True)
 
