@@ -1,7 +1,8 @@
 """`kuberay-temporal dev --control-plane kubernetes`: the operator on a real v1.37.2 API server.
 
 The stack runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler with
-devcluster's kubelet (simulated runtime) as the node. A RayCluster sample's pods and a RayJob's
+devcluster's kubelet (simulated runtime) as the node, and its worker and bridge as deploy/'s
+ServiceAccounts. A RayCluster sample's pods and a RayJob's
 pods are scheduled by kube-scheduler onto the node and shown Running by `kubectl get pods`;
 the RayJob reaches Complete on simulated Ray, whose head the worker reaches through
 kube-apiserver's service proxy (it dials the head's pod IP, which the node makes answer).
@@ -37,6 +38,16 @@ async def test_a_raycluster_and_a_rayjob_run_on_the_real_api_server(tmp_path: Pa
         assert version["serverVersion"]["gitVersion"] == "v1.37.2"
         nodes = json.loads(await stack.kubectl("get", "nodes", "-o", "json"))["items"]
         assert [n["metadata"]["name"] for n in nodes] == ["devcluster"]
+        # The worker and the bridge are deploy/'s ServiceAccounts here, not admins.
+        assert "worker and bridge as deploy/'s ServiceAccounts" in stack.log.read_text()
+        for component in ("worker", "bridge"):
+            config = stack.state_dir / "identities" / f"{component}.kubeconfig"
+            as_it = LocalStack(stack.state_dir, config, stack.client, stack.log)
+            review = json.loads(await as_it.kubectl("auth", "whoami", "-o", "json"))
+            account = f"system:serviceaccount:kuberay-temporal:kuberay-temporal-{component}"
+            assert review["status"]["userInfo"]["username"] == account
+            allowed = await as_it.kubectl("auth", "can-i", "delete", "nodes", check=False)
+            assert allowed.strip() == "no"
 
         cluster = yaml.safe_load((REPO_ROOT / "samples" / "raycluster.yaml").read_text())
         applied = time.monotonic()
