@@ -69,10 +69,16 @@ async def test_kubectl_shows_crash_loops_completions_and_errors(
         await admin.ok("apply", "-n", namespace, "-f", "-", stdin=manifest)
     wanted = {"crashing": "CrashLoopBackOff", "done": "Completed", "failing": "Error"}
 
-    async def as_wanted() -> bool:
-        return await pod_statuses(admin, namespace) == wanted
+    seen: dict[str, str] = {}
 
-    await eventually(as_wanted, within=60, message=f"pods showing {wanted}")
+    async def as_wanted() -> bool:
+        seen.update(await pod_statuses(admin, namespace))
+        return seen == wanted
+
+    try:
+        await eventually(as_wanted, within=60, message=f"pods showing {wanted}")
+    except AssertionError as err:
+        raise AssertionError(f"{err}; they show {seen}") from None
     crashing = await get_json(admin, "pod", "crashing", "-n", namespace)
     container = crashing["status"]["containerStatuses"][0]
     assert container["restartCount"] >= 1
