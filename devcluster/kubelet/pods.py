@@ -264,8 +264,11 @@ class ProcessPod:
         name = container["name"]
         try:
             env, argv, image = self._environment(container)
-            if not argv:
-                raise envs.ConfigError("no command specified")
+            if not argv:  # a real image would supply its ENTRYPOINT; an unmapped one has none
+                raise envs.ConfigError(
+                    f"no command specified, and the image {container.get('image', '')!r} has "
+                    "no local stand-in that supplies one"
+                )
             missing = images.missing_program(image, container.get("image", ""))
             if missing is not None:
                 raise images.MissingProgram(missing)

@@ -9,7 +9,10 @@ those two and the sixteen of KubeRay's `sampleyaml` CI, one at a time:
 
     KUBERAY_TEMPORAL_REAL_SAMPLES=all .venv/bin/pytest tests/e2e/test_kuberay_samples_real.py
 
-Each sample is deleted before the next, as the machine has two cores.
+Each sample is deleted before the next, as the machine has two cores. Two of the sixteen do
+not become ready here, and are left out: `tls` (its certificates come from cert-manager,
+which devcluster stores but does not run) and `fluentbit` (no local program stands in for the
+`fluent/fluent-bit` image, so its sidecar cannot start and says so).
 """
 
 from __future__ import annotations
@@ -64,11 +67,19 @@ async def run_sample(stack: LocalStack, file: str) -> str:
 
 
 async def delete_sample(stack: LocalStack, file: str) -> None:
-    await stack.kubectl("delete", "-f", str(KUBERAY_SAMPLES / file), "--wait=true")
+    """Delete everything the sample made and wait until its pods are gone (Redis cleanup too)."""
+    await stack.kubectl("delete", "-f", str(KUBERAY_SAMPLES / file), "--wait=false")
+
+    async def gone() -> bool:
+        pods = (await get(stack, "pods"))["items"]
+        return not [p for p in pods if "ray.io/cluster" in (p["metadata"].get("labels") or {})]
+
+    await eventually(gone, within=240, message=f"the pods of {file} gone")
 
 
-# The full size adds KubeRay's sampleyaml set (external-redis has its own test below).
-MORE = [f"ray-cluster.{name}.yaml" for name in SAMPLEYAML if name != "external-redis"]
+# The full size adds KubeRay's sampleyaml set.
+NOT_HERE = {"external-redis", "tls", "fluentbit"}  # its own test below; see the docstring
+MORE = [f"ray-cluster.{name}.yaml" for name in SAMPLEYAML if name not in NOT_HERE]
 
 if os.environ.get("KUBERAY_TEMPORAL_REAL_SAMPLES") == "all":
 
