@@ -46,7 +46,8 @@ unit: install
 # Our Go program in controlplane/cmd/ (the module's Kubernetes sources are built, not tested).
 go: install
 	cd controlplane && PATH="$(abspath $(BIN)):$$PATH" GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
-		sh -c 'test -z "$$(gofmt -l cmd | tee /dev/stderr)" && go vet ./cmd/... && go test ./cmd/...'
+		sh -c 'unformatted="$$(gofmt -l cmd)"; test -z "$$unformatted" || \
+			{ echo "not gofmt-ed: $$unformatted" >&2; exit 1; }; go vet ./cmd/... && go test ./cmd/...'
 
 # Regenerate deploy/crds/ from the models (a test fails when they drift).
 crds: install
