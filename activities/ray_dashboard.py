@@ -237,10 +237,7 @@ class RayDashboardClient:
 
     async def serve_applications(self) -> ServeStatus:
         """Status of every Serve application and deployment (the declarative API's view)."""
-        data = await self._request(
-            "GET", "/api/serve/applications/", params={"api_type": "declarative"}
-        )
-        return _parse(ServeStatus, data, "serve status")
+        return _parse(ServeStatus, await self._serve_details(), "serve status")
 
     async def deployed_serve_config(self) -> dict[str, Any] | None:
         """The Serve config the cluster runs, as Ray recorded it; None when it runs none.
@@ -248,9 +245,7 @@ class RayDashboardClient:
         Each application's `deployed_app_config` with the instance's `proxy_location` and
         `http_options`: a document `put_serve_applications` takes back as it is.
         """
-        data = await self._request(
-            "GET", "/api/serve/applications/", params={"api_type": "declarative"}
-        )
+        data = await self._serve_details()
         apps = data.get("applications") if isinstance(data, dict) else None
         if not isinstance(apps, dict):
             raise DashboardBadResponse("serve status: no applications map")
@@ -263,6 +258,12 @@ class RayDashboardClient:
             if data.get(key):
                 config[key] = data[key]
         return config
+
+    async def _serve_details(self) -> Any:
+        """Serve's instance details as the declarative API answers them (decoded JSON)."""
+        return await self._request(
+            "GET", "/api/serve/applications/", params={"api_type": "declarative"}
+        )
 
     async def serve_proxy_healthy(self, serve_base_url: str) -> bool:
         """Whether the Serve proxy at `serve_base_url` (the serve port, not the dashboard) is up.

@@ -26,6 +26,7 @@ from devcluster.kubelet.processes import ContainerProcess
 from devcluster.kubelet.runtime import ExecTarget, PodContext
 from devcluster.kubelet.status import RUNNING, TERMINATED, WAITING, ContainerRecord
 from devcluster.lifecycle import now_rfc3339
+from devcluster.networking import hosts_path
 from devcluster.networking.hosts import namespace_hosts_path
 from devcluster.pod_api import PodApi
 
@@ -58,17 +59,18 @@ class ProcessRuntime:
         network.ensure_bridge()
         network.claim_bridge()
         self.state_dir = state_dir
-        hosts = state_dir / "net" / "hosts"
+        hosts = hosts_path(state_dir)
         hosts.parent.mkdir(parents=True, exist_ok=True)
         if not hosts.exists():
             hosts.write_text("127.0.0.1\tlocalhost\n")
 
     def pod_hosts(self, namespace: str) -> Path:
         """The hosts file a pod of `namespace` mounts (made from the cluster's if not yet)."""
-        path = namespace_hosts_path(self.state_dir / "net" / "hosts", namespace)
+        cluster = hosts_path(self.state_dir)
+        path = namespace_hosts_path(cluster, namespace)
         if not path.exists():  # the hosts writer fills it at its next change
             path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(self.state_dir / "net" / "hosts", path)
+            shutil.copyfile(cluster, path)
         return path
 
     def teardown(self) -> None:
