@@ -7,9 +7,12 @@ order: the status through the `status` subresource (a strategic-merge patch carr
 UID, so a pod recreated under the same name is never written), the Events the change records,
 then the final delete with
 grace period 0 and the UID as precondition. A busy or unreachable server (429, 5xx, no
-connection) is asked again with a growing pause; 404 or 409 mean the pod is gone or is
-another pod now, and end that pod's writes. Only the newest status is ever sent: a status is
-a whole state, so one that was overtaken need not be.
+connection) is asked again with a growing pause, and so is a refusal (401, 403): an API server
+that has just restarted refuses until its authorizers' caches fill, and a kubelet never gives
+up a pod's status or removal for that. 404 or 409 mean the pod is gone or is another pod now,
+and end that pod's writes; any other refusal, or a refused Event, drops that one write. Only
+the newest status is ever sent: a status is a whole state, so one that was overtaken need not
+be.
 
 Until the watch shows the written status, `latest` overlays it on the mirror's copy, so the
 kubelet computes the next status from its own last one (transition times, start time) and
@@ -30,6 +33,8 @@ from devcluster.node.client import STRATEGIC_MERGE_PATCH, ApiError, Requests
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
 _RETRY_FIRST, _RETRY_MAX = 0.2, 5.0
+_REFUSED_FOR_NOW = (401, 403)
+"""Refusals a restarting API server gives until its authenticators and authorizers are ready."""
 
 
 @dataclass
@@ -43,6 +48,11 @@ class _PodWork:
     events: list[JsonObject] = field(default_factory=list)  # Events still to record
     written: JsonObject | None = None  # the last status handed in (sent or not)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _event_next(work: _PodWork) -> bool:
+    """Whether the next write of this pod is an Event."""
+    return work.status is None and bool(work.events)
 
 
 def _now() -> str:
@@ -186,7 +196,11 @@ class ApiPodWrites:
                         log.debug("pod %s/%s: %s; no more writes", work.namespace, work.name, err)
                         work.status, work.events, work.remove = None, [], False
                         return
-                    if err.retryable:
+                    # An Event is best effort; a status or the removal is the pod's own state.
+                    refused_for_now = err.code in _REFUSED_FOR_NOW and not _event_next(work)
+                    if refused_for_now:
+                        log.warning("pod %s/%s: %s; asking again", work.namespace, work.name, err)
+                    if err.retryable or refused_for_now:
                         await asyncio.sleep(delay)
                         delay = min(delay * 2, _RETRY_MAX)
                         continue

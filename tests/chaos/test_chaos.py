@@ -97,6 +97,8 @@ async def test_kill_9_of_every_component_loses_nothing(tmp_path: Path, control_p
             f"{dict(stack.restarts)}, unprompted exits {crashes}, {elapsed:.0f}s, "
             f"failures: {len(failures)}"
         )
+        if failures:
+            print(_warnings(stack.root))
         assert sum(stack.restarts.values()) == KILLS
         assert not failures, "\n".join(failures)
     finally:
@@ -130,7 +132,7 @@ async def _leftovers(client: kube.KubeClient) -> list[str]:
             for item in await client.list_all(resource, NAMESPACE):
                 name = item["metadata"]["name"]
                 if not (resource is kube.SERVICES and name == "kubernetes"):
-                    found.append(f"{resource.plural}/{name}")
+                    found.append(f"{resource.plural}/{name} {_described(item)}")
         return found
 
     async def clean() -> bool:
@@ -141,6 +143,36 @@ async def _leftovers(client: kube.KubeClient) -> list[str]:
     except Exception:
         return [f"orphaned: {', '.join(await remaining())}"]
     return []
+
+
+def _warnings(root: Path, last: int = 30) -> str:
+    """The last warnings and errors each component logged, to explain a failure."""
+    parts = []
+    for log in sorted(root.glob("*.log")):
+        lines = [line for line in log.read_text(errors="replace").splitlines() if _warning(line)]
+        parts.append(f"--- {log.name}: {len(lines)} warnings or errors")
+        parts += lines[-last:]
+    return "\n".join(parts)
+
+
+def _warning(line: str) -> bool:
+    return any(level in line for level in (" WARNING ", " ERROR ", " CRITICAL "))
+
+
+def _described(item: dict[str, Any]) -> str:
+    """What explains a leftover: who owns it, whether it is being deleted, and its phase."""
+    meta = item["metadata"]
+    owners = [f"{o['kind']}/{o['name']} {o['uid'][:8]}" for o in meta.get("ownerReferences", [])]
+    return str(
+        {
+            "uid": meta.get("uid", "")[:8],
+            "owners": owners,
+            "deletionTimestamp": meta.get("deletionTimestamp"),
+            "finalizers": meta.get("finalizers"),
+            "phase": item.get("status", {}).get("phase"),
+            "node": item.get("spec", {}).get("nodeName"),
+        }
+    )
 
 
 async def _workflow_failures(address: str) -> list[str]:

@@ -98,6 +98,17 @@ async def test_an_unavailable_server_is_asked_again_and_a_replaced_pod_never() -
     await writes.close()
 
 
+async def test_a_refused_removal_is_asked_again_as_after_an_api_server_restart() -> None:
+    # A restarted kube-apiserver answers 403 until its RBAC and Node authorizers have synced;
+    # dropping the removal then left the pod Terminating for ever.
+    api = RecordingApi([ApiError(403, "Forbidden", "not yet"), ApiError(401, "", "not yet")])
+    writes = ApiPodWrites(api, "devcluster")
+    writes.remove(a_pod())
+    await eventually(lambda: not writes.pending("u1"), message="the removal sent")
+    assert [m for m, _, _ in api.calls] == ["DELETE", "DELETE", "DELETE"]
+    await writes.close()
+
+
 async def test_the_kubelet_sees_its_own_latest_status_before_the_watch_does() -> None:
     writes = ApiPodWrites(RecordingApi(), "devcluster")
     pod = a_pod()
