@@ -37,6 +37,9 @@ class ImageEnvironment:
     """The image's WORKDIR; empty: the home directory."""
     programs: tuple[tuple[str, str], ...] = ()
     """(program, the command that installs it): what the stand-in needs from this machine."""
+    profile: str = ""
+    """The image's `~/.profile`: a login shell (`bash -l`) reads the host's /etc/profile, which
+    resets PATH, and then this, as the image's own profile puts its programs back first."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,12 @@ def command_line(
 def default_image_map() -> ImageMap:
     """Return the mapping devcluster uses: Ray images on this venv's Ray, Redis on Debian's."""
     venv_bin = str(Path(sys.executable).parent)
-    ray = ImageEnvironment(path_prefix=(venv_bin,), cmd=("bash",), home="/home/ray")
+    ray = ImageEnvironment(
+        path_prefix=(venv_bin,),
+        cmd=("bash",),
+        home="/home/ray",
+        profile=f'export PATH="{venv_bin}:$PATH"\n',
+    )
     redis = ImageEnvironment(
         cmd=("redis-server",),
         directories=("/data",),
@@ -106,6 +114,13 @@ def default_image_map() -> ImageMap:
         ),
         fallback=ImageEnvironment(path_prefix=(venv_bin,)),
     )
+
+
+def write_profile(environment: ImageEnvironment, home: Path) -> None:
+    """Give a pod's home directory the image's profile, unless something put one there."""
+    profile = home / ".profile"
+    if environment.profile and not profile.exists():
+        profile.write_text(environment.profile)
 
 
 def path_for(environment: ImageEnvironment) -> str:

@@ -311,6 +311,7 @@ class ProcessPod:
         (pod_dir / "resolv.conf").write_text(volumes.resolv_conf(namespace))
         mounts = volumes.container_mounts(container, self.volumes, pod_dir)
         image = self.runtime.images.lookup(container.get("image", ""))
+        images.write_profile(image, pod_dir / "home")
         if all(m.target.rstrip("/") != image.home for m in mounts):  # the per-pod home
             mounts.insert(0, volumes.Mount("home", image.home))
         for directory in image.directories:  # as the image's own, empty at first

@@ -212,6 +212,38 @@ async def test_kuberays_external_redis_runs_in_the_images_data_directory(
     await kubectl.ok("delete", "pod", "redis", "--grace-period=1", "--timeout=30s")
 
 
+@pytest.mark.slow
+async def test_a_ray_images_login_shell_finds_ray(node: tuple[DevCluster, Kubectl]) -> None:
+    """KubeRay's autoscaler-v2-overwrite-cmd sample starts its autoscaler with `bash -lc`."""
+    _, kubectl = node
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "login"},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "autoscaler",
+                    "image": "rayproject/ray:2.52.0",
+                    "command": ["/bin/bash", "-lc", "--"],
+                    "args": ["command -v ray && exec sleep 3600"],
+                }
+            ],
+        },
+    }
+    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(pod))
+
+    async def running_or_ended() -> str | None:
+        state = json.dumps(await _pod_json(kubectl, "login"))
+        return state if '"running"' in state or '"terminated"' in state else None
+
+    state = await eventually(running_or_ended, message="the container started")
+    assert '"running"' in state, state  # `ray` was found, or bash ended with 127
+    await kubectl.ok("delete", "pod", "login", "--grace-period=1", "--timeout=30s")
+
+
 def _bridge_exists() -> bool:
     shown = subprocess.run(["ip", "link", "show", network.BRIDGE_NAME], capture_output=True)
     return shown.returncode == 0
