@@ -73,11 +73,12 @@ async def test_watch_streams_are_cut_and_requests_delayed(tmp_path: Path) -> Non
         }
     )
     async with DevCluster(tmp_path, faults=faults) as cluster, aiohttp.ClientSession() as session:
-        started = time.monotonic()
-        async with session.get(cluster.url + CM_PATH + "?watch=true&timeoutSeconds=30") as response:
+        # The watch asks for an hour; only the cut ends it within the test's timeout.
+        async with session.get(
+            cluster.url + CM_PATH + "?watch=true&timeoutSeconds=3600"
+        ) as response:
             assert response.status == 200
-            await response.read()  # returns once the server cuts the stream
-        assert time.monotonic() - started < 10
+            await response.read()
         started = time.monotonic()
         async with session.get(cluster.url + "/api/v1/namespaces/default") as response:
             assert response.status == 200
