@@ -112,6 +112,13 @@ def _downward_files(items: list[JsonObject], pod: JsonObject) -> dict[str, bytes
     return files
 
 
+_PLACEHOLDER = b"devcluster"
+
+
+def _or_placeholder(token: TokenLookup) -> TokenLookup:
+    return lambda spec: token(spec) or _PLACEHOLDER
+
+
 def projected_files(
     volume: JsonObject, pod: JsonObject, lookup: SourceLookup, token: TokenLookup
 ) -> dict[str, bytes]:
@@ -152,8 +159,12 @@ def prepare_volumes(
 
     `ca_crt` is the CA of the API server's pod-facing certificate (empty when there is none).
     `token` gives the tokens of projected volumes; `placeholder_token` adds devcluster's own
-    service-account files (no real API server put a projected volume there).
+    service-account files (no real API server put a projected volume there) and gives a
+    projected token source devcluster's placeholder token, which its API server accepts as it
+    accepts any bearer token.
     """
+    if placeholder_token:
+        token = _or_placeholder(token)
     paths: dict[str, Path] = {}
     for volume in pod.get("spec", {}).get("volumes") or []:
         name = volume["name"]
@@ -181,7 +192,7 @@ def prepare_volumes(
         paths[name] = path
     if placeholder_token and pod.get("spec", {}).get("automountServiceAccountToken", True):
         namespace = pod["metadata"].get("namespace", "default")
-        files = {"token": b"devcluster", "namespace": namespace.encode(), "ca.crt": ca_crt}
+        files = {"token": _PLACEHOLDER, "namespace": namespace.encode(), "ca.crt": ca_crt}
         _write_files(pod_dir / "volumes" / _SA_VOLUME, files)
         paths[_SA_VOLUME] = pod_dir / "volumes" / _SA_VOLUME
     return paths

@@ -245,6 +245,23 @@ def test_configmap_items_become_files(tmp_path: Path) -> None:
     assert not (paths["conf"] / "b").exists() and list(paths) == ["conf"]
 
 
+def test_a_projected_token_is_devclusters_placeholder_without_a_real_api_server(
+    tmp_path: Path,
+) -> None:
+    # KubeRay's ray-cluster.kubernetes.auth-manual.yaml mounts a projected token; devcluster
+    # accepts any bearer token, so its placeholder stands in (the pod used to fail).
+    token = {"serviceAccountToken": {"path": "token"}}
+    pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"volumes": [
+        {"name": "ray-token", "projected": {"sources": [token]}},
+    ]}}  # fmt: skip
+    paths = volumes.prepare_volumes(pod, tmp_path, tmp_path, lambda kind, name: None)
+    assert (paths["ray-token"] / "token").read_bytes() == b"devcluster"
+    with pytest.raises(volumes.VolumeError, match="no service account token"):
+        volumes.prepare_volumes(
+            pod, tmp_path, tmp_path, lambda kind, name: None, placeholder_token=False
+        )
+
+
 def test_ip_allocator_is_next_fit() -> None:
     allocator = network.IpAllocator()
     first, second = allocator.allocate(), allocator.allocate()
