@@ -136,8 +136,23 @@ def apply_defaults(kind: Kind, obj: JsonObject, taken_ips: set[str]) -> None:
         spec.setdefault("dnsPolicy", "ClusterFirst")
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("terminationGracePeriodSeconds", 30)
+        _default_volumes(spec.get("volumes") or [])
     else:
         _default_service(spec, taken_ips)
+
+
+_FILE_MODE = 0o644  # 420, the mode the API server gives a volume's files by default
+
+
+def _default_volumes(volumes: list[JsonObject]) -> None:
+    """The API server's defaults inside volumes: file modes, a projected token's lifetime."""
+    for volume in volumes:
+        for kind in ("configMap", "secret", "projected", "downwardAPI"):
+            if isinstance(volume.get(kind), dict):
+                volume[kind].setdefault("defaultMode", _FILE_MODE)
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            if isinstance(source.get("serviceAccountToken"), dict):
+                source["serviceAccountToken"].setdefault("expirationSeconds", 3600)
 
 
 def _merge_string_data(secret: JsonObject) -> None:

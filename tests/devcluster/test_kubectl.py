@@ -231,3 +231,35 @@ async def test_server_side_apply_removes_fields_the_manager_stopped_applying(
     assert got["metadata"]["labels"] == {"other": "manager"}
     managers = {e["manager"] for e in got["metadata"]["managedFields"]}
     assert "kubectl" in managers
+
+
+async def test_describe_a_pod_with_projected_and_keyed_volumes(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    # The API server defaults a projected token's expirationSeconds and the volumes' modes;
+    # without them `kubectl describe pod` crashed on KubeRay's kubernetes.auth sample's pods.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "described", "namespace": namespace},
+        "spec": {
+            "nodeName": "nowhere",  # no kubelet runs it: only what the API server stores counts
+            "containers": [{"name": "c", "image": "busybox"}],
+            "volumes": [
+                {
+                    "name": "token",
+                    "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]},
+                },
+                {"name": "conf", "configMap": {"name": "settings"}},
+                {"name": "creds", "secret": {"secretName": "creds"}},
+            ],
+        },
+    }
+    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(pod))
+    stored = json.loads(await kubectl.ok("get", "pod", "described", "-n", namespace, "-o", "json"))
+    token, conf, creds = stored["spec"]["volumes"]
+    assert token["projected"]["defaultMode"] == 420
+    assert token["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"] == 3600
+    assert conf["configMap"]["defaultMode"] == 420 and creds["secret"]["defaultMode"] == 420
+    described = await kubectl.ok("describe", "pod", "described", "-n", namespace)
+    assert "TokenExpirationSeconds:  3600" in described
