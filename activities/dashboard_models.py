@@ -59,7 +59,7 @@ class JobSubmission(BaseModel):
     """One Ray job to submit (`POST /api/jobs/`).
 
     `submission_id` is mandatory: the caller chooses it before submitting, so a retried
-    submission is recognised as a duplicate rather than run twice (REFERENCE J2, J7). Fields
+    submission is recognised as a duplicate rather than run twice (J2, J7). Fields
     left as None are not sent, like KubeRay's `omitempty`.
     """
 

@@ -3,7 +3,7 @@
 `wait_ray_job` is the one long activity of a RayJob: it polls `GET /api/jobs/<id>` inside
 itself every couple of seconds, heartbeating, and returns only when there is something to
 decide on (a status change, a terminal status, the workflow's next deadline, or its bound), so
-a ten-hour job costs the same few history events as a ten-second one (DESIGN §4).
+a ten-hour job costs the same few history events as a ten-second one.
 
 Submission is exactly-once by construction: the submission id is fixed per attempt before
 anything is submitted, and Ray refuses a second job under the same id, which counts as success.

@@ -1,6 +1,6 @@
 """An async client for the Ray dashboard's HTTP API: the jobs and Serve calls KubeRay makes.
 
-KubeRay talks to each cluster's head through this API (REFERENCE §2): it submits and tracks
+KubeRay talks to each cluster's head through this API (J7, J26, S4–S6): it submits and tracks
 RayJobs, stops them from the finalizer, applies `serveConfigV2` and judges Serve health. This
 module speaks the same calls on an injected `httpx.AsyncClient`, so tests drive it through
 `httpx.MockTransport`, and follows the Go client's quirks exactly where controllers depend on

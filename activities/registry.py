@@ -1,7 +1,7 @@
 """Every activity the worker registers, bound to the clients it needs.
 
 Activities that talk to an external system are methods of a class built with its client
-(STYLE convention 4); this function builds those objects and returns their bound methods, so
+(so tests can inject fakes); this function builds those objects and returns their bound methods, so
 the worker only has to pass the clients in.
 """
 

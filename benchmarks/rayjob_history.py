@@ -1,4 +1,4 @@
-"""Temporal history events and billable actions per RayJob lifecycle (issue 8, DESIGN §8).
+"""Temporal history events and billable actions per RayJob lifecycle.
 
 Runs one HTTPMode RayJob lifecycle (New → Running → Complete → cluster deleted) for a Ray job
 of each given duration on the time-skipping test server against the in-memory `FakeJobWorld`,

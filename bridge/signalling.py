@@ -1,6 +1,6 @@
 """Deliver a batch of signals to a CR's workflow, starting the workflow if it is not running.
 
-Signal-with-start with `ALLOW_DUPLICATE_FAILED_ONLY` (DESIGN §5): a running workflow gets the
+Signal-with-start with `ALLOW_DUPLICATE_FAILED_ONLY`: a running workflow gets the
 signal; a missing one is started and gets it first; a workflow that *completed* (its CR was
 finalized) is never resurrected by a late event, while a terminated or failed one restarts.
 Starting and signalling are idempotent, so two bridges, or a bridge replaying its list after a

@@ -1,6 +1,6 @@
 """The identity of one custom resource, and the workflow id derived from it.
 
-Workflow ids are `<kind>/<namespace>/<name>/<uid>` with the kind in lower case (DESIGN §3):
+Workflow ids are `<kind>/<namespace>/<name>/<uid>` with the kind in lower case:
 "/" cannot occur in a name or namespace, and the uid keeps a CR re-created under the same name
 off the old workflow's history.
 """

@@ -129,7 +129,7 @@ def exit_without_finalizing(code: int) -> NoReturn:
 
     The SDK's Rust threads outlive the event loop and sometimes touch Python while the
     interpreter finalizes, aborting a finished, clean run with SIGABRT ("PyGILState_Release
-    ... finalizing"; seen in about one run in six here, TEMPORAL.md §2.7). Command handlers
+    ... finalizing"; seen in about one run in six here). Command handlers
     that used a client call this after stopping their worker and servers, so the exit code
     is the one they chose.
 

@@ -1,7 +1,7 @@
 """Log lines of the worker and the bridge: text for people, or JSON for a log pipeline.
 
 Every line about a CR names it. The workflow id is the CR's identity
-(`<kind>/<namespace>/<name>/<uid>`, DESIGN §3), and a line logged about a CR knows its
+(`<kind>/<namespace>/<name>/<uid>`), and a line logged about a CR knows its
 workflow id in one of three ways: Temporal's `workflow.logger` and `activity.logger` put it in
 the record's `temporal_workflow` / `temporal_activity` extra; any other logger called while
 an activity runs can ask `activity.info()`; and the bridge passes `extra={"workflow_id": …}`.

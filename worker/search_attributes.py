@@ -1,9 +1,9 @@
 """The search attributes the Temporal UI filters CR workflows by, and their registration.
 
-DESIGN §3 fixes four Keyword attributes. A workflow that sets an unregistered attribute
-fails every workflow task and retries forever, so the worker registers them before it
-polls. The server accepts a re-registration with a *different* type and silently keeps
-the old one, so after adding we list them again and check name and type.
+There are four, all Keyword: RayKind, RayNamespace, RayName and RayState. A workflow that sets
+an unregistered attribute fails every workflow task and retries forever, so the worker
+registers them before it polls. The server accepts a re-registration with a *different* type
+and silently keeps the old one, so after adding we list them again and check name and type.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Signals every CR workflow accepts, and the progress each reports (DESIGN §3).
+"""Signals every CR workflow accepts, and the progress each reports.
 
 The bridge sends `spec_changed`, `owned_changed` and `deleted`; people send `suspend`,
 `resume` and `rollback` from the Temporal UI, `temporal workflow signal` or our CLI.

@@ -3,7 +3,7 @@
 The autoscaler (shipped with Ray) reads the RayCluster and patches replicas and
 workersToDelete, so the head pod gets a sidecar plus a ServiceAccount, Role and RoleBinding
 named after the cluster (`pod.go` BuildAutoscalerContainer, mergeAutoscalerOverrides;
-`rbac.go`; names per REFERENCE §1.4).
+`rbac.go`); the ServiceAccount is the head's `serviceAccountName` when that is set.
 """
 
 from __future__ import annotations

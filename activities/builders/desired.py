@@ -1,7 +1,7 @@
 """What a RayCluster asks for: the desired resources of its status.
 
 KubeRay reports `desiredCPU/Memory/GPU/TPU` from the spec alone (`util.go`
-CalculateDesiredResources; REFERENCE C27). The worker counts beside them come from
+CalculateDesiredResources; C27 in docs/kuberay-parity.md). The worker counts beside them come from
 `crds.replicas`, which the pod decisions share.
 """
 

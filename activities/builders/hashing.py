@@ -3,8 +3,8 @@
 The head pod carries the hash of the spec it was built from; when the current spec hashes
 differently, the cluster's pods are recreated. Fields that change without anyone wanting new
 pods are left out: scaling fields the autoscaler writes (replicas, min/max, workersToDelete),
-tolerations and scheduling gates that Kueue injects, and the strategy itself (REFERENCE C24,
-`util.go` GenerateHashWithoutReplicasAndWorkersToDelete).
+tolerations and scheduling gates that Kueue injects, and the strategy itself (C24 in
+docs/kuberay-parity.md; `util.go` GenerateHashWithoutReplicasAndWorkersToDelete).
 
 The hash must be equal in every worker process and across restarts, so it is computed from a
 canonical JSON form (sorted keys, no whitespace, no nulls), never from Python's `hash()`.

@@ -1,14 +1,15 @@
 """A minimal Gateway API data plane: each Gateway's HTTP listener is a port on 127.0.0.1.
 
-Incremental RayService upgrades (REFERENCE S13, S14) move traffic by rewriting the weights of
-an HTTPRoute's backendRefs; on a real cluster a Gateway controller (Istio, Envoy Gateway, …)
-routes by them. devcluster has none, so this stands in for one, for any GatewayClass: for each
-Gateway with an HTTP listener it opens an ephemeral port on loopback, publishes it in the
-annotation `LISTENER_PORTS_ANNOTATION` (a JSON map of listener name to port), marks the
-Gateway Accepted and Programmed, and each attached HTTPRoute's parent Accepted and
-ResolvedRefs (when its backend Services exist). A request goes to the rule whose path prefix
-matches longest, then to one backendRef drawn by weight, then to a ready endpoint of that
-Service port (as kube-proxy would); the answer carries `BACKEND_HEADER` naming the Service.
+Incremental RayService upgrades (S13, S14 in docs/kuberay-parity.md) move traffic by rewriting
+the weights of an HTTPRoute's backendRefs; on a real cluster a Gateway controller (Istio, Envoy
+Gateway, …) routes by them. devcluster has none, so this stands in for one, for any
+GatewayClass: for each Gateway with an HTTP listener it opens an ephemeral port on loopback,
+publishes it in the annotation `LISTENER_PORTS_ANNOTATION` (a JSON map of listener name to
+port), marks the Gateway Accepted and Programmed, and each attached HTTPRoute's parent Accepted
+and ResolvedRefs (when its backend Services exist). A request goes to the rule whose path
+prefix matches longest, then to one backendRef drawn by weight, then to a ready endpoint of
+that Service port (as kube-proxy would); the answer carries `BACKEND_HEADER` naming the
+Service.
 
 Only what incremental upgrades use is here: HTTP, `PathPrefix` matches, Service backends in
 the route's namespace. The Gateway API CRDs are not installed by default; when they are

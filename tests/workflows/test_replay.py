@@ -1,7 +1,7 @@
 """Recorded histories replay against the current workflow code (determinism guard).
 
 A failure here means a change would break workflows that are running right now: guard the
-change with `workflow.patched()` (see DESIGN §4), do not re-record.
+change with `workflow.patched()`, do not re-record.
 
 The replayer carries the worker's tracing interceptor, as a worker with OTEL_* variables
 does: tracing must neither change the commands nor record a span while replaying. (A history

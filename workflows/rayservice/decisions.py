@@ -1,9 +1,9 @@
 """Pure RayService decisions: which cluster move, when to re-apply Serve, what to delete.
 
-Reference rows S4, S5, S10–S12, S16, S18, S19. Every function takes what it needs, time
-included, and returns data; the workflows only carry out the answers. Unlike KubeRay, the
-"applied Serve config" and the deletion times are workflow state, so a restart changes none
-of these answers (P8, P10).
+KubeRay behaviours S4, S5, S10–S12, S16, S18, S19 (docs/kuberay-parity.md). Every function
+takes what it needs, time included, and returns data; the workflows only carry out the answers.
+Unlike KubeRay, the "applied Serve config" and the deletion times are workflow state, so a
+restart changes none of these answers (P8, P10).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One RayService upgrade as a child workflow `…/upgrade/<n>` (TEMPORAL.md §1.5, §5).
+"""One RayService upgrade as a child workflow `…/upgrade/<n>` of the RayService's workflow.
 
 KubeRay infers an upgrade's progress from hashes and status on every pass and has no notion
 of a failed upgrade (P6). Here an upgrade has explicit phases — create the pending cluster,

@@ -1,4 +1,4 @@
-"""Pure table tests of the RayJob state machine: every transition of REFERENCE §1.2."""
+"""Pure table tests of the RayJob state machine: every transition KubeRay's machine makes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pure table tests: deadlines, deletion rules, status settling (REFERENCE §1.2 J11–J21)."""
+"""Pure table tests: deadlines, deletion rules, status settling (KubeRay J11–J21)."""
 
 from __future__ import annotations
 
