@@ -17,8 +17,10 @@ from activities import builders, events, kube
 from activities import cluster_models as io
 from activities.builders.gcs_ft import external_storage_namespace
 from activities.builders.jobs import build_redis_cleanup_job
+from activities.cluster_models import CleanupStep as Step
 from activities.errors import KubeRejected
 from activities.kube import KubeClient
+from activities.kube_vocabulary import EventType
 from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP, LABEL_CLUSTER
 from crds.raycluster import RayCluster
 from crds.refs import ObjectRef
@@ -43,32 +45,32 @@ class ClusterCleanupActivities:
         if obj is None or obj["metadata"].get("uid") != ref.uid:
             return
         cluster = RayCluster.model_validate(obj)
-        if params.step == "AddFinalizer":
+        if params.step == Step.ADD_FINALIZER:
             await self._set_finalizer(obj, present=True)
-        elif params.step == "DeletePods":
+        elif params.step == Step.DELETE_PODS:
             selector = f"{LABEL_CLUSTER}={ref.name}"
             await self._kube.delete_collection(kube.PODS, ref.namespace, selector)
-        elif params.step == "CreateJob":
+        elif params.step == Step.CREATE_JOB:
             await self._create_job(ref, cluster)
-        elif params.step in ("RemoveFinalizer", "ForceRemoveFinalizer"):
+        elif params.step in (Step.REMOVE_FINALIZER, Step.FORCE_REMOVE_FINALIZER):
             await self._set_finalizer(obj, present=False)
-            if params.step == "ForceRemoveFinalizer":
+            if params.step == Step.FORCE_REMOVE_FINALIZER:
                 message = (
                     f"Force-removed the GCS FT finalizer: {params.reason}; Redis storage "
                     f"namespace {external_storage_namespace(cluster)!r} may need manual cleanup"
                 )
-                await self._event(ref, "Warning", "ForceDeletedStuckCluster", message)
+                await self._event(ref, EventType.WARNING, "ForceDeletedStuckCluster", message)
 
     async def _create_job(self, ref: ObjectRef, cluster: RayCluster) -> None:
         job = build_redis_cleanup_job(cluster, self._options)
         try:
             _, created = await self._kube.create_or_get(kube.JOBS, ref.namespace, job)
         except KubeRejected as err:
-            await self._event(ref, "Warning", "FailedToCreateRedisCleanupJob", str(err))
+            await self._event(ref, EventType.WARNING, "FailedToCreateRedisCleanupJob", str(err))
             raise
         if created:
             message = f"Created Redis cleanup Job {ref.namespace}/{job['metadata']['name']}"
-            await self._event(ref, "Normal", "CreatedRedisCleanupJob", message)
+            await self._event(ref, EventType.NORMAL, "CreatedRedisCleanupJob", message)
 
     async def _set_finalizer(self, obj: kube.JSON, present: bool) -> None:
         meta = obj["metadata"]
@@ -82,7 +84,7 @@ class ClusterCleanupActivities:
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
         await self._kube.patch(kube.RAYCLUSTERS, meta["namespace"], meta["name"], patch)
 
-    async def _event(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
+    async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         info = activity.info()
         key = f"{info.workflow_run_id}/{info.activity_id}/{reason}"
         await events.record(self._kube, ref, kind, reason, message, key)

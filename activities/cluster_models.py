@@ -7,9 +7,11 @@ pydantic models, not the Kubernetes client.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from activities.kube_vocabulary import EventType, JobConditionType
 from activities.snapshots import DesiredResources, PodView, ReplicaFailure, ServiceView
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 from crds.refs import ObjectRef
@@ -55,7 +57,7 @@ class ClusterSnapshot(BaseModel):
     deleted_at: datetime | None = None
     """The CR's deletionTimestamp."""
     cleanup_job_exists: bool = False
-    cleanup_job_finished: str | None = None
+    cleanup_job_finished: JobConditionType | None = None
     """"Complete" or "Failed" once the Redis cleanup Job ended (read only while deleting)."""
     namespace_terminating: bool = False
     redis_cleanup: bool = True
@@ -66,7 +68,7 @@ class ClusterSnapshot(BaseModel):
 class EventSpec(BaseModel):
     """A Kubernetes Event to record on the CR."""
 
-    type: str = "Normal"
+    type: EventType = EventType.NORMAL
     reason: str
     message: str
 
@@ -143,11 +145,24 @@ RECORD_EVENT = "record_event"
 CLEANUP_CLUSTER = "raycluster_cleanup_step"
 
 
+class CleanupStep(StrEnum):
+    """The one thing a pass does about the Redis cleanup finalizer."""
+
+    NONE = "None"
+    ADD_FINALIZER = "AddFinalizer"
+    DELETE_PODS = "DeletePods"
+    WAIT_FOR_HEAD = "WaitForHead"
+    CREATE_JOB = "CreateJob"
+    WAIT_FOR_JOB = "WaitForJob"
+    REMOVE_FINALIZER = "RemoveFinalizer"
+    FORCE_REMOVE_FINALIZER = "ForceRemoveFinalizer"
+
+
 class CleanupStepInput(BaseModel):
     """Carry out one step of the Redis cleanup finalizer (see `workflows.raycluster.cleanup`)."""
 
     ref: ObjectRef
-    step: str
+    step: CleanupStep
     reason: str = ""
 
 

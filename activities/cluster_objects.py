@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from activities import builders, kube
 from activities.builders import auth, network_policies, tls
 from activities.builders.autoscaler import is_autoscaling_enabled
+from activities.kube_vocabulary import PodPhase
 from crds.constants import LABEL_NODE_TYPE
 from crds.enums import RayNodeType
 from crds.raycluster import RayCluster
@@ -100,14 +101,14 @@ class PodIps:
         for pod in pods:
             status = pod.get("status") or {}
             if pod["metadata"].get("deletionTimestamp") or status.get("phase") in (
-                "Succeeded",
-                "Failed",
+                PodPhase.SUCCEEDED,
+                PodPhase.FAILED,
             ):
                 continue
             node_type = (pod["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE, "")
             if status.get("podIP") and node_type in found:
                 found[node_type].append(status["podIP"])
-        return cls(tuple(found["head"]), tuple(found["worker"]))
+        return cls(tuple(found[RayNodeType.HEAD.value]), tuple(found[RayNodeType.WORKER.value]))
 
 
 def wanted_objects(

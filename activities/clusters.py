@@ -30,13 +30,15 @@ from activities.cluster_objects import (
 )
 from activities.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.kube import KubeClient
+from activities.kube_vocabulary import EventType, JobConditionType
 from activities.metrics import KubeRayMetrics
 from activities.snapshots import (
     ReplicaFailure,
     summarize_pod,
     summarize_service,
 )
-from crds.constants import LABEL_CLUSTER
+from crds.constants import HEAD_GROUP_VALUE, LABEL_CLUSTER
+from crds.enums import ConditionStatus, RayNodeType
 from crds.enums import RayClusterConditionReason as Reason
 from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
@@ -103,10 +105,10 @@ class ClusterActivities:
         snapshot.cleanup_job_exists = job is not None
         for condition in ((job or {}).get("status") or {}).get("conditions") or []:
             if (
-                condition.get("type") in ("Complete", "Failed")
-                and condition.get("status") == "True"
+                condition.get("type") in (JobConditionType.COMPLETE, JobConditionType.FAILED)
+                and condition.get("status") == ConditionStatus.TRUE
             ):
-                snapshot.cleanup_job_finished = condition["type"]
+                snapshot.cleanup_job_finished = JobConditionType(condition["type"])
         namespace = await self._kube.get_or_none(kube.NAMESPACES, None, cluster.namespace)
         snapshot.namespace_terminating = bool(
             namespace is None or namespace["metadata"].get("deletionTimestamp")
@@ -118,7 +120,9 @@ class ClusterActivities:
         ns = cluster.namespace
         pods = await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
         snapshot.pods = [
-            view for view in map(summarize_pod, pods) if view.node_type in ("head", "worker")
+            view
+            for view in map(summarize_pod, pods)
+            if view.node_type in (RayNodeType.HEAD, RayNodeType.WORKER)
         ]
         head_name = names.head_service_name(cluster.name, cluster.spec)
         head = await self._kube.get_or_none(kube.SERVICES, ns, head_name)
@@ -196,19 +200,23 @@ class ClusterActivities:
                 # alone shows nowhere in Kubernetes: say so where `kubectl describe` looks.
                 message = f"Failed to create {kind} {ns}/{name}: {err}"
                 with contextlib.suppress(KubeError):  # the refusal is what gets reported
-                    await self._event(cluster, "Warning", _failed_reason(kind), message, owned.key)
+                    await self._event(
+                        cluster, EventType.WARNING, _failed_reason(kind), message, owned.key
+                    )
                 raise
             if created:
                 if kind in CREATED_REASONS:  # cert-manager objects get none in KubeRay either
                     shown = f"{ns}/{name}" if kind == "NetworkPolicy" else name
                     message = f"Created {kind} {shown}"
-                    await self._event(cluster, "Normal", CREATED_REASONS[kind], message, owned.key)
+                    await self._event(
+                        cluster, EventType.NORMAL, CREATED_REASONS[kind], message, owned.key
+                    )
                 continue
             await self._update(cluster, owned, existing)
         for stale in await self._stale_policies(cluster, wanted):
             if await self._kube.delete(kube.NETWORK_POLICIES, ns, stale):
                 message = f"Deleted NetworkPolicy {ns}/{stale}"
-                await self._event(cluster, "Normal", "DeletedNetworkPolicy", message, stale)
+                await self._event(cluster, EventType.NORMAL, "DeletedNetworkPolicy", message, stale)
 
     async def _update(self, cluster: RayCluster, owned: Owned, existing: kube.JSON) -> None:
         """Rewrite an object KubeRay keeps in line with the spec; never one it does not own."""
@@ -221,7 +229,9 @@ class ClusterActivities:
                 f"{kind} {cluster.namespace}/{name} already exists and is not owned by this "
                 "RayCluster; it is left as it is"
             )
-            await self._event(cluster, "Warning", f"{kind}NameCollision", message, owned.key)
+            await self._event(
+                cluster, EventType.WARNING, f"{kind}NameCollision", message, owned.key
+            )
             return
         await self._kube.request("PUT", owned.resource.path(cluster.namespace, name), body=new)
         if kind == "NetworkPolicy":
@@ -230,7 +240,7 @@ class ClusterActivities:
             message = f"Updated certificate {name} SANs (IPs: {new['spec']['ipAddresses']})"
         version = existing["metadata"].get("resourceVersion", "")
         await self._event(
-            cluster, "Normal", UPDATED_REASONS[kind], message, f"{owned.key}/{version}"
+            cluster, EventType.NORMAL, UPDATED_REASONS[kind], message, f"{owned.key}/{version}"
         )
 
     async def _stale_policies(self, cluster: RayCluster, wanted: list[Owned]) -> list[str]:
@@ -251,34 +261,36 @@ class ClusterActivities:
             await self._kube.delete_collection(kube.PODS, cluster.namespace, selector)
         except KubeRejected as err:
             result.failure = ReplicaFailure(reason=Reason.FAILED_DELETE_ALL_PODS, message=str(err))
-            await self._event(cluster, "Warning", "FailedToDeletePodCollection", str(err), "all")
+            await self._event(
+                cluster, EventType.WARNING, "FailedToDeletePodCollection", str(err), "all"
+            )
             return
         message = (
             f"Deleted Pods for RayCluster {cluster.namespace}/{cluster.name}: "
             f"{params.delete_all_reason}"
         )
         await self._event(
-            cluster, "Normal", "DeletedPod", message, f"all/{cluster.metadata.generation}"
+            cluster, EventType.NORMAL, "DeletedPod", message, f"all/{cluster.metadata.generation}"
         )
 
     async def _delete_pods(
         self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
     ) -> None:
         for deletion in params.deletions:
-            head = deletion.group == "headgroup"
+            head = deletion.group == HEAD_GROUP_VALUE
             try:
                 existed = await self._kube.delete(kube.PODS, cluster.namespace, deletion.name)
             except KubeRejected as err:
                 reason = Reason.FAILED_DELETE_HEAD_POD if head else Reason.FAILED_DELETE_WORKER_POD
                 result.failure = ReplicaFailure(reason=reason, message=str(err))
                 kind = "FailedToDeleteHeadPod" if head else "FailedToDeleteWorkerPod"
-                await self._event(cluster, "Warning", kind, str(err), deletion.name)
+                await self._event(cluster, EventType.WARNING, kind, str(err), deletion.name)
                 return
             result.deleted.append(deletion.name)
             if existed:
                 kind = "DeletedHeadPod" if head else "DeletedWorkerPod"
                 message = f"Deleted pod {cluster.namespace}/{deletion.name}: {deletion.reason}"
-                await self._event(cluster, "Normal", kind, message, deletion.name)
+                await self._event(cluster, EventType.NORMAL, kind, message, deletion.name)
 
     async def _create_pods(
         self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
@@ -294,14 +306,14 @@ class ClusterActivities:
                 kind = "FailedToCreateHeadPod" if head else "FailedToCreateWorkerPod"
                 role = "head" if head else "worker"
                 message = f"Failed to create {role} Pod {cluster.namespace}/{creation.name}: {err}"
-                await self._event(cluster, "Warning", kind, message, creation.name)
+                await self._event(cluster, EventType.WARNING, kind, message, creation.name)
                 return
             result.created.append(creation.name)
             if created:
                 kind = "CreatedHeadPod" if creation.head else "CreatedWorkerPod"
                 role = "head" if creation.head else "worker"
                 message = f"Created {role} Pod {cluster.namespace}/{creation.name}"
-                await self._event(cluster, "Normal", kind, message, creation.name)
+                await self._event(cluster, EventType.NORMAL, kind, message, creation.name)
 
     def _build(self, cluster: RayCluster, creation: io.PodCreation) -> kube.JSON:
         if creation.head:
@@ -351,7 +363,7 @@ class ClusterActivities:
                 raise
 
     async def _event(
-        self, cluster: RayCluster, kind: str, reason: str, message: str, key: str
+        self, cluster: RayCluster, kind: EventType, reason: str, message: str, key: str
     ) -> None:
         ref = ObjectRef(
             kind="RayCluster",

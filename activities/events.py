@@ -12,13 +12,14 @@ from datetime import UTC, datetime
 
 from activities import kube
 from activities.kube import KubeClient
+from activities.kube_vocabulary import EventType
 from crds.common import format_time
 from crds.refs import ObjectRef
 
 COMPONENT = "kuberay-temporal"
 
 
-def event_object(ref: ObjectRef, kind: str, reason: str, message: str, key: str) -> kube.JSON:
+def event_object(ref: ObjectRef, kind: EventType, reason: str, message: str, key: str) -> kube.JSON:
     """Build a core/v1 Event about `ref`; `key` makes its name unique and repeatable."""
     now = format_time(datetime.now(UTC))
     digest = hashlib.sha1(f"{ref.uid}/{key}/{reason}".encode()).hexdigest()[:16]
@@ -33,7 +34,7 @@ def event_object(ref: ObjectRef, kind: str, reason: str, message: str, key: str)
             "namespace": ref.namespace,
             "uid": ref.uid,
         },
-        "type": kind,
+        "type": kind.value,
         "reason": reason,
         "message": message,
         "source": {"component": COMPONENT},
@@ -45,7 +46,7 @@ def event_object(ref: ObjectRef, kind: str, reason: str, message: str, key: str)
 
 
 async def record(
-    client: KubeClient, ref: ObjectRef, kind: str, reason: str, message: str, key: str
+    client: KubeClient, ref: ObjectRef, kind: EventType, reason: str, message: str, key: str
 ) -> None:
     """Record an Event; a second attempt with the same key is a no-op."""
     await client.create_or_get(

@@ -3,13 +3,13 @@
 Kept apart from the implementations so that the workflow sandbox imports plain pydantic models,
 not the Kubernetes or HTTP clients. The contract is deliberately small: one snapshot read, a few
 idempotent writes named after what they achieve, and one long, heartbeating wait on Ray, so a
-RayJob's history grows with its state changes rather than with the job's duration (DESIGN §4).
+RayJob's history grows with its state changes rather than with the job's duration.
 
-Every write is idempotent (DESIGN §3): objects have names the workflow chose, a create that
-finds its object reports `created=False`, deletes tolerate 404, and a Ray job is submitted under
-a `submission_id` fixed per attempt, so a second submit is refused by Ray and counts as success.
-Activities that create or delete an object record the Kubernetes Event KubeRay records for it
-(`JobEventReason`), only when they really did it.
+Every write is idempotent, as an activity may run twice: objects have names the workflow chose,
+a create that finds its object reports `created=False`, deletes tolerate 404, and a Ray job is
+submitted under a `submission_id` fixed per attempt, so a second submit is refused by Ray and
+counts as success. Activities that create or delete an object record the Kubernetes Event
+KubeRay records for it (`JobEventReason`), only when they really did it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from crds.constants import (
     DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
     DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
 )
-from crds.enums import JobStatus
+from crds.enums import ClusterState, JobStatus
 from crds.raycluster import RayClusterStatus
 from crds.rayjob import RayJobSpec, RayJobStatus
 from crds.refs import ObjectRef
@@ -153,7 +153,7 @@ class ClusterView(BaseModel):
     @property
     def ready(self) -> bool:
         """KubeRay's gate: the deprecated `status.state == ready`."""
-        return self.exists and self.status is not None and self.status.state == "ready"
+        return self.exists and self.status is not None and self.status.state == ClusterState.READY
 
     @property
     def gone(self) -> bool:

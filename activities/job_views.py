@@ -15,17 +15,19 @@ from activities.builders import names
 from activities.builders.rayjob import submitter_job_name
 from activities.job_models import ClusterView, SubmitterView
 from activities.kube import KubeClient
+from activities.kube_vocabulary import JobConditionType as Finished
 from crds.constants import (
     LABEL_CLUSTER,
     LABEL_NODE_TYPE,
     PORT_NAME_DASHBOARD,
     SUBMITTER_CONTAINER_NAME,
 )
-from crds.enums import JobSubmissionMode
+from crds.enums import ConditionStatus, JobSubmissionMode, RayNodeType
 from crds.raycluster import RayCluster, RayClusterStatus
 from crds.violations import InvalidObjectError
 
 Mode = JobSubmissionMode
+_TRUE = ConditionStatus.TRUE
 
 
 def dashboard_url(service: kube.JSON, cluster_domain: str) -> str | None:
@@ -48,10 +50,10 @@ def job_submitter_view(job: kube.JSON | None) -> SubmitterView | None:
     view = SubmitterView(deleting=bool(job["metadata"].get("deletionTimestamp")))
     for condition in (job.get("status") or {}).get("conditions") or []:
         kind = condition.get("type")
-        if kind not in ("Complete", "Failed") or condition.get("status") != "True":
+        if kind not in (Finished.COMPLETE, Finished.FAILED) or condition.get("status") != _TRUE:
             continue
         view.finished_at = _time(condition.get("lastTransitionTime"))
-        if kind == "Failed":
+        if kind == Finished.FAILED:
             view.failed = True
             view.reason = str(condition.get("reason") or "")
             view.message = str(condition.get("message") or "")
@@ -98,7 +100,9 @@ class JobViews:
         if obj is None:
             return ClusterView(name=name, exists=False, pods=len(pods)), None, pods
         heads = [
-            p for p in pods if (p["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE) == "head"
+            p
+            for p in pods
+            if (p["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE) == RayNodeType.HEAD
         ]
         view = ClusterView(
             name=name,
@@ -134,7 +138,7 @@ class JobViews:
             heads = [
                 p
                 for p in pods
-                if (p["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE) == "head"
+                if (p["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE) == RayNodeType.HEAD
                 and not p["metadata"].get("deletionTimestamp")
             ]
             return sidecar_submitter_view(heads[0] if heads else None)

@@ -29,6 +29,7 @@ from activities.builders.rayjob import (
 from activities.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.job_views import JobViews
 from activities.kube import KubeClient
+from activities.kube_vocabulary import EventType
 from activities.metrics import KubeRayMetrics
 from activities.tracing import stamp_trace_context
 from crds.constants import FINALIZER_RAYJOB, LABEL_CLUSTER
@@ -146,12 +147,17 @@ class JobActivities:
         except KubeRejected as err:
             message = f"Failed to create RayCluster {ns}/{name}: {err}"
             await self._event(
-                params.ref, "Warning", io.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER, message
+                params.ref,
+                EventType.WARNING,
+                io.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER,
+                message,
             )
             raise
         if created:
             message = f"Created RayCluster {ns}/{name}"
-            await self._event(params.ref, "Normal", io.JobEventReason.CREATED_RAY_CLUSTER, message)
+            await self._event(
+                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_RAY_CLUSTER, message
+            )
         return io.CreateResult(created=created)
 
     @activity.defn(name=io.CREATE_SUBMITTER_JOB)
@@ -176,12 +182,14 @@ class JobActivities:
         except KubeRejected as err:
             message = f"Failed to create new Kubernetes Job {ns}/{name}: {err}"
             await self._event(
-                params.ref, "Warning", io.JobEventReason.FAILED_TO_CREATE_SUBMITTER, message
+                params.ref, EventType.WARNING, io.JobEventReason.FAILED_TO_CREATE_SUBMITTER, message
             )
             raise
         if created:
             message = f"Created Kubernetes Job {ns}/{name}"
-            await self._event(params.ref, "Normal", io.JobEventReason.CREATED_SUBMITTER, message)
+            await self._event(
+                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_SUBMITTER, message
+            )
         return io.CreateResult(created=created)
 
     @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE)
@@ -197,7 +205,9 @@ class JobActivities:
         existing, created = await self._kube.create_or_get(kube.SERVICES, ns, wanted)
         if created:
             message = f"Created the service {ns}/{name}"
-            await self._event(params.ref, "Normal", io.JobEventReason.CREATED_SERVICE, message)
+            await self._event(
+                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_SERVICE, message
+            )
             return
         spec = existing.get("spec") or {}
         if (spec.get("selector") or {}).get(LABEL_CLUSTER) == params.cluster_name:
@@ -209,7 +219,7 @@ class JobActivities:
         updated = {**existing, "spec": {**spec, **new_spec}}
         await self._kube.request("PUT", kube.SERVICES.path(ns, name), body=updated)
         message = f"Updated the service {ns}/{name}"
-        await self._event(params.ref, "Normal", io.JobEventReason.UPDATED_SERVICE, message)
+        await self._event(params.ref, EventType.NORMAL, io.JobEventReason.UPDATED_SERVICE, message)
 
     # --- deletes --------------------------------------------------------------------------------
 
@@ -229,7 +239,7 @@ class JobActivities:
                 ):
                     message = f"Deleted cluster {ns}/{params.cluster_name}"
                     reason = io.JobEventReason.DELETED_RAY_CLUSTER
-                    await self._event(ref, "Normal", reason, message)
+                    await self._event(ref, EventType.NORMAL, reason, message)
                 result.remaining.append(f"RayCluster/{params.cluster_name}")
             pods = await self._kube.list_all(
                 kube.PODS, ns, f"{LABEL_CLUSTER}={params.cluster_name}"
@@ -243,7 +253,9 @@ class JobActivities:
                     kube.JOBS, ns, name
                 ):
                     message = f"Deleted submitter K8s Job {ns}/{name}"
-                    await self._event(ref, "Normal", io.JobEventReason.DELETED_SUBMITTER, message)
+                    await self._event(
+                        ref, EventType.NORMAL, io.JobEventReason.DELETED_SUBMITTER, message
+                    )
                 result.remaining.append(f"Job/{name}")
         return result
 
@@ -262,7 +274,9 @@ class JobActivities:
         # A PUT with the resourceVersion read: a concurrent writer makes this retry, not lose.
         await self._kube.request("PUT", kube.RAYCLUSTERS.path(ns, name), body=obj)
         message = f"Set the `suspend` field to true for all worker groups in cluster {ns}/{name}"
-        await self._event(params.ref, "Normal", io.JobEventReason.UPDATED_RAY_CLUSTER, message)
+        await self._event(
+            params.ref, EventType.NORMAL, io.JobEventReason.UPDATED_RAY_CLUSTER, message
+        )
 
     @activity.defn(name=io.DELETE_RAYJOB)
     async def delete_rayjob(self, params: io.RayJobRef) -> None:
@@ -329,7 +343,7 @@ class JobActivities:
             if isinstance(err, KubeUnavailable) or err.status != 404:
                 raise
 
-    async def _event(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
+    async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         """Record an Event once per activity and message (a retried attempt records none)."""
         info = activity.info()
         key = f"{info.workflow_run_id}/{info.activity_id}/{message}"

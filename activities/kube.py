@@ -22,6 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from opentelemetry.trace import Tracer
 
 from activities import decoding, errors
+from activities.kube_vocabulary import WatchEventType
 from activities.tracing import client_span, default_tracer, kube_path_template
 
 JSON = dict[str, Any]
@@ -316,7 +317,7 @@ class KubeClient:
                 event = decoding.decode(line)
                 if not isinstance(event, dict):  # the stream is off; the caller re-lists
                     raise errors.KubeUndecodable(f"watch of {resource.plural} sent a non-event")
-                if event.get("type") == "ERROR":
+                if event.get("type") == WatchEventType.ERROR:
                     status = event.get("object") or {}
                     raise errors.from_status(int(status.get("code") or 500), json.dumps(status))
                 yield event

@@ -33,7 +33,12 @@ from activities import kube
 from activities.errors import KubeError
 from activities.kube import KubeClient
 from crds.constants import LABEL_ORIGINATED_FROM_CRD
-from crds.enums import JobDeploymentStatus
+from crds.enums import (
+    ConditionStatus,
+    JobDeploymentStatus,
+    RayClusterConditionType,
+    RayServiceConditionType,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +73,9 @@ HELP: dict[str, str] = {
 
 _CLUSTER_DURATION = "kuberay_cluster_provisioned_duration_seconds"
 _JOB_DURATION = "kuberay_job_execution_duration_seconds"
-_PROVISIONED = "RayClusterProvisioned"
-_READY = "Ready"
-_UPGRADE_IN_PROGRESS = "UpgradeInProgress"
+_PROVISIONED = RayClusterConditionType.PROVISIONED
+_READY = RayServiceConditionType.READY
+_UPGRADE_IN_PROGRESS = RayServiceConditionType.UPGRADE_IN_PROGRESS
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ def _condition_true(status: Mapping[str, Any] | None, kind: str) -> bool:
     """Whether condition `kind` is True; absent is not True (`meta.IsStatusConditionTrue`)."""
     for condition in (status or {}).get("conditions") or []:
         if condition.get("type") == kind:
-            return bool(condition.get("status") == "True")
+            return bool(condition.get("status") == ConditionStatus.TRUE)
     return False
 
 

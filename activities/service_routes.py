@@ -32,6 +32,7 @@ from activities.builders import rayservice_gateway as gw
 from activities.builders.services import MissingServePortError
 from activities.errors import KubeNotFound
 from activities.kube import KubeClient
+from activities.kube_vocabulary import EventType
 from activities.service_serve import HeadLabeler
 from activities.services import ServiceStore
 from crds import constants as k
@@ -77,7 +78,9 @@ class RouteActivities:
         try:
             wanted.append(rs.build_rayservice_serve_service(service, cluster))
         except MissingServePortError as err:
-            await self._store.event(ref, "Warning", "FailedToCreateServeService", str(err), "port")
+            await self._store.event(
+                ref, EventType.WARNING, "FailedToCreateServeService", str(err), "port"
+            )
         for manifest in wanted:
             await self._ensure(ref, manifest, cluster.name)
 
@@ -86,18 +89,20 @@ class RouteActivities:
         existing, created = await self._kube.create_or_get(kube.SERVICES, ref.namespace, manifest)
         if created:
             message = f"Created Service {ref.namespace}/{name} for RayCluster {cluster}"
-            await self._store.event(ref, "Normal", "CreatedService", message, name)
+            await self._store.event(ref, EventType.NORMAL, "CreatedService", message, name)
             return
         if not rs.is_owned_by(existing, ref.uid):
             message = f"Service {ref.namespace}/{name} exists and is not owned by this RayService"
-            await self._store.event(ref, "Warning", "ServiceNameCollision", message, name)
+            await self._store.event(ref, EventType.WARNING, "ServiceNameCollision", message, name)
             return
         updated = rs.switched(existing, manifest)
         if updated is None:
             return
         await self._kube.request("PUT", kube.SERVICES.path(ref.namespace, name), body=updated)
         message = f"Updated Service {ref.namespace}/{name} to point at RayCluster {cluster}"
-        await self._store.event(ref, "Normal", "UpdatedService", message, f"{name}/{cluster}")
+        await self._store.event(
+            ref, EventType.NORMAL, "UpdatedService", message, f"{name}/{cluster}"
+        )
 
     @activity.defn(name=io.DELETE_SERVICE_OBJECTS)
     async def delete_service_objects(self, params: io.ServiceObjectsInput) -> None:
@@ -127,7 +132,7 @@ class RouteActivities:
 
     async def _deleted(self, ref: ObjectRef, kind: str, name: str) -> None:
         message = f"Deleted {kind} {ref.namespace}/{name}"
-        await self._store.event(ref, "Normal", f"Deleted{kind}", message, name)
+        await self._store.event(ref, EventType.NORMAL, f"Deleted{kind}", message, name)
 
     @activity.defn(name=io.RECONCILE_GATEWAY)
     async def reconcile_gateway(self, params: io.GatewayInput) -> None:
@@ -152,7 +157,7 @@ class RouteActivities:
             if created:
                 svc = per_cluster["metadata"]["name"]
                 message = f"Created Service {ref.namespace}/{svc} for RayCluster {name}"
-                await self._store.event(ref, "Normal", "CreatedService", message, svc)
+                await self._store.event(ref, EventType.NORMAL, "CreatedService", message, svc)
         ns = ref.namespace
         gateway = gw.build_gateway(service)
         try:
@@ -204,7 +209,9 @@ class RouteActivities:
             f"API CRDs and a Gateway controller for gatewayClassName {gateway_class!r}."
         )
         # KubeRay's reason for a failed create; the same key makes a repeat no new Event.
-        await self._store.event(ref, "Warning", f"FailedToCreate{kind}", message, "gateway-api")
+        await self._store.event(
+            ref, EventType.WARNING, f"FailedToCreate{kind}", message, "gateway-api"
+        )
         raise ApplicationError(message, type=io.GATEWAY_API_MISSING, non_retryable=True)
 
     async def _spec_update(
@@ -214,7 +221,7 @@ class RouteActivities:
         name, kind = manifest["metadata"]["name"], manifest["kind"]
         if created:
             message = f"Created {kind} {ref.namespace}/{name}"
-            await self._store.event(ref, "Normal", f"Created{kind}", message, name)
+            await self._store.event(ref, EventType.NORMAL, f"Created{kind}", message, name)
             return None
         if existing.get("spec") == manifest["spec"] or not rs.is_owned_by(existing, ref.uid):
             return None

@@ -31,6 +31,7 @@ from activities.dashboard_models import ServeStatus
 from activities.dashboard_urls import pod_proxied_base_url
 from activities.job_dashboard import DashboardAccess, DashboardConnector
 from activities.kube import KubeClient
+from activities.kube_vocabulary import PodPhase
 from activities.ray_dashboard import (
     DashboardError,
     DashboardRejected,
@@ -171,7 +172,7 @@ class HeadLabeler:
             p
             for p in await self._kube.list_all(kube.PODS, ref.namespace, selector)
             if not p["metadata"].get("deletionTimestamp")
-            and (p.get("status") or {}).get("phase") == "Running"
+            and (p.get("status") or {}).get("phase") == PodPhase.RUNNING
         ]
         if not heads:
             return None

@@ -22,9 +22,10 @@ from activities.builders import rayservice as rs
 from activities.builders import rayservice_gateway as gw
 from activities.errors import KubeError, KubeUnavailable
 from activities.kube import KubeClient
+from activities.kube_vocabulary import EventType
 from activities.tracing import stamp_trace_context
 from crds import constants as k
-from crds.enums import ClusterState
+from crds.enums import ClusterState, ConditionStatus
 from crds.enums import RayClusterConditionType as ClusterCond
 from crds.enums import RayServiceUpgradeType as Upgrade
 from crds.loading import parse_ray_object
@@ -70,7 +71,9 @@ class ServiceStore:
         obj = await self.kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, name)
         return obj if obj is not None and rs.is_owned_by(obj, ref.uid) else None
 
-    async def event(self, ref: ObjectRef, kind: str, reason: str, message: str, key: str) -> None:
+    async def event(
+        self, ref: ObjectRef, kind: EventType, reason: str, message: str, key: str
+    ) -> None:
         """An Event on the RayService, once per activity attempt and key."""
         info = activity.info()
         await events.record(self.kube, ref, kind, reason, message, f"{info.workflow_run_id}/{key}")
@@ -161,7 +164,7 @@ class ServiceActivities:
         except ValueError:
             status = RayClusterStatus()
         head_ready = any(
-            c.type == ClusterCond.HEAD_POD_READY and c.status == "True"
+            c.type == ClusterCond.HEAD_POD_READY and c.status == ConditionStatus.TRUE
             for c in status.conditions or []
         )
         return io.ClusterView(
@@ -237,7 +240,9 @@ class ServiceActivities:
         _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ref.namespace, manifest)
         if created:
             message = f"Created RayCluster {ref.namespace}/{params.name}"
-            await self._store.event(ref, "Normal", "CreatedRayCluster", message, params.name)
+            await self._store.event(
+                ref, EventType.NORMAL, "CreatedRayCluster", message, params.name
+            )
         return io.CreateServiceClusterResult()
 
     @activity.defn(name=io.UPDATE_SERVICE_CLUSTER)
@@ -259,7 +264,7 @@ class ServiceActivities:
         message = f"Updated RayCluster {ref.namespace}/{params.cluster}: {params.reason}"
         version = existing["metadata"].get("resourceVersion", "")
         await self._store.event(
-            ref, "Normal", "UpdatedRayCluster", message, f"{params.cluster}/{version}"
+            ref, EventType.NORMAL, "UpdatedRayCluster", message, f"{params.cluster}/{version}"
         )
 
     @activity.defn(name=io.DELETE_SERVICE_CLUSTER)
@@ -270,7 +275,9 @@ class ServiceActivities:
             return
         if await self._kube.delete(kube.RAYCLUSTERS, ref.namespace, params.cluster):
             message = f"Deleted RayCluster {ref.namespace}/{params.cluster}: {params.reason}"
-            await self._store.event(ref, "Normal", "DeletedRayCluster", message, params.cluster)
+            await self._store.event(
+                ref, EventType.NORMAL, "DeletedRayCluster", message, params.cluster
+            )
 
     # --- the CR itself ------------------------------------------------------------------------
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from activities.kube_vocabulary import PodPhase
 from crds import constants
-from crds.enums import RayClusterConditionReason, RayNodeType
+from crds.enums import ConditionStatus, RayClusterConditionReason, RayNodeType
 
 JSON = dict[str, Any]
 
@@ -96,7 +97,8 @@ def summarize_pod(pod: JSON) -> PodView:
         node_type=labels.get(constants.LABEL_NODE_TYPE, ""),
         group=labels.get(constants.LABEL_GROUP, ""),
         phase=status.get("phase", ""),
-        ready=status.get("phase") == "Running" and (ready_cond or {}).get("status") == "True",
+        ready=status.get("phase") == PodPhase.RUNNING
+        and (ready_cond or {}).get("status") == ConditionStatus.TRUE,
         ready_reason=(ready_cond or {}).get("reason", ""),
         ready_message=(ready_cond or {}).get("message", ""),
         terminating=bool(meta.get("deletionTimestamp")),

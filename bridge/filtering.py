@@ -1,6 +1,6 @@
 """Which watch events matter, and to which workflow: a pure function over event and memory.
 
-The rules (DESIGN §5):
+The rules:
 
 * A ray.io CR nudges its own workflow when its generation grows (`spec_changed`), when a label
   or annotation changes (`spec_changed` with `resync`: KubeRay also reacts to those), when a
@@ -24,7 +24,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from crds.constants import LABEL_CLUSTER, MANAGED_BY_MULTIKUEUE
+from activities.kube_vocabulary import WatchEventType
+from crds.constants import LABEL_CLUSTER, LABEL_NODE_TYPE, MANAGED_BY_MULTIKUEUE
+from crds.enums import RayNodeType
 from crds.refs import ObjectRef
 from workflows import messages
 
@@ -99,11 +101,11 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
     seen = memory.seen.setdefault(ref.uid, Seen())
     owner = controller_of(obj) or memory.cluster_owner.get((ref.namespace, ref.name))
     if kind == "RayCluster":
-        _track_cluster(ref, obj, memory, gone=event == "DELETED")
+        _track_cluster(ref, obj, memory, gone=event == WatchEventType.DELETED)
     if spec.get("managedBy") == MANAGED_BY_MULTIKUEUE:
         seen.skipped = True
         return []
-    if event == "DELETED":
+    if event == WatchEventType.DELETED:
         memory.seen.pop(ref.uid, None)
         gone = [Nudge(ref, messages.DELETED, messages.Deleted(gone=True))]
         if kind == "RayCluster" and owner is not None and owner.kind in ("RayJob", "RayService"):
@@ -169,7 +171,7 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
     owner = controller_of(obj) or _cluster_from_label(obj, memory)
     if owner is None:
         return []
-    if event == "DELETED":
+    if event == WatchEventType.DELETED:
         memory.seen.pop(ref.uid, None)
     else:
         seen = memory.seen.setdefault(ref.uid, Seen())
@@ -195,7 +197,7 @@ def _cluster_from_label(obj: JSON, memory: Memory) -> ObjectRef | None:
 
 def _is_head(obj: JSON) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    return bool(labels.get("ray.io/node-type") == "head")
+    return bool(labels.get(LABEL_NODE_TYPE) == RayNodeType.HEAD)
 
 
 def _relevant(obj: JSON) -> JSON:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from temporalio.service import RPCError
 
 from activities.kube import JSON, KubeClient
+from activities.kube_vocabulary import WatchEventType
 from activities.tracing import traceparent_of
 from bridge import filtering
 from bridge.filtering import Memory, Nudge
@@ -97,7 +98,7 @@ class Bridge:
     def _on_event(self, target: Target, event: str, obj: JSON) -> None:
         known = self._known.setdefault((target.kind, _namespace_of(obj)), {})
         uid = (obj.get("metadata") or {}).get("uid", "")
-        if event == "DELETED":
+        if event == WatchEventType.DELETED:
             known.pop(uid, None)
         else:
             known[uid] = _skeleton(obj)
@@ -118,7 +119,7 @@ class Bridge:
                 continue
             for uid, skeleton in list(known.items()):
                 if uid not in listed:
-                    self._on_event(target, "DELETED", skeleton)
+                    self._on_event(target, WatchEventType.DELETED, skeleton)
 
     def _nudges(self, target: Target, event: str, obj: JSON) -> list[Nudge]:
         if target.primary:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from activities import kube
 from crds.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_NODE_TYPE
+from crds.enums import RayNodeType
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,8 @@ class Target:
 RAYCLUSTER = Target("RayCluster", kube.RAYCLUSTERS, primary=True)
 RAYJOB = Target("RayJob", kube.RAYJOBS, primary=True)
 RAYSERVICE = Target("RayService", kube.RAYSERVICES, primary=True)
-POD = Target("Pod", kube.PODS, f"{LABEL_NODE_TYPE} in (head,worker,redis-cleanup)")
+_NODE_TYPES = ",".join(node_type.value for node_type in RayNodeType)
+POD = Target("Pod", kube.PODS, f"{LABEL_NODE_TYPE} in ({_NODE_TYPES})")
 JOB = Target("Job", kube.JOBS, f"{LABEL_CREATED_BY}={CREATED_BY_VALUE}")
 
 ALL_TARGETS = (RAYCLUSTER, RAYJOB, RAYSERVICE, POD, JOB)

@@ -24,6 +24,7 @@ from typing import Any, TypeGuard
 
 from activities.errors import KubeError, KubeGone
 from activities.kube import JSON, KubeClient
+from activities.kube_vocabulary import WatchEventType
 from bridge.targets import Target
 from crds.refs import ObjectRef
 
@@ -93,7 +94,7 @@ class Watcher:
         objects = [item for item in items if self._named(item, "listed")]
         self._on_listed(target, self._namespace, objects)
         for obj in objects:
-            self._deliver("MODIFIED", obj)
+            self._deliver(WatchEventType.MODIFIED, obj)
         self.listed.set()
         return version
 
@@ -114,7 +115,7 @@ class Watcher:
                 meta = obj.get("metadata") if isinstance(obj, dict) else None
                 if isinstance(meta, dict) and meta.get("resourceVersion"):
                     version = str(meta["resourceVersion"])
-                if event.get("type") == "BOOKMARK":
+                if event.get("type") == WatchEventType.BOOKMARK:
                     continue
                 self.stats.events += 1
                 change = str(event.get("type"))

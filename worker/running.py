@@ -24,7 +24,13 @@ from workflows.registry import WORKFLOWS
 # with the host instead of re-importing them for every workflow run: pydantic (slow to
 # import, and its model classes must be the host's for the data converter) and our CRD
 # models.
-_PASSTHROUGH_MODULES = ("pydantic", "crds", "activities.cluster_models", "activities.snapshots")
+_PASSTHROUGH_MODULES = (
+    "pydantic",
+    "crds",
+    "activities.cluster_models",
+    "activities.kube_vocabulary",
+    "activities.snapshots",
+)
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -22,6 +22,7 @@ from workflows.messages import UserRequest
 
 with workflow.unsafe.imports_passed_through():
     from activities import cluster_models as io
+    from activities.kube_vocabulary import EventType
     from crds.refs import ObjectRef
 
 INVALID_SIGNAL = "InvalidSignal"
@@ -55,7 +56,7 @@ async def accepted(ref: ObjectRef, name: str, inputs: tuple[object, ...]) -> Use
         return request
     message = f"signal {name} refused: {request}; send no input, {{}} or {_EXAMPLE}"
     workflow.logger.warning(message)
-    event = io.EventSpec(type="Warning", reason=INVALID_SIGNAL, message=message)
+    event = io.EventSpec(type=EventType.WARNING, reason=INVALID_SIGNAL, message=message)
     await workflow.execute_activity(
         io.RECORD_EVENT,
         io.RecordEventInput(ref=ref, event=event),

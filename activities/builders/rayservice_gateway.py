@@ -19,6 +19,7 @@ from activities.builders.rayservice import (
 from activities.builders.services import MissingServePortError
 from crds import constants as k
 from crds.common import JSONObject
+from crds.enums import ConditionStatus
 from crds.raycluster import RayCluster
 from crds.rayservice import RayService
 
@@ -127,7 +128,7 @@ def route_weights(route: JSONObject) -> dict[str, int]:
 
 def _true(conditions: list[JSONObject] | None, *kinds: str) -> bool:
     found = {c.get("type"): c.get("status") for c in conditions or []}
-    return all(found.get(kind) == "True" for kind in kinds)
+    return all(found.get(kind) == ConditionStatus.TRUE for kind in kinds)
 
 
 def _reported(conditions: list[JSONObject] | None, generation: object) -> list[JSONObject]:

@@ -1,4 +1,4 @@
-"""KubeRay's Redis cleanup finalizer (reference row C20) as a pure function.
+"""KubeRay's Redis cleanup finalizer (C20 in docs/kuberay-parity.md) as a pure function.
 
 The GCS of a fault-tolerant cluster keeps its state in Redis under the cluster's storage
 namespace. KubeRay adds `ray.io/gcs-ft-redis-cleanup-finalizer` before anything else, and on
@@ -16,26 +16,14 @@ and the CR stuck in Terminating.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from activities.cluster_models import CleanupStep as CleanupStep  # the activity input names it
+from activities.kube_vocabulary import JobConditionType
 from crds import constants as k
 from crds.enums import GcsFaultToleranceBackend
 from crds.raycluster import RayClusterSpec
-
-
-class CleanupStep(StrEnum):
-    """The one thing a pass does about the finalizer."""
-
-    NONE = "None"
-    ADD_FINALIZER = "AddFinalizer"
-    DELETE_PODS = "DeletePods"
-    WAIT_FOR_HEAD = "WaitForHead"
-    CREATE_JOB = "CreateJob"
-    WAIT_FOR_JOB = "WaitForJob"
-    REMOVE_FINALIZER = "RemoveFinalizer"
-    FORCE_REMOVE_FINALIZER = "ForceRemoveFinalizer"
 
 
 class CleanupFacts(BaseModel):
@@ -51,7 +39,7 @@ class CleanupFacts(BaseModel):
     """Pods of the cluster not yet being deleted."""
     head_pods: int
     """Head pods, terminating ones included."""
-    job_finished: str | None = None
+    job_finished: JobConditionType | None = None
     """"Complete" or "Failed" once the cleanup Job ended; None while it runs or is absent."""
     job_exists: bool = False
     namespace_terminating: bool = False

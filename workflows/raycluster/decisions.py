@@ -1,11 +1,11 @@
 """RayCluster pod reconciliation as pure functions: KubeRay's `reconcilePods`.
 
-Reference rows C3–C5, C16, C22 and C24. Given the spec, what the API shows and what the
-workflow remembers, return a `PodPlan`. The order of the checks is KubeRay's: suspend,
-Recreate upgrade, head, then each worker group (expectations, group suspend, unhealthy
-pods, `workersToDelete`, scale up or down). Differences, on purpose: pods that are already
-terminating are not counted as running workers (a replacement starts at once, as a
-ReplicaSet would), and expectations survive restarts because they are workflow state.
+KubeRay behaviours C3–C5, C16, C22 and C24 (docs/kuberay-parity.md). Given the spec, what the
+API shows and what the workflow remembers, return a `PodPlan`. The order of the checks is
+KubeRay's: suspend, Recreate upgrade, head, then each worker group (expectations, group
+suspend, unhealthy pods, `workersToDelete`, scale up or down). Differences, on purpose: pods
+that are already terminating are not counted as running workers (a replacement starts at once,
+as a ReplicaSet would), and expectations survive restarts because they are workflow state.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict
 
 from activities.cluster_models import PodCreation, PodDeletion
+from activities.kube_vocabulary import PodPhase
 from activities.snapshots import PodView, is_head, is_worker
 from crds import replicas
 from crds.constants import HEAD_GROUP_VALUE
@@ -73,9 +74,13 @@ def next_suspend_phase(phase: SuspendPhase, suspend: bool, pod_count: int) -> Su
 
 def unhealthy_reason(pod: PodView) -> str | None:
     """Why KubeRay would delete this pod (row C4), or None when it is left alone."""
-    if pod.phase in ("Failed", "Succeeded"):
+    if pod.phase in (PodPhase.FAILED, PodPhase.SUCCEEDED):
         return f"pod {pod.name} is {pod.phase}, a terminal phase; it will be replaced"
-    if pod.phase == "Running" and pod.ray_container_terminated and pod.restart_policy == "Never":
+    if (
+        pod.phase == PodPhase.RUNNING
+        and pod.ray_container_terminated
+        and pod.restart_policy == "Never"
+    ):
         return (
             f"the Ray container of pod {pod.name} terminated and restartPolicy Never keeps it "
             "from restarting; it will be replaced"

@@ -1,8 +1,9 @@
 """RayCluster status as a pure function of what one pass observed (KubeRay's `calculateStatus`).
 
-Reference rows C25–C28. Unlike KubeRay, nothing here lists objects halfway through: the pass
-reads a snapshot first, and this function only computes. `status_changed` decides whether the
-status is worth a write; it ignores `lastUpdateTime`, which changes on every pass.
+KubeRay behaviours C25–C28 (docs/kuberay-parity.md). Unlike KubeRay, nothing here lists objects
+halfway through: the pass reads a snapshot first, and this function only computes.
+`status_changed` decides whether the status is worth a write; it ignores `lastUpdateTime`,
+which changes on every pass.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from activities.kube_vocabulary import PodPhase
 from activities.snapshots import (
     DesiredResources,
     PodView,
@@ -53,7 +55,7 @@ class StatusInputs(BaseModel):
 
 def all_running_and_ready(pods: list[PodView]) -> bool:
     """KubeRay's CheckAllPodsRunning: at least one pod, every pod Running and Ready."""
-    return bool(pods) and all(p.phase == "Running" and p.ready for p in pods)
+    return bool(pods) and all(p.phase == PodPhase.RUNNING and p.ready for p in pods)
 
 
 def _complete(spec: RayClusterSpec, pods: list[PodView]) -> bool:
@@ -80,7 +82,7 @@ def compute_status(inputs: StatusInputs, now: datetime) -> RayClusterStatus:
         desired_gpu=inputs.resources.gpu,
         desired_tpu=inputs.resources.tpu,
         ready_worker_replicas=sum(1 for p in workers if p.ready),
-        available_worker_replicas=sum(1 for p in workers if p.phase == "Running"),
+        available_worker_replicas=sum(1 for p in workers if p.phase == PodPhase.RUNNING),
         desired_worker_replicas=replicas.desired_worker_pods(spec),
         min_worker_replicas=replicas.min_worker_pods(spec),
         max_worker_replicas=replicas.max_worker_pods(spec),

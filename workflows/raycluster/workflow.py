@@ -17,9 +17,10 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from activities import cluster_models as io
+    from activities.kube_vocabulary import EventType
     from crds import constants
     from crds.common import ObjectMeta
-    from crds.enums import RayClusterConditionType
+    from crds.enums import RayClusterConditionType, RayNodeType
     from crds.raycluster import RayCluster
     from crds.validation import validate
     from workflows import messages, user_signals
@@ -190,7 +191,7 @@ class RayClusterWorkflow:
             has_finalizer=constants.FINALIZER_GCS_FT_REDIS_CLEANUP in snap.finalizers,
             deleted_at=snap.deleted_at,
             live_pods=sum(1 for p in snap.pods if not p.terminating),
-            head_pods=sum(1 for p in snap.pods if p.node_type == "head"),
+            head_pods=sum(1 for p in snap.pods if p.node_type == RayNodeType.HEAD),
             job_exists=snap.cleanup_job_exists,
             job_finished=snap.cleanup_job_finished,
             namespace_terminating=snap.namespace_terminating,
@@ -225,7 +226,7 @@ class RayClusterWorkflow:
         if violations and violations != self._state.reported_violations:
             message = "invalid spec: " + "; ".join(violations)
             self._state.remember(message)
-            await self._event("Warning", narration.invalid_reason(violations), message)
+            await self._event(EventType.WARNING, narration.invalid_reason(violations), message)
         self._state.reported_violations = violations
         if violations:
             reason = narration.invalid_reason(violations)
@@ -360,7 +361,7 @@ class RayClusterWorkflow:
             summary=summary,
         )
 
-    async def _event(self, kind: str, reason: str, message: str) -> None:
+    async def _event(self, kind: EventType, reason: str, message: str) -> None:
         event = io.EventSpec(type=kind, reason=reason, message=message)
         await self._run(
             io.RECORD_EVENT,

@@ -1,13 +1,15 @@
 """What the RayJob state machine asks the workflow to do: small, typed, in order.
 
 Each action maps to one idempotent activity. Actions carry names, never manifests: the
-activities build objects from the RayJob CR they read (STYLE 3, DESIGN §9).
+activities build objects from the RayJob CR they read, so histories stay small and never
+hold a secret value.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from activities.kube_vocabulary import EventType
 from crds.enums import DeletionPolicyType
 
 
@@ -69,6 +71,6 @@ class ApplyDeletionRule(Action):
 class RecordEvent(Action):
     """Record a Kubernetes Event on the RayJob."""
 
-    type: str
+    type: EventType
     reason: str
     message: str

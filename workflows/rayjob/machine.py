@@ -1,4 +1,4 @@
-"""KubeRay's RayJob state machine as a pure transition function (REFERENCE §1.2).
+"""KubeRay's RayJob state machine as a pure transition function (docs/kuberay-parity.md).
 
 `decide(facts, now, rng)` looks at the spec, the current status, what the pass observed and
 the attempt's memory, and returns the next status, the actions to take and what the job now
@@ -21,6 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from activities.job_models import JobEventReason
+from activities.kube_vocabulary import EventType
 from crds.enums import JobDeploymentStatus, JobFailedReason, JobStatus, JobSubmissionMode
 from workflows.rayjob import actions as act
 from workflows.rayjob import deadlines, deletion, naming
@@ -123,7 +124,7 @@ def _missing_cluster(facts: Facts, name: str) -> Step:
         step = stay(facts, f"RayCluster {name} (clusterSelector) to exist")
         step.actions.append(
             act.RecordEvent(
-                type="Warning", reason=JobEventReason.RAY_CLUSTER_NOT_FOUND, message=message
+                type=EventType.WARNING, reason=JobEventReason.RAY_CLUSTER_NOT_FOUND, message=message
             )
         )
         return step
@@ -280,7 +281,9 @@ def validation_failed(facts: Facts, violations: list[str]) -> Step:
         or facts.status.message != message
     ):
         step.actions.append(
-            act.RecordEvent(type="Warning", reason=_event_reason(violations), message=message)
+            act.RecordEvent(
+                type=EventType.WARNING, reason=_event_reason(violations), message=message
+            )
         )
         step.notes.append(f"invalid: {message}")
     return step

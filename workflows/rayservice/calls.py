@@ -15,6 +15,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities import service_models as io
+    from activities.kube_vocabulary import EventType
     from crds.refs import ObjectRef
 
 T = TypeVar("T")
@@ -68,7 +69,7 @@ async def run(name: str, arg: object, summary: str) -> None:
 async def wait_healthy(
     ref: ObjectRef, cluster: str, consecutive: int, bound: timedelta
 ) -> io.ServeHealth:
-    """Poll one cluster's Serve status inside a heartbeating activity (DESIGN §4)."""
+    """Poll one cluster's Serve status inside a heartbeating activity, not one per poll."""
     bound = max(min(bound, WAIT_BOUND), timedelta(seconds=1))
     result: io.ServeHealth = await workflow.execute_activity(
         io.WAIT_SERVE_HEALTHY,
@@ -84,7 +85,7 @@ async def wait_healthy(
     return result
 
 
-async def event(ref: ObjectRef, kind: str, reason: str, message: str) -> None:
+async def event(ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
     """Record a Kubernetes Event on the RayService."""
     record = io.RecordEventInput(
         ref=ref, event=io.EventSpec(type=kind, reason=reason, message=message)

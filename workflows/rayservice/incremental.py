@@ -18,6 +18,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from activities.service_models import GatewayRouteStatus
+from crds.enums import ConditionStatus
 from crds.rayservice import RayServiceSpec
 
 _DEFAULT_MAX_SURGE = 100
@@ -144,7 +145,7 @@ def next_rollback_move(
 
 GATEWAY_CONDITIONS = ("Accepted", "Programmed")
 ROUTE_CONDITIONS = ("Accepted", "ResolvedRefs")
-_TRUE = "True"
+_TRUE = ConditionStatus.TRUE
 
 
 def traffic_gate(reported: GatewayRouteStatus) -> str | None:

@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
     from activities import service_models as io
     from activities.dashboard_models import ServeStatus
+    from activities.kube_vocabulary import EventType
     from crds.rayservice import RayServiceStatuses
     from workflows.rayservice.calls import call, event, run
     from workflows.rayservice.decisions import ClusterMove
@@ -95,13 +96,13 @@ class ServingMixin(UpgradingMixin):
         except ActivityError as err:
             cause = err.cause or err
             message = f"Failed to update serve applications to the RayCluster {cluster}: {cause}"
-            await event(self._ref, "Warning", "FailedToUpdateServeApplications", message)
+            await event(self._ref, EventType.WARNING, "FailedToUpdateServeApplications", message)
             return
         self._state.applied[cluster] = done.config_hash
         self._state.remember(f"applied serveConfigV2 to {cluster} ({reason})")
         await event(
             self._ref,
-            "Normal",
+            EventType.NORMAL,
             "UpdatedServeApplications",
             f"Updated serve applications to the RayCluster {cluster}",
         )

@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
     import workflows.rayservice.status as st
     from activities import service_models as io
+    from activities.kube_vocabulary import EventType
     from crds.rayservice import RayServiceStatus, RayServiceStatuses
     from crds.refs import ObjectRef
     from workflows import messages
@@ -58,14 +59,16 @@ class UpgradingMixin:
             reason, state.rollback_request = state.rollback_request, None
             if upgrade is None:
                 state.remember(f"rollback ignored: no upgrade in progress ({reason})")
-                await event(self._ref, "Normal", "RollbackIgnored", "No upgrade in progress")
+                await event(
+                    self._ref, EventType.NORMAL, "RollbackIgnored", "No upgrade in progress"
+                )
                 return
             record = io.RollbackAnnotationInput(
                 ref=self._ref, goal_hash=upgrade.goal_hash, reason=reason, at=workflow.now()
             )
             await run(io.RECORD_ROLLBACK, record, "write the ray.io/rollback-requested annotation")
             message = f"Rolling back upgrade {upgrade.number} ({upgrade.pending}): {reason}"
-            await event(self._ref, "Normal", "RollbackRequested", message)
+            await event(self._ref, EventType.NORMAL, "RollbackRequested", message)
             state.refused_hash = upgrade.goal_hash
             state.refused = (st.ROLLED_BACK, f"upgrade rolled back by request: {reason}")
             await self._abort_upgrade(reason, st.ROLLBACK_REQUESTED)
@@ -160,7 +163,7 @@ class UpgradingMixin:
         elif result.outcome == Outcome.ABORTED:
             state.refused_hash = upgrade.goal_hash
             state.refused = (st.UPGRADE_ABORTED, result.reason)
-            await event(self._ref, "Warning", st.UPGRADE_ABORTED, result.reason)
+            await event(self._ref, EventType.WARNING, st.UPGRADE_ABORTED, result.reason)
 
     async def _promote(self, upgrade: UpgradeRecord, result: UpgradeResult) -> None:
         state = self._state
@@ -171,4 +174,4 @@ class UpgradingMixin:
         state.traffic = Traffic() if result.traffic is not None else None
         state.streaks = {}
         message = f"Promoted the RayCluster {result.pending} to active"
-        await event(self._ref, "Normal", "PromotedRayCluster", message)
+        await event(self._ref, EventType.NORMAL, "PromotedRayCluster", message)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from activities.dashboard_models import ServeStatus
 from activities.service_models import ServiceSnapshot
+from crds.enums import ApplicationStatus
 from crds.enums import RayServiceConditionReason as Reason
 from crds.refs import ObjectRef
 from workflows.rayservice.incremental import Traffic
@@ -98,7 +99,7 @@ def details(ref: ObjectRef, headline: str, state: RayServiceState) -> str:
     if upgrade is not None:
         serve = upgrade.progress.pending_serve
         apps = serve.applications if serve else {}
-        running = sum(1 for app in apps.values() if app.status == "RUNNING")
+        running = sum(1 for app in apps.values() if app.status == ApplicationStatus.RUNNING)
         line = f"upgrading: pending cluster {upgrade.pending} {running}/{len(apps)} apps RUNNING"
         traffic = upgrade.progress.traffic
         if traffic is not None:

@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.status as st
     from activities import service_models as io
     from activities.dashboard_models import ServeStatus
+    from activities.kube_vocabulary import EventType
     from crds import constants
     from crds.common import ObjectMeta
     from crds.rayservice import RayService, RayServiceStatuses
@@ -240,7 +241,7 @@ class RayServiceWorkflow(ServingMixin):
         if found and found != state.reported_violations:
             message = "; ".join(found)
             state.remember(f"invalid spec: {message}")
-            await event(self._ref, "Warning", "InvalidRayServiceSpec", message)
+            await event(self._ref, EventType.WARNING, "InvalidRayServiceSpec", message)
             failed = st.validation_failed(state.status, message, workflow.now())
             await self._write(failed)
         state.reported_violations = found
@@ -340,7 +341,7 @@ class RayServiceWorkflow(ServingMixin):
             )
             await self._abort_upgrade("initializing timeout", None)
             status = st.initializing_timed_out(status, message, now)
-            await event(self._ref, "Warning", "RayServiceInitializingTimeout", message)
+            await event(self._ref, EventType.WARNING, "RayServiceInitializingTimeout", message)
             state.dirty = True  # the next pass retires the clusters
         await self._write(status)
         if workflow.patched(FOLLOW_UP_PATCH):
