@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # The real control plane's binaries live in a cache outside the tree (devcluster/control_plane).
 CONTROL_PLANE := $(VENV)/.control-plane
 
-.PHONY: install run test lint typecheck unit go crds clean
+.PHONY: install run test quick lint typecheck unit go crds clean
 
 install: $(STAMP) $(CONTROL_PLANE)
 
@@ -42,6 +42,10 @@ typecheck: install
 
 unit: install
 	$(BIN)/pytest
+
+# The inner loop: lint, then every test that needs neither real Ray nor a whole local stack.
+quick: lint
+	$(BIN)/pytest -m "not slow" -q
 
 # Our Go program in controlplane/cmd/ (the module's Kubernetes sources are built, not tested).
 go: install

@@ -9,6 +9,9 @@ the controller decides on:
   pinned `requests` version;
 * deletion-rule TTLs are divided by `TTL_DIVISOR` (their order and policies are kept).
 
+`ray-job.kueue-toy-sample.yaml` runs ten minutes (its job counts to 600, a second a step), so
+it runs only at full size, `KUBERAY_TEMPORAL_REAL_SAMPLES=all`.
+
 `ray-job.use-existing-raycluster.yaml` selects `ray-cluster-kuberay`; the test creates it from
 KubeRay's `ray-cluster.sample.yaml` under that name. One stack serves the module and each test
 deletes what it made, so one sample's Ray runs at a time on this 2-core machine.
@@ -17,6 +20,7 @@ deletes what it made, so one sample's Ray runs at a time on this 2-core machine.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -178,3 +182,48 @@ async def _only_head(stack: LocalStack, cluster: str) -> bool:
     workers = await cluster_pods(stack, cluster, "worker")
     heads = await cluster_pods(stack, cluster, "head")
     return not workers and len(heads) == 1
+
+
+async def test_custom_head_service_carries_the_job(stack: LocalStack) -> None:
+    rayjob = await apply_sample(stack, "custom-head-svc")
+    name = rayjob["metadata"]["name"]
+    done = await reaches(stack, name, "Complete", within=300)
+    assert done["jobStatus"] == "SUCCEEDED"
+    service = await get(stack, "service", "custom-ray-head-service-name")
+    assert service is not None
+    assert service["spec"]["selector"]["ray.io/cluster"] == done["rayClusterName"]
+    assert await get(stack, "service", f"{done['rayClusterName']}-head-svc") is None
+    await cleanup(stack, rayjob, ("configmap", "ray-job-code-sample"))
+
+
+async def test_platform_events_head_runs_as_its_service_account(stack: LocalStack) -> None:
+    rayjob = await apply_sample(stack, "platform-events")
+    name = rayjob["metadata"]["name"]
+    done = await reaches(stack, name, "Complete", within=300)
+    assert done["jobStatus"] == "SUCCEEDED"
+    (head,) = await cluster_pods(stack, done["rayClusterName"], "head")
+    pod = await get(stack, "pod", head)
+    assert pod is not None and pod["spec"]["serviceAccountName"] == "rayjob-platform-events"
+    await cleanup(
+        stack,
+        rayjob,
+        ("configmap", "ray-job-code-sample"),
+        ("rolebinding", "rayjob-platform-events-reader-binding"),
+        ("role", "rayjob-platform-events-reader"),
+        ("serviceaccount", "rayjob-platform-events"),
+    )
+
+
+if os.environ.get("KUBERAY_TEMPORAL_REAL_SAMPLES") == "all":
+
+    @pytest.mark.timeout(1200)
+    async def test_kueue_toy_sample_without_kueue(stack: LocalStack) -> None:
+        # generateName: created, not applied, as KubeRay's docs do.
+        path = KUBERAY_SAMPLES / "ray-job.kueue-toy-sample.yaml"
+        name = (await stack.kubectl("create", "-f", str(path), "-o", "name")).strip()
+        name = name.split("/")[-1]
+        done = await reaches(stack, name, "Complete", within=900)
+        assert done["jobStatus"] == "SUCCEEDED"
+        cluster = done["rayClusterName"]  # shutdownAfterJobFinishes, TTL 10 s
+        await eventually(lambda: _absent(stack, "raycluster", cluster), within=90, message="gone")
+        await delete(stack, "rayjob", name)

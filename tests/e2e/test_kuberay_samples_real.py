@@ -4,15 +4,13 @@ A new user applies a sample exactly as KubeRay's docs do and its RayCluster beco
 with real Ray, the pod count its spec asks for. CI runs the two that once failed here:
 `ray-cluster.auth.yaml` (the operator creates its token Secret, as KubeRay's
 reconcileAuthSecret; the head starts with it) and `ray-cluster.external-redis.yaml` (its Redis
-runs in the image's `/data` with the sample's config, reached as `redis:6379`). The whole set,
-those two and the sixteen of KubeRay's `sampleyaml` CI, one at a time:
+runs in the image's `/data` with the sample's config, reached as `redis:6379`). The full size
+runs every other RayCluster sample `sample_verdicts.RUN` gives this module, one at a time:
 
     KUBERAY_TEMPORAL_REAL_SAMPLES=all .venv/bin/pytest tests/e2e/test_kuberay_samples_real.py
 
-Each sample is deleted before the next, as the machine has two cores. Two of the sixteen do
-not become ready here, and are left out: `tls` (its certificates come from cert-manager,
-which devcluster stores but does not run) and `fluentbit` (no local program stands in for the
-`fluent/fluent-bit` image, so its sidecar cannot start and says so).
+Each sample is deleted before the next (also when it fails), as the machine has two cores.
+What a sample's comments tell the user to run first (`BEFORE`) runs first.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ import yaml
 from crds.raycluster import RayCluster
 from crds.replicas import desired_worker_pods
 from tests.e2e.conftest import LocalStack, running_stack
-from tests.e2e.test_kuberay_samples import SAMPLEYAML
+from tests.e2e.sample_verdicts import RAYCLUSTERS, RUN
 from tests.eventually import eventually
 from tests.reference import KUBERAY_SAMPLES
 
@@ -51,17 +49,30 @@ async def ready(stack: LocalStack, name: str) -> bool:
     return status.get("state") == "ready"
 
 
+BEFORE: dict[str, tuple[tuple[str, ...], tuple[str, str]]] = {
+    # What the sample's comments tell the user to run first, and what that made.
+    "ray-cluster.auth-manual.yaml": (
+        ("create", "secret", "generic", "ray-cluster-with-auth", "--from-literal=auth_token=x"),
+        ("secret", "ray-cluster-with-auth"),
+    ),
+}
+
+
 async def run_sample(stack: LocalStack, file: str) -> str:
     """Apply a sample unchanged, wait until its RayCluster is ready, return its name."""
     path = KUBERAY_SAMPLES / file
     (cluster,) = [d for d in yaml.safe_load_all(path.read_text()) if d["kind"] == "RayCluster"]
     name = str(cluster["metadata"]["name"])
+    if file in BEFORE:
+        command, _ = BEFORE[file]
+        await stack.kubectl(*command)
     await stack.kubectl("apply", "-f", str(path))
     try:
         await eventually(lambda: ready(stack, name), within=300, message=f"{name} ready")
     except AssertionError:
         pods = await stack.kubectl("get", "pods", "-o", "wide", check=False)
         events = await stack.kubectl("get", "events", check=False)
+        await delete_sample(stack, file)  # the next sample starts in an empty namespace
         raise AssertionError(f"{name} not ready\n{pods}\n{events}") from None
     return name
 
@@ -69,6 +80,9 @@ async def run_sample(stack: LocalStack, file: str) -> str:
 async def delete_sample(stack: LocalStack, file: str) -> None:
     """Delete everything the sample made and wait until its pods are gone (Redis cleanup too)."""
     await stack.kubectl("delete", "-f", str(KUBERAY_SAMPLES / file), "--wait=false")
+    if file in BEFORE:
+        _, (kind, name) = BEFORE[file]
+        await stack.kubectl("delete", kind, name)
 
     async def gone() -> bool:
         pods = (await get(stack, "pods"))["items"]
@@ -77,9 +91,9 @@ async def delete_sample(stack: LocalStack, file: str) -> None:
     await eventually(gone, within=240, message=f"the pods of {file} gone")
 
 
-# The full size adds KubeRay's sampleyaml set.
-NOT_HERE = {"external-redis", "tls", "fluentbit"}  # its own test below; see the docstring
-MORE = [f"ray-cluster.{name}.yaml" for name in SAMPLEYAML if name not in NOT_HERE]
+# The full size adds every other RayCluster sample `sample_verdicts` runs here.
+CI = ("ray-cluster.auth.yaml", "ray-cluster.external-redis.yaml")  # the tests below
+MORE = [file for file, module in RUN.items() if module == RAYCLUSTERS and file not in CI]
 
 if os.environ.get("KUBERAY_TEMPORAL_REAL_SAMPLES") == "all":
 
