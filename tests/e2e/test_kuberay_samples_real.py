@@ -78,7 +78,11 @@ async def run_sample(stack: LocalStack, file: str) -> str:
 
 
 async def delete_sample(stack: LocalStack, file: str) -> None:
-    """Delete everything the sample made and wait until its pods are gone (Redis cleanup too)."""
+    """Delete everything the sample made; wait until its RayClusters and pods are gone.
+
+    Samples reuse names (several Redis ones call their cluster `raycluster-external-redis`):
+    a RayCluster still held by its Redis cleanup finalizer would take the next sample's apply.
+    """
     await stack.kubectl("delete", "-f", str(KUBERAY_SAMPLES / file), "--wait=false")
     if file in BEFORE:
         _, (kind, name) = BEFORE[file]
@@ -86,7 +90,8 @@ async def delete_sample(stack: LocalStack, file: str) -> None:
 
     async def gone() -> bool:
         pods = (await get(stack, "pods"))["items"]
-        return not [p for p in pods if "ray.io/cluster" in (p["metadata"].get("labels") or {})]
+        ray_pods = [p for p in pods if "ray.io/cluster" in (p["metadata"].get("labels") or {})]
+        return not ray_pods and not (await get(stack, "rayclusters"))["items"]
 
     await eventually(gone, within=240, message=f"the pods of {file} gone")
 
