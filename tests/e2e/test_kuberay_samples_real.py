@@ -93,7 +93,9 @@ async def delete_sample(stack: LocalStack, file: str) -> None:
         ray_pods = [p for p in pods if "ray.io/cluster" in (p["metadata"].get("labels") or {})]
         return not ray_pods and not (await get(stack, "rayclusters"))["items"]
 
-    await eventually(gone, within=240, message=f"the pods of {file} gone")
+    # Deleting the whole file also deletes a Redis sample's Redis and password Secret, so its
+    # cleanup Job cannot finish and the finalizer goes at KubeRay's 300 s timeout.
+    await eventually(gone, within=420, message=f"the RayClusters and pods of {file} gone")
 
 
 # The full size adds every other RayCluster sample `sample_verdicts` runs here.
