@@ -9,6 +9,8 @@ runs every other RayCluster sample `sample_verdicts.RUN` gives this module, one 
 
     KUBERAY_TEMPORAL_REAL_SAMPLES=all .venv/bin/pytest tests/e2e/test_kuberay_samples_real.py
 
+On the real control plane instead: `KUBERAY_TEMPORAL_SAMPLES_CONTROL_PLANE=kubernetes`.
+
 Each sample is deleted before the next (also when it fails), as the machine has two cores.
 What a sample's comments tell the user to run first (`BEFORE`) runs first.
 """
@@ -34,9 +36,15 @@ from tests.reference import KUBERAY_SAMPLES
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
+CONTROL_PLANE = os.environ.get("KUBERAY_TEMPORAL_SAMPLES_CONTROL_PLANE", "devcluster")
+"""`make run`'s devcluster, as a new user meets the samples; `kubernetes` for the real one."""
+
+
 @pytest_asyncio.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalStack]:
-    async with running_stack(tmp_path_factory.mktemp("kuberay-real"), "process") as running:
+    async with running_stack(
+        tmp_path_factory.mktemp("kuberay-real"), "process", control_plane=CONTROL_PLANE
+    ) as running:
         yield running
 
 
