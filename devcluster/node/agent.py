@@ -126,7 +126,7 @@ class NodeAgent:
         config = self.config
         node_client = self._client(pki.node_identity(config.name))
         proxy_client = self._client(pki.KUBE_PROXY)
-        writes = self._writes = ApiPodWrites(node_client, config.name)
+        writes = self._writes = ApiPodWrites(node_client, config.name, self.mirror)
         sources = [
             (node_client, Source("/pods", "/api/v1/pods", f"spec.nodeName={config.name}")),
             (proxy_client, Source("/services", "/api/v1/services")),

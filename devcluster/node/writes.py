@@ -5,14 +5,20 @@ the network to do so, as the real kubelet's status manager does not. Per pod thi
 latest status to write and whether the pod is to be removed, and one task sends them in that
 order: the status through the `status` subresource (a strategic-merge patch carrying the pod's
 UID, so a pod recreated under the same name is never written), the Events the change records,
-then the final delete with
-grace period 0 and the UID as precondition. A busy or unreachable server (429, 5xx, no
-connection) is asked again with a growing pause, and so is a refusal (401, 403): an API server
-that has just restarted refuses until its authorizers' caches fill, and a kubelet never gives
-up a pod's status or removal for that. 404 or 409 mean the pod is gone or is another pod now,
-and end that pod's writes; any other refusal, or a refused Event, drops that one write. Only
-the newest status is ever sent: a status is a whole state, so one that was overtaken need not
-be.
+then the final delete with grace period 0 and the UID as precondition. A busy or unreachable
+server (429, 5xx, no connection) is asked again with a growing pause, and so is a refusal (401,
+403): an API server that has just restarted refuses until its authorizers' caches fill, and a
+kubelet never gives up a pod's status or removal for that. 409 means the name holds another
+pod now and ends that pod's writes; any other refusal, or a refused Event, drops that one write.
+Only the newest status is ever sent: a status is a whole state, so one that was overtaken need
+not be.
+
+A pod is gone when the watch says so (`forget`), not when a delete was answered: a
+kube-apiserver killed between the two steps of a delete leaves the pod with a zero grace period
+and no one to finish it, and one that has just started answers 404 for a pod that exists
+(NodeRestriction reads pods from a cache not yet filled). So 404 is not an end either, and a
+pod still there `removal_resync` seconds after its removal was sent is removed again, as the
+real kubelet's status manager does on its periodic sync.
 
 Until the watch shows the written status, `latest` overlays it on the mirror's copy, so the
 kubelet computes the next status from its own last one (transition times, start time) and
@@ -29,12 +35,15 @@ from typing import Any
 
 from devcluster.kubelet.events import PodEvent
 from devcluster.node.client import STRATEGIC_MERGE_PATCH, ApiError, Requests
+from devcluster.store import ObjectView
 
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
 _RETRY_FIRST, _RETRY_MAX = 0.2, 5.0
 _REFUSED_FOR_NOW = (401, 403)
 """Refusals a restarting API server gives until its authenticators and authorizers are ready."""
+REMOVAL_RESYNC = 10.0
+"""Seconds after a removal was sent before it is sent again if the pod is still there."""
 
 
 @dataclass
@@ -47,6 +56,7 @@ class _PodWork:
     remove: bool = False
     events: list[JsonObject] = field(default_factory=list)  # Events still to record
     written: JsonObject | None = None  # the last status handed in (sent or not)
+    removed: bool = False  # the removal was sent (the pod may still be there)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -98,10 +108,16 @@ def status_patch(status: JsonObject) -> JsonObject:
     """A strategic-merge patch that makes the pod's status `status`.
 
     Conditions merge by type, so those others own (DisruptionTarget, readiness gates) stay;
-    the pod and host IP lists, merged by IP, would keep a pod's old IP beside its new one
-    after a node restart, so they are replaced whole.
+    a condition's reason and message that the new status leaves out are cleared (null), or a
+    Ready condition turned True would keep the reason it had while False. The pod and host IP
+    lists, merged by IP, would keep a pod's old IP beside its new one after a node restart, so
+    they are replaced whole.
     """
     patch = dict(status)
+    if "conditions" in patch:
+        patch["conditions"] = [
+            {"reason": None, "message": None, **condition} for condition in patch["conditions"]
+        ]
     for key in ("podIPs", "hostIPs"):
         if key in patch:
             patch[key] = [*patch[key], {"$patch": "replace"}]
@@ -111,8 +127,16 @@ def status_patch(status: JsonObject) -> JsonObject:
 class ApiPodWrites:
     """`PodWrites` for a real API server (see the module docstring)."""
 
-    def __init__(self, client: Requests, node: str) -> None:
-        self.client, self.node = client, node
+    def __init__(
+        self,
+        client: Requests,
+        node: str,
+        pods: ObjectView,
+        removal_resync: float = REMOVAL_RESYNC,
+    ) -> None:
+        """`pods`: the pods as the watch shows them, which say whether a removed pod is gone."""
+        self.client, self.node, self.pods = client, node, pods
+        self.removal_resync = removal_resync
         self._work: dict[str, _PodWork] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
@@ -157,6 +181,11 @@ class ApiPodWrites:
         waiting = work is not None and bool(work.status is not None or work.events or work.remove)
         return waiting and task is not None and not task.done()
 
+    def tracked(self, uid: str) -> bool:
+        """Whether writes for this pod are still looked after (until it is seen gone)."""
+        task = self._tasks.get(uid)
+        return task is not None and not task.done()
+
     def forget(self, uid: str) -> None:
         """The pod is gone: stop writing for it."""
         self._work.pop(uid, None)
@@ -177,25 +206,38 @@ class ApiPodWrites:
         work = self._work.get(uid)
         if work is None:
             work = self._work[uid] = _PodWork(meta["namespace"], meta["name"])
+        task = self._tasks.get(uid)
+        if task is None or task.done():  # a sender that ended (409) is asked again
             self._tasks[uid] = asyncio.create_task(self._send(uid, work))
         return work
 
     async def _send(self, uid: str, work: _PodWork) -> None:
-        """Send what is queued for one pod, in order, until the pod is gone."""
+        """Send what is queued for one pod, in order, until `forget` cancels this."""
         while True:
-            await work.wake.wait()
+            try:
+                resync = self.removal_resync if work.removed else None
+                await asyncio.wait_for(work.wake.wait(), resync)
+            except TimeoutError:  # removed: gone, or still to be removed again
+                if not self._watched(uid, work):
+                    self._work.pop(uid, None)
+                    self._tasks.pop(uid, None)
+                    return
+                log.info("pod %s/%s: still there; removing it again", work.namespace, work.name)
+                work.remove = True
             work.wake.clear()
             delay = _RETRY_FIRST
             while work.status is not None or work.events or work.remove:
                 try:
-                    if not await self._send_next(uid, work):
-                        return
+                    await self._send_next(uid, work)
                     delay = _RETRY_FIRST
                 except ApiError as err:
-                    if err.code in (404, 409):  # gone, or another pod by that name now
+                    if err.code == 409:  # another pod by that name now: ours is gone
                         log.debug("pod %s/%s: %s; no more writes", work.namespace, work.name, err)
                         work.status, work.events, work.remove = None, [], False
                         return
+                    if err.code == 404:  # gone, or not yet known to a starting API server
+                        self._drop_next(work, sent=True)
+                        continue
                     # An Event is best effort; a status or the removal is the pod's own state.
                     refused_for_now = err.code in _REFUSED_FOR_NOW and not _event_next(work)
                     if refused_for_now:
@@ -207,8 +249,13 @@ class ApiPodWrites:
                     log.warning("pod %s/%s: write refused: %s", work.namespace, work.name, err)
                     self._drop_next(work)
 
-    async def _send_next(self, uid: str, work: _PodWork) -> bool:
-        """Send the first thing queued; return False once the pod is removed."""
+    def _watched(self, uid: str, work: _PodWork) -> bool:
+        """Whether the watch still shows this pod (its name holding its UID)."""
+        pod = self.pods.get("/pods", work.namespace, work.name)
+        return pod is not None and pod["metadata"].get("uid") == uid
+
+    async def _send_next(self, uid: str, work: _PodWork) -> None:
+        """Send the first thing queued."""
         if work.status is not None:
             status = work.status
             await self._patch_status(uid, work, status)
@@ -220,19 +267,17 @@ class ApiPodWrites:
             work.events.pop(0)
         else:
             await self._delete(uid, work)
-            work.remove = False
-            return False
-        return True
+            work.remove, work.removed = False, True
 
     @staticmethod
-    def _drop_next(work: _PodWork) -> None:
-        """Give up on the first thing queued (the server refused it for good)."""
+    def _drop_next(work: _PodWork, *, sent: bool = False) -> None:
+        """Give up on the first thing queued; `sent`: a removal counts as sent."""
         if work.status is not None:
             work.status = None
         elif work.events:
             work.events.pop(0)
         else:
-            work.remove = False
+            work.remove, work.removed = False, sent
 
     async def _patch_status(self, uid: str, work: _PodWork, status: JsonObject) -> None:
         body = {"metadata": {"uid": uid}, "status": status_patch(status)}

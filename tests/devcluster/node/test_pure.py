@@ -63,7 +63,7 @@ _: type[Requests] = RecordingApi  # the fake keeps the protocol's shape
 async def test_a_pods_status_goes_before_its_removal_and_only_the_newest() -> None:
     api = RecordingApi()
     api.gate.clear()  # hold the first request until all is queued
-    writes = ApiPodWrites(api, "devcluster")
+    writes = ApiPodWrites(api, "devcluster", Mirror())
     pod = a_pod()
     writes.write_status(pod, {"phase": "Pending"})
     await asyncio.sleep(0)  # the sender takes the first status and waits at the gate
@@ -88,7 +88,7 @@ async def test_a_pods_status_goes_before_its_removal_and_only_the_newest() -> No
 
 async def test_an_unavailable_server_is_asked_again_and_a_replaced_pod_never() -> None:
     api = RecordingApi([ApiError(503, "ServiceUnavailable", "busy"), ApiError(409, "", "uid")])
-    writes = ApiPodWrites(api, "devcluster")
+    writes = ApiPodWrites(api, "devcluster", Mirror())
     pod = a_pod()
     writes.write_status(pod, {"phase": "Running"})
     writes.remove(pod)
@@ -102,15 +102,44 @@ async def test_a_refused_removal_is_asked_again_as_after_an_api_server_restart()
     # A restarted kube-apiserver answers 403 until its RBAC and Node authorizers have synced;
     # dropping the removal then left the pod Terminating for ever.
     api = RecordingApi([ApiError(403, "Forbidden", "not yet"), ApiError(401, "", "not yet")])
-    writes = ApiPodWrites(api, "devcluster")
+    writes = ApiPodWrites(api, "devcluster", Mirror())
     writes.remove(a_pod())
     await eventually(lambda: not writes.pending("u1"), message="the removal sent")
     assert [m for m, _, _ in api.calls] == ["DELETE", "DELETE", "DELETE"]
     await writes.close()
 
 
+async def test_a_removal_is_sent_again_while_the_watch_still_shows_the_pod() -> None:
+    # A kube-apiserver that has just started answers 404 for a pod that exists (NodeRestriction
+    # reads pods from a cache not yet filled), and one killed between the two steps of a
+    # delete leaves the pod with grace 0 and nothing to finish it: taking either answer as
+    # the end left the pod Terminating for ever.
+    api = RecordingApi([ApiError(404, "NotFound", 'pod "p" not found')])
+    pods, pod = Mirror(), a_pod()
+    pods.put("/pods", pod)
+    writes = ApiPodWrites(api, "devcluster", pods, removal_resync=0.01)
+    writes.remove(pod)
+    await eventually(lambda: len(api.calls) >= 3, message="the removal sent again")
+    assert {m for m, _, _ in api.calls} == {"DELETE"}
+    pods.drop("/pods", pod)  # the watch shows it gone: the sender ends on its own
+    await eventually(lambda: not writes.tracked("u1"), message="the sender done")
+    await writes.close()
+
+
+async def test_a_status_answered_404_does_not_lose_the_removal_queued_after_it() -> None:
+    api = RecordingApi([ApiError(404, "NotFound", 'pod "p" not found')])
+    writes = ApiPodWrites(api, "devcluster", Mirror())
+    pod = a_pod()
+    writes.write_status(pod, {"phase": "Running"})
+    await eventually(lambda: len(api.calls) == 1, message="the status sent")
+    writes.remove(pod)
+    await eventually(lambda: len(api.calls) == 2, message="the removal sent")
+    assert [m for m, _, _ in api.calls] == ["PATCH", "DELETE"]
+    await writes.close()
+
+
 async def test_the_kubelet_sees_its_own_latest_status_before_the_watch_does() -> None:
-    writes = ApiPodWrites(RecordingApi(), "devcluster")
+    writes = ApiPodWrites(RecordingApi(), "devcluster", Mirror())
     pod = a_pod()
     assert writes.latest(pod) is pod
     writes.write_status(pod, {"phase": "Running", "podIP": "10.244.0.9"})
@@ -122,7 +151,8 @@ def test_a_status_patch_replaces_ip_lists_and_merges_conditions() -> None:
     status = {"podIPs": [{"ip": "10.244.0.9"}], "conditions": [{"type": "Ready"}]}
     patch = status_patch(status)
     assert patch["podIPs"] == [{"ip": "10.244.0.9"}, {"$patch": "replace"}]
-    assert patch["conditions"] == [{"type": "Ready"}]
+    # A reason or message left out is cleared, not kept from the condition's last state.
+    assert patch["conditions"] == [{"type": "Ready", "reason": None, "message": None}]
     assert status["podIPs"] == [{"ip": "10.244.0.9"}]  # the kubelet's copy is untouched
 
 

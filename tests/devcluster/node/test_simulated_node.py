@@ -78,6 +78,15 @@ async def test_a_deployments_pods_run_and_a_deleted_pod_goes(
         assert pod["spec"]["nodeName"] == "devcluster"
         assert pod["status"]["hostIP"] == network.HOST_IP
         assert pod["status"]["podIP"].startswith("10.244.")
+
+    async def ready_without_reason() -> bool:
+        # Ready was False with ContainersNotReady first; the patch that made it True must
+        # clear that reason, as a kubelet's status does.
+        items = (await get_json(admin, "pods", "-n", namespace))["items"]
+        ready = [c for p in items for c in p["status"]["conditions"] if c["type"] == "Ready"]
+        return len(ready) == 3 and all(c["status"] == "True" and "reason" not in c for c in ready)
+
+    await eventually(ready_without_reason, within=60, message="Ready, with no stale reason")
     victim = sorted(running)[0]
     # Graceful deletion ends only when the node deletes the pod with grace 0.
     await admin.ok("delete", "pod", victim, "-n", namespace, "--wait=true", "--timeout=60s")
