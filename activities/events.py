@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
-from activities import kube
-from activities.kube import KubeClient
-from activities.kube_vocabulary import EventType
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.vocabulary import EventType
 from crds.common import format_time
 from crds.refs import ObjectRef
 

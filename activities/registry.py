@@ -11,17 +11,17 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
-from activities.cluster_cleanup import ClusterCleanupActivities
-from activities.clusters import ClusterActivities
-from activities.job_dashboard import DashboardAccess, DashboardConnector
-from activities.job_models import JobOperatorOptions
-from activities.job_ray import RayJobActivities
-from activities.jobs import JobActivities
-from activities.kube import KubeClient
-from activities.metrics import KubeRayMetrics
-from activities.service_routes import RouteActivities
-from activities.service_serve import HeadLabeler, ServeActivities
-from activities.services import ServiceActivities
+from activities.kube.client import KubeClient
+from activities.kuberay_metrics import KubeRayMetrics
+from activities.raycluster.kube_effects import ClusterActivities
+from activities.raycluster.redis_cleanup import ClusterCleanupActivities
+from activities.rayjob.contract import JobOperatorOptions
+from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
+from activities.rayjob.kube_effects import JobActivities
+from activities.rayjob.ray_effects import RayJobActivities
+from activities.rayservice.kube_effects import ServiceActivities
+from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
+from activities.rayservice.routes import RouteActivities
 
 
 def build_activities(

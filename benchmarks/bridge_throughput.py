@@ -24,7 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import kube
+from activities.kube import client as kube
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from devcluster.server import DevCluster

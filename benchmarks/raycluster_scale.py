@@ -26,8 +26,8 @@ from pathlib import Path
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities import kube
-from activities.errors import KubeUnavailable
+from activities.kube import client as kube
+from activities.kube.errors import KubeUnavailable
 from activities.registry import build_activities
 from bridge.running import Bridge
 from bridge.signalling import Signaller

@@ -30,7 +30,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import job_models as io
+from activities.rayjob import contract as io
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from tests.eventually import eventually

@@ -53,8 +53,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities import kube
-from activities.errors import KubeGone, KubeUnavailable
+from activities.kube import client as kube
+from activities.kube.errors import KubeGone, KubeUnavailable
 from benchmarks.scale_report import (
     Latencies,
     Sample,

@@ -24,7 +24,7 @@ import aiohttp
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities import kube
+from activities.kube import client as kube
 from benchmarks.scale_report import Memory
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds

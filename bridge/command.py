@@ -10,7 +10,7 @@ import sys
 
 from pydantic import ValidationError
 
-from activities.kube import connect as connect_kube
+from activities.kube.client import connect as connect_kube
 from bridge.metrics import cr_state
 from bridge.running import Bridge
 from bridge.signalling import Signaller

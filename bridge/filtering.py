@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from activities.kube_vocabulary import WatchEventType
+from activities.kube.vocabulary import WatchEventType
 from crds.constants import LABEL_CLUSTER, LABEL_NODE_TYPE, MANAGED_BY_MULTIKUEUE
 from crds.enums import RayNodeType
 from crds.refs import ObjectRef

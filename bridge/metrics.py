@@ -1,6 +1,6 @@
 """KubeRay's state gauges (`kuberay_*_info`, `*_deployment_status`, `*_condition_*`), per scrape.
 
-The bridge serves them (see `activities.metrics` for why the bridge): each scrape lists the
+The bridge serves them (see `activities.kuberay_metrics` for why the bridge): each scrape lists the
 watched kinds in the watched namespaces, as KubeRay's collectors list their cache.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from activities import kube
-from activities.errors import KubeError
-from activities.kube import KubeClient
-from activities.metrics import render, state_samples
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeError
+from activities.kuberay_metrics import render, state_samples
 
 logger = logging.getLogger(__name__)
 

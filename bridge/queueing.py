@@ -35,7 +35,7 @@ class Batch:
     deleted: messages.Deleted | None = None
     attempts: int = 0
     traceparent: str | None = None
-    """The trace the CR was created in (`activities.tracing`); its delivery continues it."""
+    """The trace the CR was created in (`activities.kube.spans`); its delivery continues it."""
 
     def merge(self, nudge: Nudge) -> None:
         """Fold one nudge into the batch."""

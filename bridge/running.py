@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from temporalio.service import RPCError
 
-from activities.kube import JSON, KubeClient
-from activities.kube_vocabulary import WatchEventType
-from activities.tracing import traceparent_of
+from activities.kube.client import JSON, KubeClient
+from activities.kube.spans import traceparent_of
+from activities.kube.vocabulary import WatchEventType
 from bridge import filtering
 from bridge.filtering import Memory, Nudge
 from bridge.queueing import Coalescer

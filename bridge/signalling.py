@@ -15,7 +15,7 @@ costs ten small signals and one spec. It also means the workflow never acts on a
 Tracing: each delivery is a PRODUCER span, `Deliver:<kind>`, the bridge's part of a trace; the
 client's Temporal interceptor (`worker.tracing`) carries it in the start and signal headers, so
 the workflow's spans and its activities' become its descendants. A delivery for a CR that an
-activity created in a trace (`activities.tracing.TRACEPARENT_ANNOTATION`) continues that trace.
+activity created in a trace (`activities.kube.spans.TRACEPARENT_ANNOTATION`) continues that trace.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from activities.tracing import default_tracer, parent_context
+from activities.kube.spans import default_tracer, parent_context
 from bridge.filtering import Signal
 from bridge.queueing import Batch
 from crds.refs import ObjectRef

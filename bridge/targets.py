@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activities import kube
+from activities.kube import client as kube
 from crds.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_NODE_TYPE
 from crds.enums import RayNodeType
 

@@ -6,7 +6,7 @@ The periodic re-list (default 300 s, KubeRay's requeue period) is the backstop t
 missed event only ever a delay.
 
 One object never stops the others. Objects nested too deep arrive decoded in part
-(`activities.decoding`) and are handed on like any other: their metadata is whole, so their
+(`activities.kube.decoding`) and are handed on like any other: their metadata is whole, so their
 workflows hear of them and refuse them, with a Warning Event, as invalid (the bridge itself may
 only list and watch). An object without a name and uid cannot belong to a workflow and is
 skipped; one whose handling raises is logged with its identity and skipped. Every watcher runs
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from activities.errors import KubeError, KubeGone
-from activities.kube import JSON, KubeClient
-from activities.kube_vocabulary import WatchEventType
+from activities.kube.client import JSON, KubeClient
+from activities.kube.errors import KubeError, KubeGone
+from activities.kube.vocabulary import WatchEventType
 from bridge.targets import Target
 from crds.refs import ObjectRef
 

@@ -9,7 +9,7 @@ object that nests deeper than `MAX_NESTING` is therefore invalid here, like any 
 violation, and is reported with the path where it goes too deep. Real objects come nowhere
 near: the deepest pod-template field of a RayService is about 15 levels down.
 
-Answers too deep to decode at all come from `activities.decoding` with the parts below the
+Answers too deep to decode at all come from `activities.kube.decoding` with the parts below the
 bound replaced by `TOO_DEEP`; those are reported the same way.
 """
 

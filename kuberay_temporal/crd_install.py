@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from activities import kube
-from activities.errors import KubeConflict, KubeUnavailable
-from activities.kube import JSON, KubeClient
+from activities.kube import client as kube
+from activities.kube.client import JSON, KubeClient
+from activities.kube.errors import KubeConflict, KubeUnavailable
 from crds.manifests import crd_manifests
 
 CRDS = kube.Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
-from activities.kube import KubeClient
-from activities.kube import connect as connect_kube
+from activities.kube.client import KubeClient
+from activities.kube.client import connect as connect_kube
 from activities.registry import build_activities
 from bridge.metrics import cr_state
 from bridge.running import Bridge

@@ -23,9 +23,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from activities.errors import KubeConflict
-from activities.kube import JSON, KubeClient, Resource
-from activities.kube import connect as connect_kube
+from activities.kube.client import JSON, KubeClient, Resource
+from activities.kube.client import connect as connect_kube
+from activities.kube.errors import KubeConflict
 from devcluster.control_plane.building import STREAMS_SHIM, build, default_build
 from devcluster.control_plane.processes import ControlPlane, Ports
 from devcluster.kubelet import network

@@ -26,9 +26,9 @@ from typing import Any
 
 import yaml
 
-from activities import kube
-from activities.errors import KubeConflict
-from activities.kube import KubeClient
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeConflict
 from kuberay_temporal.binaries import kubectl
 
 DASHBOARD_PROXY = "dashboard-proxy"

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from activities.kube import KubeClient
-from activities.kube import connect as connect_kube
+from activities.kube.client import KubeClient
+from activities.kube.client import connect as connect_kube
 from activities.registry import build_activities
 from worker.client import connect, exit_without_finalizing
 from worker.health import serving_health

@@ -2,11 +2,12 @@
 
 The SDK's metrics come from its Rust core, whose Prometheus exporter serves its own port and
 cannot take series from Python that vanish again. KubeRay's state gauges must vanish with
-their CR (dashboards `count()` them), so `activities.metrics` renders KubeRay's series itself.
+their CR (dashboards `count()` them), so `activities.kuberay_metrics` renders KubeRay's
+series itself.
 One endpoint still serves both: the SDK's exporter listens on a private loopback port and the
 public `/metrics` handler appends the process's own series (its `SeriesSource`s) to what it
 reads from there. The worker adds KubeRay's duration gauges, the bridge the state gauges
-(see `activities.metrics` for why), and the one-process dev stack both.
+(see `activities.kuberay_metrics` for why), and the one-process dev stack both.
 
 An exporter binds its address for the life of its `Runtime`, so a runtime is built per
 worker start (on a fresh loopback port) and handed to the client; the default runtime stays
@@ -32,7 +33,7 @@ from temporalio.runtime import (
     TelemetryConfig,
 )
 
-from activities.metrics import KubeRayMetrics
+from activities.kuberay_metrics import KubeRayMetrics
 
 logger = logging.getLogger(__name__)
 

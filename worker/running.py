@@ -27,9 +27,9 @@ from workflows.registry import WORKFLOWS
 _PASSTHROUGH_MODULES = (
     "pydantic",
     "crds",
-    "activities.cluster_models",
-    "activities.kube_vocabulary",
-    "activities.snapshots",
+    "activities.raycluster.contract",
+    "activities.kube.vocabulary",
+    "activities.contract",
 )
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

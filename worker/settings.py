@@ -25,7 +25,7 @@ from pydantic_core import ErrorDetails
 
 from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
 from activities.builders.options import BuildOptions
-from activities.job_models import JobOperatorOptions
+from activities.rayjob.contract import JobOperatorOptions
 from crds.constants import (
     DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
     DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,

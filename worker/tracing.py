@@ -4,7 +4,7 @@ One trace follows a CR change from the bridge's delivery through the workflow to
 activity and the Kubernetes and Ray dashboard requests it makes: the bridge's span
 (`bridge.signalling`) travels in the Temporal headers of the start and signal calls, and
 Temporal's `TracingInterceptor` on each process's client turns them into `RunWorkflow`,
-`StartActivity` and `RunActivity` spans; the HTTP spans come from `activities.tracing`.
+`StartActivity` and `RunActivity` spans; the HTTP spans come from `activities.kube.spans`.
 
 Why `TracingInterceptor` and not the newer `OpenTelemetryPlugin`: our workflows live as long
 as their CR, for months. The plugin's workflow span ends when the workflow does, so nothing
@@ -45,7 +45,7 @@ from opentelemetry.trace import Tracer
 from temporalio.client import Interceptor
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
-from activities.tracing import default_tracer
+from activities.kube.spans import default_tracer
 
 TRACER_NAME = "kuberay_temporal"
 
@@ -95,7 +95,7 @@ class Tracing:
 
     @property
     def kube_tracer(self) -> Tracer | None:
-        """The tracer for `activities.kube.connect`: None when off, so nothing is wrapped."""
+        """The tracer for `activities.kube.client.connect`: None when off, so nothing is wrapped."""
         return self.tracer if self.enabled else None
 
     def interceptors(self) -> list[Interceptor]:

@@ -21,8 +21,8 @@ from temporalio.common import RetryPolicy
 from workflows.messages import UserRequest
 
 with workflow.unsafe.imports_passed_through():
-    from activities import cluster_models as io
-    from activities.kube_vocabulary import EventType
+    from activities.kube.vocabulary import EventType
+    from activities.raycluster import contract as io
     from crds.refs import ObjectRef
 
 INVALID_SIGNAL = "InvalidSignal"

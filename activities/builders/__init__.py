@@ -11,19 +11,19 @@ from activities.builders.autoscaler import (
     build_autoscaler_role_binding,
     build_autoscaler_service_account,
 )
-from activities.builders.desired import desired_resources
-from activities.builders.gcs_ft import build_gcs_storage_pvc
-from activities.builders.hashing import recreate_hash
-from activities.builders.names import head_pod_name_prefix, pod_name, worker_pod_name_prefix
-from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
-from activities.builders.pods import build_head_pod, build_worker_pod
-from activities.builders.services import (
+from activities.builders.cluster_services import (
     build_head_service,
     build_headless_service,
     build_serve_service,
     wants_headless_service,
     wants_serve_service,
 )
+from activities.builders.desired import desired_resources
+from activities.builders.gcs_ft import build_gcs_storage_pvc
+from activities.builders.hashing import recreate_hash
+from activities.builders.names import head_pod_name_prefix, pod_name, worker_pod_name_prefix
+from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
+from activities.builders.pods import build_head_pod, build_worker_pod
 
 __all__ = [
     "DEFAULT_OPTIONS",

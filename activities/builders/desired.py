@@ -11,7 +11,7 @@ from typing import Any
 
 from activities.builders.quantities import ZERO, Quantity, try_parse_quantity
 from activities.builders.ray_start import is_gpu_resource
-from activities.snapshots import DesiredResources
+from activities.contract import DesiredResources
 from crds import replicas
 from crds.common import JSONObject
 from crds.raycluster import RayCluster

@@ -15,9 +15,9 @@ from typing import Any
 
 from activities.builders import names
 from activities.builders.auth import add_token_env, is_auth_enabled
+from activities.builders.cluster_services import build_head_service
 from activities.builders.env import append_env, env_var
 from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
-from activities.builders.services import build_head_service
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import JobSubmissionMode, RayNodeType

@@ -18,14 +18,14 @@ from typing import Any
 import yaml
 
 from activities.builders import names
-from activities.builders.hashing import json_hash
-from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
-from activities.builders.services import (
+from activities.builders.cluster_services import (
     MissingServePortError,
     build_head_service,
     is_serving_port,
     service_ports,
 )
+from activities.builders.hashing import json_hash
+from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import RayNodeType

@@ -10,13 +10,13 @@ the weights and readiness back from the stored objects.
 from __future__ import annotations
 
 from activities.builders import names
+from activities.builders.cluster_services import MissingServePortError
 from activities.builders.rayservice import (
     originated_labels,
     rayservice_owner_reference,
     serve_ports,
     serving_selector,
 )
-from activities.builders.services import MissingServePortError
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import ConditionStatus

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from activities import kube
-from activities.kube import KubeClient
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
 from devcluster.server import DevCluster
 from kuberay_temporal.crd_install import install_crds
 

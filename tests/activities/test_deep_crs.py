@@ -21,20 +21,23 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import ActivityEnvironment
 
-from activities import cluster_models, job_models, kube, service_models
 from activities.builders import DEFAULT_OPTIONS
-from activities.clusters import ClusterActivities
-from activities.jobs import JobActivities
-from activities.kube import KubeClient
-from activities.services import ServiceActivities
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.raycluster import contract as cluster_models
+from activities.raycluster.kube_effects import ClusterActivities
+from activities.rayjob import contract as job_models
+from activities.rayjob.kube_effects import JobActivities
+from activities.rayservice import contract as service_models
+from activities.rayservice.kube_effects import ServiceActivities
 from crds.enums import JobDeploymentStatus
 from crds.raycluster import RayClusterStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
 from devcluster.server import DevCluster
 from kuberay_temporal.crd_install import install_crds
-from tests.activities.test_clusters import SPEC as CLUSTER_SPEC
-from tests.activities.test_services import SPEC as SERVICE_SPEC
+from tests.activities.raycluster.test_kube_effects import SPEC as CLUSTER_SPEC
+from tests.activities.rayservice.test_kube_effects import SPEC as SERVICE_SPEC
 from tests.deep_objects import PLACEHOLDER, deepening_proxy
 
 pytestmark = pytest.mark.timeout(120)

@@ -22,10 +22,10 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import cluster_models as cluster_io
-from activities import job_models as job_io
-from activities import service_models as service_io
 from activities.builders import rayservice as rs
+from activities.raycluster import contract as cluster_io
+from activities.rayjob import contract as job_io
+from activities.rayservice import contract as service_io
 from crds.loading import parse_ray_object
 from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError, Violation

@@ -13,8 +13,8 @@ import yaml
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import kube
-from activities.kube import KubeClient
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
 from devcluster.server import DevCluster
 from tests.bridge.standin import STAND_INS
 from tests.reference import REPO_ROOT

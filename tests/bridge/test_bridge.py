@@ -16,8 +16,8 @@ import pytest
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from activities import kube
-from activities.errors import KubeError
+from activities.kube import client as kube
+from activities.kube.errors import KubeError
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from devcluster.faults import Faults

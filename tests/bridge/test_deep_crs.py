@@ -20,7 +20,7 @@ import pytest
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from activities import kube
+from activities.kube import client as kube
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from tests.bridge.conftest import Stack
@@ -82,7 +82,7 @@ async def signalled(stack: Stack, workflow_id: str) -> Seen | None:
 async def test_a_cr_nested_2000_deep_stops_no_other_cr(
     stack: Stack, tmp_path: Path, caplog: pytest.LogCaptureFixture, arrives: str
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="activities.decoding")
+    caplog.set_level(logging.WARNING, logger="activities.kube.decoding")
     namespace = await new_namespace(stack)
     deep = await create_deep(stack, "deep", namespace) if arrives == "listed" else None
     async with bridge_reading_deep(stack, namespace, tmp_path) as (_, task):

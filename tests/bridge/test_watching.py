@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from activities import kube
+from activities.kube import client as kube
 from bridge.queueing import Batch
 from bridge.running import Bridge
 from bridge.targets import RAYCLUSTER

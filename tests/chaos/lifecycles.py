@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from activities import kube
+from activities.kube import client as kube
 from tests.reference import REPO_ROOT
 
 T = TypeVar("T")

@@ -31,7 +31,7 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities import kube
+from activities.kube import client as kube
 from kuberay_temporal.binaries import kubectl
 from tests.chaos.counting_devcluster import read_submissions
 from tests.chaos.lifecycles import ATTEMPTS, NAMESPACE, Driver, deal, serve_app_configmap, until

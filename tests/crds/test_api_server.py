@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from activities import kube
-from activities.errors import KubeError, KubeNotFound
-from activities.kube import KubeClient
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeError, KubeNotFound
 from devcluster.control_plane.processes import ControlPlane
 from kuberay_temporal.crd_install import CRDS
 from tests.eventually import eventually

@@ -32,9 +32,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from activities import kube
-from activities.errors import KubeNotFound
-from activities.kube import KubeClient
+from activities.kube import client as kube
+from activities.kube.errors import KubeNotFound
+from activities.kube.client import KubeClient
 from activities.registry import build_activities
 from bridge.running import Bridge
 from bridge.signalling import Signaller

@@ -33,7 +33,7 @@ import pytest_asyncio
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities import kube
+from activities.kube import client as kube
 from devcluster.control_plane.processes import ControlPlane
 from devcluster.kubelet import network
 from devcluster.node import NodeAgent, NodeConfig

@@ -5,7 +5,7 @@ exercise, so a permission needed on a rare path (a cleanup Job, a forced finaliz
 would be missed and found in production as a 403. The scan sees every call site.
 
 How: every call of a `KubeClient` method (`get`, `create_or_get`, `patch`, …) whose first
-argument is a resource constant of `activities.kube` (`kube.PODS`) is one use, mapped to the
+argument is a resource constant of `activities.kube.client` (`kube.PODS`) is one use, mapped to the
 verbs the method sends. A call whose resource is held in a variable (`owned.resource`,
 `target.resource`) cannot be resolved where it stands; its resource came from a table, and
 the tables are exactly the places where the component names resource constants *outside* a
@@ -13,7 +13,7 @@ call (`cluster_objects._RESOURCES`, `bridge.targets`), so such a call is counted
 one of those. `patch(..., sub="status")` is a use of the subresource; a `sub` held in a
 variable counts as the object and every subresource named in that module. A raw
 `request("PUT", <resource>.path(namespace, name))` is resolved the same way (PUT is `update`);
-a raw request whose method or path is computed makes the scan fail. `activities/kube.py`
+a raw request whose method or path is computed makes the scan fail. `activities/kube/client.py`
 itself is the generic client and is not scanned.
 
 Dashboard calls are not `KubeClient` calls, yet with `KUBERAY_TEMPORAL_DASHBOARD_ACCESS=proxy`
@@ -29,8 +29,9 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities import cluster_objects, kube
-from activities.ray_dashboard import PROXY_VERBS
+from activities.raycluster import owned_objects as cluster_objects
+from activities.kube import client as kube
+from activities.dashboard.client import PROXY_VERBS
 from tests.reference import REPO_ROOT
 
 # KubeClient method -> the API verbs it sends.
@@ -241,14 +242,14 @@ def owner_uses() -> set[Use]:
     return uses
 
 
-# The API server proxy URL builders of `activities.dashboard_urls` -> the subresource their
+# The API server proxy URL builders of `activities.dashboard.urls` -> the subresource their
 # URLs go through (test_rbac.py checks this against the URLs they build).
 PROXY_BUILDERS: dict[str, str] = {
     "proxied_base_url": "services/proxy",
     "pod_proxied_base_url": "pods/proxy",
 }
-DASHBOARD_MODULE = REPO_ROOT / "activities" / "ray_dashboard.py"
-URLS_MODULE = REPO_ROOT / "activities" / "dashboard_urls.py"
+DASHBOARD_MODULE = REPO_ROOT / "activities" / "dashboard" / "client.py"
+URLS_MODULE = REPO_ROOT / "activities" / "dashboard" / "urls.py"
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 

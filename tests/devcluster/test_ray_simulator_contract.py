@@ -23,7 +23,7 @@ import pytest
 import pytest_asyncio
 
 from devcluster.ray_simulator.dashboard import SimulatedHead
-from tests.activities.test_ray_dashboard_real import Head, ray_head  # noqa: F401 (a fixture)
+from tests.activities.dashboard.test_client_real import Head, ray_head  # noqa: F401 (a fixture)
 from tests.eventually import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

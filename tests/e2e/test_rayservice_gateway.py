@@ -17,9 +17,9 @@ import httpx
 import pytest_asyncio
 from aiohttp import web
 
-from activities import kube
-from activities.errors import KubeError
-from activities.kube import KubeClient
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeError
 from devcluster.networking.gateway import (
     BACKEND_HEADER,
     LISTENER_PORTS_ANNOTATION,

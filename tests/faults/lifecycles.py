@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from activities import kube
-from activities.errors import KubeUnavailable
-from activities.kube import KubeClient, Resource
+from activities.kube import client as kube
+from activities.kube.client import KubeClient, Resource
+from activities.kube.errors import KubeUnavailable
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
 

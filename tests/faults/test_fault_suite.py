@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities import kube
+from activities.kube import client as kube
 from tests.e2e.conftest import running_stack
 from tests.eventually import eventually
 from tests.faults.lifecycles import (

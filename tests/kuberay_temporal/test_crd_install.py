@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from activities import kube
+from activities.kube import client as kube
 from devcluster.faults import Faults
 from devcluster.server import DevCluster
 from kuberay_temporal.crd_install import CRDS, install_crds

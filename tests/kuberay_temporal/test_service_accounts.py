@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from activities import kube
-from activities.errors import KubeForbidden
+from activities.kube import client as kube
+from activities.kube.errors import KubeForbidden
 from devcluster.control_plane.processes import ControlPlane
 from kuberay_temporal.service_accounts import (
     BRIDGE,

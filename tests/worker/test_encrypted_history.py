@@ -26,7 +26,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import cluster_models as io
+from activities.raycluster import contract as io
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_cli
 from tests.eventually import eventually

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from activities.builders import BuildOptions
-from activities.job_models import JobOperatorOptions
+from activities.rayjob.contract import JobOperatorOptions
 from worker.settings import WorkerSettings, describe_invalid
 
 KUBERAY_VARIABLES = {

@@ -1,8 +1,8 @@
 """The worker's `/metrics`: the SDK's series from its runtime, then KubeRay's, on one port.
 
 Runs a worker with a runtime of its own against the real dev server and scrapes over HTTP.
-The KubeRay series against a Kubernetes API are in `tests/activities/test_metrics.py` and, for
-whole RayJobs, `tests/e2e/test_metrics.py`.
+The KubeRay series against a Kubernetes API are in
+`tests/activities/test_kuberay_metrics.py` and, for whole RayJobs, `tests/e2e/test_metrics.py`.
 """
 
 from __future__ import annotations

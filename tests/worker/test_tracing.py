@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from activities.tracing import in_trace
+from activities.kube.spans import in_trace
 from tests.worker.otlp import Collector, receiving
 from worker.client import connect
 from worker.running import build_worker

@@ -37,10 +37,10 @@ from opentelemetry.trace import SpanKind
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from activities import kube
-from activities.kube import KubeClient
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.spans import TRACEPARENT_ANNOTATION
 from activities.registry import build_activities
-from activities.tracing import TRACEPARENT_ANNOTATION
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from devcluster.server import DevCluster

@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.cluster_models import CleanupStep as CleanupStep  # the activity input names it
-from activities.kube_vocabulary import JobConditionType
+from activities.kube.vocabulary import JobConditionType
+from activities.raycluster.contract import CleanupStep as CleanupStep  # the activity input names it
 from crds import constants as k
 from crds.enums import GcsFaultToleranceBackend
 from crds.raycluster import RayClusterSpec

@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.cluster_models import PodCreation, PodDeletion
-from activities.kube_vocabulary import PodPhase
-from activities.snapshots import PodView, is_head, is_worker
+from activities.contract import PodView, is_head, is_worker
+from activities.kube.vocabulary import PodPhase
+from activities.raycluster.contract import PodCreation, PodDeletion
 from crds import replicas
 from crds.constants import HEAD_GROUP_VALUE
 from crds.enums import RayClusterUpgradeType

@@ -6,7 +6,7 @@ words end up in the Temporal UI, `kuberay-temporal status` and Kubernetes Events
 
 from __future__ import annotations
 
-from activities import cluster_models as io
+from activities.raycluster import contract as io
 from workflows.raycluster.plans import PodPlan, SuspendPhase
 
 

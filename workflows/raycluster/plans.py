@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from activities.cluster_models import PodCreation, PodDeletion
+from activities.raycluster.contract import PodCreation, PodDeletion
 
 
 class SuspendPhase(StrEnum):

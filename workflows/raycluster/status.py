@@ -12,8 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.kube_vocabulary import PodPhase
-from activities.snapshots import (
+from activities.contract import (
     DesiredResources,
     PodView,
     ReplicaFailure,
@@ -21,6 +20,7 @@ from activities.snapshots import (
     is_head,
     is_worker,
 )
+from activities.kube.vocabulary import PodPhase
 from crds import replicas
 from crds.common import Condition
 from crds.enums import (

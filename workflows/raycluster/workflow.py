@@ -16,8 +16,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
-    from activities import cluster_models as io
-    from activities.kube_vocabulary import EventType
+    from activities.kube.vocabulary import EventType
+    from activities.raycluster import contract as io
     from crds import constants
     from crds.common import ObjectMeta
     from crds.enums import RayClusterConditionType, RayNodeType

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.kube_vocabulary import EventType
+from activities.kube.vocabulary import EventType
 from crds.enums import DeletionPolicyType
 
 

@@ -17,7 +17,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import job_models as io
+    from activities.rayjob import contract as io
     from crds.enums import DeletionPolicyType
     from crds.rayjob import RayJobStatus
     from crds.refs import ObjectRef

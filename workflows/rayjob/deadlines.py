@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.job_models import JobOperatorOptions
+from activities.rayjob.contract import JobOperatorOptions
 from crds.constants import DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobSpec, RayJobStatus

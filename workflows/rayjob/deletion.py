@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.job_models import ClusterView
+from activities.rayjob.contract import ClusterView
 from crds.enums import DeletionPolicyType, JobStatus
 from crds.rayjob import DeletionRule, RayJobSpec, RayJobStatus
 

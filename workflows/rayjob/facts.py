@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from activities.job_models import ClusterView, JobOperatorOptions, SubmitterView
+from activities.rayjob.contract import ClusterView, JobOperatorOptions, SubmitterView
 from crds.enums import JobDeploymentStatus, JobFailedReason, JobSubmissionMode
 from crds.rayjob import RayJobSpec, RayJobStatus
 from workflows.rayjob import actions as act

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from activities.job_models import JobEventReason
-from activities.kube_vocabulary import EventType
+from activities.kube.vocabulary import EventType
+from activities.rayjob.contract import JobEventReason
 from crds.enums import JobDeploymentStatus, JobFailedReason, JobStatus, JobSubmissionMode
 from workflows.rayjob import actions as act
 from workflows.rayjob import deadlines, deletion, naming

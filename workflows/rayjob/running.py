@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from activities.job_models import RayJobView
+from activities.rayjob.contract import RayJobView
 from crds.enums import JobDeploymentStatus, JobFailedReason, JobStatus, JobSubmissionMode
 from crds.rayjob import RayJobStatus
 from workflows.rayjob import actions as act

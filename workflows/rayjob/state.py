@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from activities.job_models import RayJobView
+from activities.rayjob.contract import RayJobView
 from crds.rayjob import RayJobSpec, RayJobStatus
 from crds.refs import ObjectRef
 

@@ -19,7 +19,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import job_models as io
+    from activities.rayjob import contract as io
     from crds import constants
     from crds.common import ObjectMeta
     from crds.enums import JobDeploymentStatus as Deploy

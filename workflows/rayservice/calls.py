@@ -14,8 +14,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities import service_models as io
-    from activities.kube_vocabulary import EventType
+    from activities.kube.vocabulary import EventType
+    from activities.rayservice import contract as io
     from crds.refs import ObjectRef
 
 T = TypeVar("T")

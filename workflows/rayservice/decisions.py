@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.service_models import ClusterView
+from activities.rayservice.contract import ClusterView
 from crds import constants
 from crds.common import Condition
 from crds.enums import ConditionStatus

@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.service_models import GatewayRouteStatus
+from activities.rayservice.contract import GatewayRouteStatus
 from crds.enums import ConditionStatus
 from crds.rayservice import RayServiceSpec
 

@@ -13,9 +13,9 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
-    from activities import service_models as io
-    from activities.dashboard_models import ServeStatus
-    from activities.kube_vocabulary import EventType
+    from activities.dashboard.contract import ServeStatus
+    from activities.kube.vocabulary import EventType
+    from activities.rayservice import contract as io
     from crds.rayservice import RayServiceStatuses
     from workflows.rayservice.calls import call, event, run
     from workflows.rayservice.decisions import ClusterMove

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from activities.dashboard_models import ServeStatus
+from activities.dashboard.contract import ServeStatus
 from crds.rayservice import RayServiceSpec, RayServiceStatuses
 from crds.refs import ObjectRef
 from workflows.rayservice.incremental import Options, Traffic

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.dashboard_models import ServeStatus
+from activities.dashboard.contract import ServeStatus
 from crds.common import Condition
 from crds.enums import ConditionStatus, ServiceStatus
 from crds.enums import RayServiceConditionReason as Reason

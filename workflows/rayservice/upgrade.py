@@ -22,8 +22,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.calls as calls
     import workflows.rayservice.incremental as incremental
-    from activities import service_models as io
-    from activities.dashboard_models import ServeStatus
+    from activities.dashboard.contract import ServeStatus
+    from activities.rayservice import contract as io
     from workflows import messages
     from workflows.rayservice.decisions import serve_apply_reason
     from workflows.rayservice.incremental import MoveKind, Traffic

@@ -15,8 +15,8 @@ from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
     import workflows.rayservice.status as st
-    from activities import service_models as io
-    from activities.kube_vocabulary import EventType
+    from activities.kube.vocabulary import EventType
+    from activities.rayservice import contract as io
     from crds.rayservice import RayServiceStatus, RayServiceStatuses
     from crds.refs import ObjectRef
     from workflows import messages

@@ -6,8 +6,8 @@ tested like the other decisions.
 
 from __future__ import annotations
 
-from activities.dashboard_models import ServeStatus
-from activities.service_models import ServiceSnapshot
+from activities.dashboard.contract import ServeStatus
+from activities.rayservice.contract import ServiceSnapshot
 from crds.enums import ApplicationStatus
 from crds.enums import RayServiceConditionReason as Reason
 from crds.refs import ObjectRef

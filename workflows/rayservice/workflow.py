@@ -21,9 +21,9 @@ from temporalio.workflow import ChildWorkflowHandle
 with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
     import workflows.rayservice.status as st
-    from activities import service_models as io
-    from activities.dashboard_models import ServeStatus
-    from activities.kube_vocabulary import EventType
+    from activities.dashboard.contract import ServeStatus
+    from activities.kube.vocabulary import EventType
+    from activities.rayservice import contract as io
     from crds import constants
     from crds.common import ObjectMeta
     from crds.rayservice import RayService, RayServiceStatuses

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from activities.builders import BuildOptions, build_head_pod, build_worker_pod
-from activities.builders.jobs import build_redis_cleanup_job
+from activities.builders.cluster_services import build_head_service
 from activities.builders.rayjob import build_rayjob_head_service, build_submitter_job
-from activities.builders.services import build_head_service
+from activities.builders.redis_cleanup_job import build_redis_cleanup_job
 from tests.activities.builders.fixtures import (
     HEAD_POD,
     WORKER_POD,
@@ -23,8 +23,8 @@ from tests.activities.builders.fixtures import (
     head_container,
     instance_dict,
 )
-from tests.activities.test_jobs_builders import cluster as job_cluster
-from tests.activities.test_jobs_builders import rayjob
+from tests.activities.rayjob.test_builders import cluster as job_cluster
+from tests.activities.rayjob.test_builders import rayjob
 from worker.settings import WorkerSettings
 
 PROBES = ("livenessProbe", "readinessProbe")

@@ -25,7 +25,7 @@ from activities.builders import (
     wants_headless_service,
     worker_pod_name_prefix,
 )
-from activities.builders.services import service_ports
+from activities.builders.cluster_services import service_ports
 from crds.loading import is_ray_object, parse_ray_object
 from crds.raycluster import RayCluster, RayClusterSpec
 from crds.rayjob import RayJob

@@ -14,7 +14,7 @@ from activities.builders import (
     wants_headless_service,
     wants_serve_service,
 )
-from activities.builders.services import MissingServePortError, service_ports
+from activities.builders.cluster_services import MissingServePortError, service_ports
 from tests.activities.builders.fixtures import cluster, head_container, instance_dict
 
 HEAD_SELECTOR = {

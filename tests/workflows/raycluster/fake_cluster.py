@@ -15,8 +15,8 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import cluster_models as io
-from activities.snapshots import DesiredResources, PodView, ServiceView
+from activities.contract import DesiredResources, PodView, ServiceView
+from activities.raycluster import contract as io
 from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP as FINALIZER
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 
@@ -155,7 +155,7 @@ class FakeCluster:
                 result.deleted.append(deletion.name)
         for creation in params.creations:
             if self.fail_creates:
-                from activities.snapshots import ReplicaFailure
+                from activities.contract import ReplicaFailure
 
                 result.failure = ReplicaFailure(
                     reason="FailedCreateWorkerPod", message="exceeded quota"

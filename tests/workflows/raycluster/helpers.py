@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from activities.snapshots import PodView
+from activities.contract import PodView
 from crds.raycluster import RayClusterSpec
 from workflows.raycluster.decisions import ClusterFacts
 

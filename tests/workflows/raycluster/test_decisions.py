@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.snapshots import PodView
+from activities.contract import PodView
 from workflows.raycluster.decisions import (
     EXPECTATION_TIMEOUT,
     MAX_RETRY_DELAY,

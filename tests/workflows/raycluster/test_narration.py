@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from activities.cluster_models import ApplyClusterResult, PodCreation, PodDeletion
-from activities.snapshots import ReplicaFailure
+from activities.contract import ReplicaFailure
+from activities.raycluster.contract import ApplyClusterResult, PodCreation, PodDeletion
 from crds.enums import RayClusterConditionReason
 from workflows.raycluster import narration
 from workflows.raycluster.plans import PodPlan, SuspendPhase

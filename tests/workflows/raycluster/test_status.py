@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from activities.snapshots import (
+from activities.contract import (
     ContainerProblem,
     DesiredResources,
     PodView,

@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import job_models as io
+from activities.rayjob import contract as io
 from crds.enums import JobStatus
 from crds.raycluster import RayClusterStatus
 from crds.rayjob import RayJobSpec, RayJobStatus

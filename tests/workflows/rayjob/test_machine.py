@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from activities.job_models import ClusterView, RayJobView, SubmitterView
+from activities.rayjob.contract import ClusterView, RayJobView, SubmitterView
 from crds.enums import JobDeploymentStatus as D
 from crds.enums import JobFailedReason as R
 from crds.enums import JobStatus as J

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from activities.job_models import ClusterView, JobOperatorOptions
+from activities.rayjob.contract import ClusterView, JobOperatorOptions
 from crds.enums import DeletionPolicyType as P
 from crds.enums import JobDeploymentStatus as D
 from crds.enums import JobFailedReason as R

@@ -17,7 +17,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from activities import job_models as io
+from activities.rayjob import contract as io
 from tests.alias_bombs import BOMB_398, BOMB_584
 from tests.eventually import eventually
 

@@ -17,7 +17,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.job_models import JobOperatorOptions
+from activities.rayjob.contract import JobOperatorOptions
 from crds.enums import JobStatus
 from tests.eventually import eventually
 from tests.workflows.harness import EntityHarness

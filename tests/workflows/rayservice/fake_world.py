@@ -19,8 +19,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import service_models as io
-from activities.dashboard_models import ServeStatus
+from activities.dashboard.contract import ServeStatus
+from activities.rayservice import contract as io
 from crds.rayservice import RayServiceSpec, RayServiceStatuses
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.service_models import ClusterView, GatewayRouteStatus, RouteCondition
+from activities.rayservice.contract import ClusterView, GatewayRouteStatus, RouteCondition
 from crds.common import Condition
 from crds.enums import RayServiceUpgradeType as Upgrade
 from crds.rayservice import RayServiceSpec

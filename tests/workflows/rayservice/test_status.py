@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.dashboard_models import ServeStatus
+from activities.dashboard.contract import ServeStatus
 from crds.common import Condition
 from crds.enums import ConditionStatus, ServiceStatus
 from crds.enums import RayServiceConditionReason as Reason

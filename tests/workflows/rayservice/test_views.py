@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from activities.dashboard_models import ServeStatus
-from activities.service_models import ClusterView, ServiceSnapshot
+from activities.dashboard.contract import ServeStatus
+from activities.rayservice.contract import ClusterView, ServiceSnapshot
 from crds.enums import RayServiceConditionReason as Reason
 from crds.rayservice import RayServiceStatus, RayServiceStatuses
 from crds.refs import ObjectRef

@@ -18,7 +18,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import service_models as io
+from activities.rayservice import contract as io
 from crds.rayservice import RayServiceStatus
 from tests.eventually import eventually
 from tests.workflows.harness import EntityHarness

@@ -1,0 +1,172 @@
+"""What a workflow sees of the cluster: small, typed views of pods and Services.
+
+A reconcile pass reads the CR and the objects it owns in one activity and hands the workflow
+these views instead of the raw objects: a pod is a few hundred bytes here instead of tens of
+kilobytes, which keeps workflow histories small, and the decision code reads fields that mean
+something (`ready`, `ray_container_terminated`) instead of digging through status blocks.
+
+The summarising functions are pure, so the rules they encode (what "ready" means, which
+container is the Ray container) are tested without any API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from activities.kube.vocabulary import PodPhase
+from crds import constants
+from crds.enums import ConditionStatus, RayClusterConditionReason, RayNodeType
+
+JSON = dict[str, Any]
+
+
+class ContainerProblem(BaseModel):
+    """The first container that keeps a pod from being ready, as kubectl would report it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: str
+    message: str
+
+
+class PodView(BaseModel):
+    """One Ray pod as the decision code needs it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    uid: str = ""
+    node_type: str = ""
+    group: str = ""
+    phase: str = ""
+    ready: bool = False
+    ready_reason: str = ""
+    ready_message: str = ""
+    terminating: bool = False
+    restart_policy: str = "Always"
+    ray_container_terminated: bool = False
+    not_ready_container: ContainerProblem | None = None
+    pod_ip: str = ""
+    recreate_hash: str = ""
+    kuberay_version: str = ""
+    replica_index: int | None = None
+
+
+class ServiceView(BaseModel):
+    """One Service the cluster owns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    cluster_ip: str = ""
+    ports: dict[str, str] = {}
+    """Port name → the value KubeRay reports in `status.endpoints` (nodePort, else targetPort)."""
+
+
+class DesiredResources(BaseModel):
+    """Totals of the pod resources the spec asks for, as Kubernetes quantities."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cpu: str = "0"
+    memory: str = "0"
+    gpu: str = "0"
+    tpu: str = "0"
+
+
+class ReplicaFailure(BaseModel):
+    """A failed pod create or delete in this pass (the `ReplicaFailure` condition)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: RayClusterConditionReason
+    message: str
+
+
+def summarize_pod(pod: JSON) -> PodView:
+    """Reduce a pod object to a `PodView`."""
+    meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    ready_cond = _pod_condition(status, "Ready")
+    index = labels.get(constants.LABEL_WORKER_REPLICA_INDEX)
+    return PodView(
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        node_type=labels.get(constants.LABEL_NODE_TYPE, ""),
+        group=labels.get(constants.LABEL_GROUP, ""),
+        phase=status.get("phase", ""),
+        ready=status.get("phase") == PodPhase.RUNNING
+        and (ready_cond or {}).get("status") == ConditionStatus.TRUE,
+        ready_reason=(ready_cond or {}).get("reason", ""),
+        ready_message=(ready_cond or {}).get("message", ""),
+        terminating=bool(meta.get("deletionTimestamp")),
+        restart_policy=spec.get("restartPolicy") or "Always",
+        ray_container_terminated=_ray_container_state(spec, status).get("terminated") is not None,
+        not_ready_container=_first_not_ready_container(status),
+        pod_ip=status.get("podIP", ""),
+        recreate_hash=annotations.get(constants.ANNOTATION_RECREATE_HASH, ""),
+        kuberay_version=annotations.get(constants.ANNOTATION_KUBERAY_VERSION, ""),
+        replica_index=int(index) if index and index.isdigit() else None,
+    )
+
+
+def summarize_service(service: JSON) -> ServiceView:
+    """Reduce a Service object to a `ServiceView`."""
+    spec = service.get("spec", {})
+    ports: dict[str, str] = {}
+    for port in spec.get("ports") or []:
+        name = port.get("name")
+        if not name:
+            continue
+        value = port.get("nodePort") or port.get("targetPort")
+        if value:
+            ports[name] = str(value)
+    return ServiceView(
+        name=service.get("metadata", {}).get("name", ""),
+        cluster_ip=spec.get("clusterIP", ""),
+        ports=ports,
+    )
+
+
+def is_head(pod: PodView) -> bool:
+    """Whether the pod is a Ray head."""
+    return pod.node_type == RayNodeType.HEAD
+
+
+def is_worker(pod: PodView) -> bool:
+    """Whether the pod is a Ray worker."""
+    return pod.node_type == RayNodeType.WORKER
+
+
+def _pod_condition(status: JSON, kind: str) -> JSON | None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def _ray_container_state(spec: JSON, status: JSON) -> JSON:
+    """State of the Ray container, which KubeRay defines as the pod's first container."""
+    containers = spec.get("containers") or []
+    if not containers:
+        return {}
+    name = containers[constants.RAY_CONTAINER_INDEX].get("name")
+    for container in status.get("containerStatuses") or []:
+        if container.get("name") == name:
+            return dict(container.get("state") or {})
+    return {}
+
+
+def _first_not_ready_container(status: JSON) -> ContainerProblem | None:
+    for container in status.get("containerStatuses") or []:
+        state = container.get("state") or {}
+        for key in ("waiting", "terminated"):
+            if key in state:
+                detail = state[key] or {}
+                return ContainerProblem(
+                    reason=detail.get("reason", ""),
+                    message=f"{container.get('name', '')}: {detail.get('message', '')}",
+                )
+    return None

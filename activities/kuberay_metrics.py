@@ -1,0 +1,358 @@
+"""KubeRay's operator metrics, under KubeRay's names, labels and semantics.
+
+Existing KubeRay Grafana dashboards query `count(kuberay_job_info) by (namespace)`,
+`kuberay_cluster_condition_provisioned{condition="false"}` and the like, so the series must
+exist exactly while KubeRay's would. KubeRay has two kinds of metric, and so do we:
+
+* **State gauges** (`*_info`, `kuberay_job_deployment_status`, `*_condition_*`): one series of
+  value 1 per existing CR, with its current state as a label, computed at scrape time from a
+  list of the CRs (`state_samples`). A deleted CR's series vanish and a changed state leaves
+  no stale series behind, which a push-style gauge (the Temporal SDK's metric meter) cannot
+  do. The bridge serves them: it lists these kinds anyway, and it runs once where workers
+  run as several replicas, each of which would count every CR again.
+* **Duration gauges** (`kuberay_job_execution_duration_seconds`,
+  `kuberay_cluster_provisioned_duration_seconds`): set once when the status a controller
+  writes makes a transition. The status-writing activities see the old and the new status,
+  so they call `job_status_written` / `cluster_status_written` after a successful write (a
+  retried write sees no transition and records nothing); the worker that ran the write
+  serves the series. As in KubeRay, a CR's duration series are dropped once it is gone.
+
+Workflows stay out of this: they decide statuses; the metrics follow the writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeError
+from crds.constants import LABEL_ORIGINATED_FROM_CRD
+from crds.enums import (
+    ConditionStatus,
+    JobDeploymentStatus,
+    RayClusterConditionType,
+    RayServiceConditionType,
+)
+
+logger = logging.getLogger(__name__)
+
+Labels = tuple[tuple[str, str], ...]
+"""Label pairs in KubeRay's order."""
+
+HELP: dict[str, str] = {
+    "kuberay_cluster_provisioned_duration_seconds": (
+        "The time, in seconds, when a RayCluster's `RayClusterProvisioned` status transitions "
+        "from false (or unset) to true"
+    ),
+    "kuberay_cluster_info": "Metadata information about RayCluster custom resources",
+    "kuberay_cluster_condition_provisioned": "Indicates whether the RayCluster is provisioned",
+    "kuberay_job_execution_duration_seconds": (
+        "Duration from when the RayJob CR's JobDeploymentStatus transitions from Initializing "
+        "to either the Retrying state or a terminal state, such as Complete or Failed. The "
+        "Retrying state indicates that the CR previously failed and that spec.backoffLimit is "
+        "enabled."
+    ),
+    "kuberay_job_info": "Metadata information about RayJob custom resources",
+    "kuberay_job_deployment_status": "The RayJob's current deployment status",
+    "kuberay_service_info": "Metadata information about RayService custom resources",
+    "kuberay_service_condition_ready": (
+        "Describes whether the RayService is ready. Ready means users can send requests to the "
+        "underlying cluster and the number of serve endpoints is greater than 0."
+    ),
+    "kuberay_service_condition_upgrade_in_progress": (
+        "Describes whether the RayService is performing a zero-downtime upgrade."
+    ),
+}
+"""Every family we expose (all are gauges, as in KubeRay), with KubeRay's help text."""
+
+_CLUSTER_DURATION = "kuberay_cluster_provisioned_duration_seconds"
+_JOB_DURATION = "kuberay_job_execution_duration_seconds"
+_PROVISIONED = RayClusterConditionType.PROVISIONED
+_READY = RayServiceConditionType.READY
+_UPGRADE_IN_PROGRESS = RayServiceConditionType.UPGRADE_IN_PROGRESS
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One series' value at scrape time."""
+
+    name: str
+    labels: Labels
+    value: float
+
+
+def _identity(obj: Mapping[str, Any]) -> Labels:
+    meta = obj.get("metadata") or {}
+    return (
+        ("name", str(meta.get("name", ""))),
+        ("namespace", str(meta.get("namespace", ""))),
+        ("uid", str(meta.get("uid", ""))),
+    )
+
+
+def _condition_true(status: Mapping[str, Any] | None, kind: str) -> bool:
+    """Whether condition `kind` is True; absent is not True (`meta.IsStatusConditionTrue`)."""
+    for condition in (status or {}).get("conditions") or []:
+        if condition.get("type") == kind:
+            return bool(condition.get("status") == ConditionStatus.TRUE)
+    return False
+
+
+def _timestamp(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _deployment_status(status: Mapping[str, Any] | None) -> str:
+    return str((status or {}).get("jobDeploymentStatus") or "")
+
+
+def job_execution_duration(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any], now: datetime
+) -> tuple[str, int, float] | None:
+    """KubeRay's `kuberay_job_execution_duration_seconds` observation for one status write.
+
+    Emitted when the deployment leaves a non-terminal state for a terminal one (Complete,
+    Failed) or for Retrying; measured from `status.startTime` (the attempt's start).
+
+    Args:
+        old: The RayJob status before the write (JSON form), None if it had none.
+        new: The status written.
+        now: The time of the write.
+
+    Returns:
+        (job_deployment_status, retry_count, seconds), or None when nothing is observed.
+        retry_count is the old status's `failed` count, as in KubeRay.
+    """
+    before, after = _deployment_status(old), _deployment_status(new)
+    if _is_terminal(before):
+        return None
+    if not (_is_terminal(after) or after == JobDeploymentStatus.RETRYING):
+        return None
+    started = _timestamp(new.get("startTime"))
+    if started is None:
+        return None
+    retries = int((old or {}).get("failed") or 0)
+    return after, retries, (now - started).total_seconds()
+
+
+def _is_terminal(deployment_status: str) -> bool:
+    return deployment_status in (JobDeploymentStatus.COMPLETE, JobDeploymentStatus.FAILED)
+
+
+def cluster_provisioned_duration(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any], created: object, now: datetime
+) -> float | None:
+    """KubeRay's `kuberay_cluster_provisioned_duration_seconds` observation for one write.
+
+    Emitted when `RayClusterProvisioned` turns True (from False or unset), measured from the
+    RayCluster's creationTimestamp.
+
+    Args:
+        old: The RayCluster status before the write, None if it had none.
+        new: The status written.
+        created: `metadata.creationTimestamp` as the API server returned it.
+        now: The time of the write.
+
+    Returns:
+        Seconds since creation, or None when nothing is observed.
+    """
+    if _condition_true(old, _PROVISIONED) or not _condition_true(new, _PROVISIONED):
+        return None
+    since = _timestamp(created)
+    return None if since is None else (now - since).total_seconds()
+
+
+def cluster_samples(cluster: Mapping[str, Any]) -> list[Sample]:
+    """`kuberay_cluster_info` and `kuberay_cluster_condition_provisioned` of one RayCluster."""
+    ident = _identity(cluster)
+    labels = (cluster.get("metadata") or {}).get("labels") or {}
+    owner = str(labels.get(LABEL_ORIGINATED_FROM_CRD) or "None")
+    provisioned = _condition_true(cluster.get("status"), _PROVISIONED)
+    return [
+        Sample("kuberay_cluster_info", (*ident, ("owner_kind", owner)), 1),
+        Sample(
+            "kuberay_cluster_condition_provisioned",
+            (*ident, ("condition", str(provisioned).lower())),
+            1,
+        ),
+    ]
+
+
+def job_samples(job: Mapping[str, Any]) -> list[Sample]:
+    """`kuberay_job_info` and `kuberay_job_deployment_status` of one RayJob."""
+    ident = _identity(job)
+    status = _deployment_status(job.get("status"))
+    return [
+        Sample("kuberay_job_info", ident, 1),
+        Sample("kuberay_job_deployment_status", (*ident, ("deployment_status", status)), 1),
+    ]
+
+
+def service_samples(service: Mapping[str, Any]) -> list[Sample]:
+    """`kuberay_service_info` and the two condition gauges of one RayService."""
+    ident = _identity(service)
+    status = service.get("status")
+    ready = str(_condition_true(status, _READY)).lower()
+    upgrading = str(_condition_true(status, _UPGRADE_IN_PROGRESS)).lower()
+    return [
+        Sample("kuberay_service_info", ident, 1),
+        Sample("kuberay_service_condition_ready", (*ident, ("condition", ready)), 1),
+        Sample(
+            "kuberay_service_condition_upgrade_in_progress", (*ident, ("condition", upgrading)), 1
+        ),
+    ]
+
+
+def render(samples: Iterable[Sample]) -> str:
+    """The Prometheus text exposition (format 0.0.4) of `samples`, grouped by family."""
+    by_family: dict[str, list[Sample]] = {}
+    for sample in samples:
+        by_family.setdefault(sample.name, []).append(sample)
+    lines: list[str] = []
+    for name, members in by_family.items():
+        lines.append(f"# HELP {name} {_escape_help(HELP[name])}")
+        lines.append(f"# TYPE {name} gauge")
+        for sample in members:
+            pairs = ",".join(f'{key}="{_escape_label(value)}"' for key, value in sample.labels)
+            lines.append(f"{name}{{{pairs}}} {_number(sample.value)}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(value: float) -> str:
+    if math.isfinite(value) and value == int(value):
+        return str(int(value))
+    return repr(value)
+
+
+class KubeRayMetrics:
+    """The duration gauges the status-writing activities set.
+
+    One instance per worker process, shared by the activities (which call the
+    `*_status_written` methods) and the metrics endpoint (which calls `collect`).
+    """
+
+    def __init__(self) -> None:
+        # (family, labels) -> value; a dict keeps one series per label set, as a GaugeVec.
+        self._durations: dict[tuple[str, Labels], float] = {}
+
+    def job_status_written(
+        self, obj: Mapping[str, Any], new: Mapping[str, Any], now: datetime | None = None
+    ) -> None:
+        """Record what a successful RayJob status write observes.
+
+        Args:
+            obj: The RayJob as read before the write (metadata and old status).
+            new: The status written (JSON form).
+            now: The time of the write; the clock by default.
+        """
+        seen = job_execution_duration(obj.get("status"), new, now or datetime.now(UTC))
+        if seen is not None:
+            status, retries, seconds = seen
+            labels = (*_identity(obj), ("job_deployment_status", status))
+            labels += (("retry_count", str(retries)),)
+            self._durations[(_JOB_DURATION, labels)] = seconds
+
+    def cluster_status_written(
+        self, obj: Mapping[str, Any], new: Mapping[str, Any], now: datetime | None = None
+    ) -> None:
+        """Record what a successful RayCluster status write observes.
+
+        Args:
+            obj: The RayCluster as read before the write (metadata and old status).
+            new: The status written (JSON form).
+            now: The time of the write; the clock by default.
+        """
+        created = (obj.get("metadata") or {}).get("creationTimestamp")
+        seconds = cluster_provisioned_duration(
+            obj.get("status"), new, created, now or datetime.now(UTC)
+        )
+        if seconds is not None:
+            key = (_CLUSTER_DURATION, _identity(obj))
+            self._durations[key] = seconds
+
+    def duration_samples(self) -> list[Sample]:
+        """The duration gauges recorded so far."""
+        return [Sample(name, labels, value) for (name, labels), value in self._durations.items()]
+
+    def _has(self, family: str) -> bool:
+        return any(key[0] == family for key in self._durations)
+
+    async def _forget_gone(self, family: str, listing: Awaitable[list[kube.JSON]]) -> None:
+        try:
+            existing = await listing
+        except KubeError as err:
+            logger.warning("metrics: listing for %s failed: %s", family, err)
+            return
+        self.forget_missing(family, _names(existing))
+
+    def forget_missing(self, family: str, existing: set[tuple[str, str]]) -> None:
+        """Drop `family`'s series of CRs that no longer exist (KubeRay does on NotFound).
+
+        Args:
+            family: A duration family.
+            existing: (namespace, name) of the CRs that exist.
+        """
+        for key in [k for k in self._durations if k[0] == family]:
+            labels = dict(key[1])
+            if (labels["namespace"], labels["name"]) not in existing:
+                del self._durations[key]
+
+    async def collect(self, client: KubeClient | None) -> str:
+        """The duration series in the text format, without those of CRs that are gone.
+
+        Args:
+            client: The Kubernetes API, to see which CRs still exist; None keeps every series.
+
+        Returns:
+            The exposition text. With the API unreachable nothing is dropped (the failure is
+            logged) and the series are served as they are.
+        """
+        # One explicit call per kind (not a loop over resources): the RBAC scan of
+        # tests/deploy/usage.py reads each call's resource where it stands.
+        if client is not None and self._has(_CLUSTER_DURATION):
+            await self._forget_gone(_CLUSTER_DURATION, client.list_all(kube.RAYCLUSTERS, None))
+        if client is not None and self._has(_JOB_DURATION):
+            await self._forget_gone(_JOB_DURATION, client.list_all(kube.RAYJOBS, None))
+        return render(self.duration_samples())
+
+
+def state_samples(
+    clusters: Iterable[Mapping[str, Any]],
+    jobs: Iterable[Mapping[str, Any]],
+    services: Iterable[Mapping[str, Any]],
+) -> list[Sample]:
+    """KubeRay's state gauges for every listed RayCluster, RayJob and RayService."""
+    samples: list[Sample] = []
+    for cluster in clusters:
+        samples += cluster_samples(cluster)
+    for job in jobs:
+        samples += job_samples(job)
+    for service in services:
+        samples += service_samples(service)
+    return samples
+
+
+def _names(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    return {
+        (str(o["metadata"].get("namespace", "")), str(o["metadata"].get("name", "")))
+        for o in objects
+    }

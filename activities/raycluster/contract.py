@@ -1,0 +1,173 @@
+"""Inputs and results of the RayCluster activities (the contract the workflow codes against).
+
+Kept apart from the activity implementations so that the workflow sandbox imports plain
+pydantic models, not the Kubernetes client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.contract import DesiredResources, PodView, ReplicaFailure, ServiceView
+from activities.kube.vocabulary import EventType, JobConditionType
+from crds.raycluster import RayClusterSpec, RayClusterStatus
+from crds.refs import ObjectRef
+
+
+class ReadClusterInput(BaseModel):
+    """Read a RayCluster and what it owns.
+
+    The spec travels back only when its generation differs from `known_generation`, and the
+    stored status only on the first read (`known_generation` None): both are large, and the
+    workflow keeps them in its own state otherwise.
+    """
+
+    ref: ObjectRef
+    known_generation: int | None = None
+
+
+class ClusterSnapshot(BaseModel):
+    """One consistent look at a RayCluster, its pods and its head Service."""
+
+    exists: bool = True
+    generation: int = 0
+    deleting: bool = False
+    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    finalizers: list[str] = Field(default_factory=list)
+    schema_violations: list[str] = Field(default_factory=list)
+    """Why the stored object does not load at all (the rest of the snapshot is then empty)."""
+    spec: RayClusterSpec | None = None
+    status: RayClusterStatus | None = None
+    spec_hash: str = ""
+    head_prefix: str = ""
+    head_name: str = ""
+    """The head pod's fixed name with KubeRay's ENABLE_DETERMINISTIC_HEAD_POD_NAME; empty: the
+    workflow adds a random suffix to `head_prefix`."""
+    worker_prefixes: dict[str, str] = Field(default_factory=dict)
+    resources: DesiredResources = Field(default_factory=DesiredResources)
+    pods: list[PodView] = Field(default_factory=list)
+    head_service: ServiceView | None = None
+    missing_objects: list[str] = Field(default_factory=list)
+    """`Kind/name` of owned objects the spec calls for that do not exist (Services, autoscaler
+    RBAC, the GCS storage PVC)."""
+    deleted_at: datetime | None = None
+    """The CR's deletionTimestamp."""
+    cleanup_job_exists: bool = False
+    cleanup_job_finished: JobConditionType | None = None
+    """"Complete" or "Failed" once the Redis cleanup Job ended (read only while deleting)."""
+    namespace_terminating: bool = False
+    redis_cleanup: bool = True
+    """KubeRay's ENABLE_GCS_FT_REDIS_CLEANUP as the worker is configured: the finalizer
+    decision reads it here, from history, never from the workflow's environment."""
+
+
+class EventSpec(BaseModel):
+    """A Kubernetes Event to record on the CR."""
+
+    type: EventType = EventType.NORMAL
+    reason: str
+    message: str
+
+
+class PodDeletion(BaseModel):
+    """Delete one pod; `reason` goes into the Kubernetes Event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    group: str
+    reason: str
+
+
+class PodCreation(BaseModel):
+    """Create one Ray pod under a name the workflow chose (so a retried create is a no-op)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    group: str
+    head: bool = False
+    replica_index: int | None = None
+    replica_name: str | None = None
+    host_index: int | None = None
+
+
+class ApplyClusterInput(BaseModel):
+    """Carry out one pass's decisions for a RayCluster.
+
+    The activity builds every object from the CR it reads, and refuses (`stale`) when the CR's
+    generation is no longer the one the decisions were made for.
+    """
+
+    ref: ObjectRef
+    generation: int
+    ensure_objects: bool = False
+    delete_all_reason: str | None = None
+    deletions: list[PodDeletion] = Field(default_factory=list)
+    creations: list[PodCreation] = Field(default_factory=list)
+    events: list[EventSpec] = Field(default_factory=list)
+
+
+class ApplyClusterResult(BaseModel):
+    """What was done; `failure` is set when a create or delete failed (the pass stopped there)."""
+
+    stale: bool = False
+    created: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    failure: ReplicaFailure | None = None
+
+
+class WriteStatusInput(BaseModel):
+    """Replace the status subresource of a RayCluster."""
+
+    ref: ObjectRef
+    status: RayClusterStatus
+
+
+class SetSuspendInput(BaseModel):
+    """Write `spec.suspend` (a user's suspend or resume signal) so the CR shows the truth."""
+
+    ref: ObjectRef
+    suspend: bool
+
+
+# Activity names: the workflow calls activities by these names, and tests register stand-ins
+# under the same names.
+READ_CLUSTER = "read_raycluster"
+APPLY_CLUSTER = "apply_raycluster"
+WRITE_CLUSTER_STATUS = "write_raycluster_status"
+SET_CLUSTER_SUSPEND = "set_raycluster_suspend"
+RECORD_EVENT = "record_event"
+CLEANUP_CLUSTER = "raycluster_cleanup_step"
+
+
+class CleanupStep(StrEnum):
+    """The one thing a pass does about the Redis cleanup finalizer."""
+
+    NONE = "None"
+    ADD_FINALIZER = "AddFinalizer"
+    DELETE_PODS = "DeletePods"
+    WAIT_FOR_HEAD = "WaitForHead"
+    CREATE_JOB = "CreateJob"
+    WAIT_FOR_JOB = "WaitForJob"
+    REMOVE_FINALIZER = "RemoveFinalizer"
+    FORCE_REMOVE_FINALIZER = "ForceRemoveFinalizer"
+
+
+class CleanupStepInput(BaseModel):
+    """Carry out one step of the Redis cleanup finalizer (see `workflows.raycluster.cleanup`)."""
+
+    ref: ObjectRef
+    step: CleanupStep
+    reason: str = ""
+
+
+class RecordEventInput(BaseModel):
+    """Record a Kubernetes Event on any ray.io object."""
+
+    ref: ObjectRef
+    event: EventSpec

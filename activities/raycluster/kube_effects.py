@@ -1,0 +1,390 @@
+"""The RayCluster activities: read a snapshot, apply a pass's plan, write status and spec.
+
+Every method is safe to run twice: pods are created under names the workflow chose (a second
+create finds the pod and moves on), deletes tolerate 404, Events have repeatable names, and the
+status is replaced as a whole. Manifests are built here from the CR just read, with the pure
+builders, so the workflow history carries names and never pod templates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from temporalio import activity
+
+from activities import builders, events
+from activities.builders import names
+from activities.builders.network_policies import is_controlled_by, stale_policy_names
+from activities.builders.redis_cleanup_job import cleanup_job_name
+from activities.builders.tls import is_tls_enabled
+from activities.contract import (
+    ReplicaFailure,
+    summarize_pod,
+    summarize_service,
+)
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
+from activities.kube.vocabulary import EventType, JobConditionType
+from activities.kuberay_metrics import KubeRayMetrics
+from activities.raycluster import contract as io
+from activities.raycluster.owned_objects import (
+    CREATED_REASONS,
+    UPDATED_REASONS,
+    Owned,
+    PodIps,
+    wanted_objects,
+)
+from crds.constants import HEAD_GROUP_VALUE, LABEL_CLUSTER
+from crds.enums import ConditionStatus, RayNodeType
+from crds.enums import RayClusterConditionReason as Reason
+from crds.loading import parse_ray_object
+from crds.raycluster import RayCluster
+from crds.redaction import redacted_cluster_spec
+from crds.refs import ObjectRef
+from crds.violations import InvalidObjectError
+
+
+class ClusterActivities:
+    """RayCluster side effects against one Kubernetes API."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        options: builders.BuildOptions,
+        metrics: KubeRayMetrics | None = None,
+    ) -> None:
+        self._kube = client
+        self._options = options
+        self._metrics = metrics
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The bound activity methods, for worker registration."""
+        return [self.read, self.apply, self.write_status, self.set_suspend, self.record_event]
+
+    @activity.defn(name=io.READ_CLUSTER)
+    async def read(self, params: io.ReadClusterInput) -> io.ClusterSnapshot:
+        """Read the RayCluster, its Ray pods and its Services in one go."""
+        ref = params.ref
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
+        if obj is None or obj["metadata"].get("uid") != ref.uid:
+            return io.ClusterSnapshot(exists=False)
+        meta = obj["metadata"]
+        snapshot = io.ClusterSnapshot(
+            generation=int(meta.get("generation") or 0),
+            deleting=bool(meta.get("deletionTimestamp")),
+            annotations=_annotations(meta),
+            labels=dict(meta.get("labels") or {}),
+            finalizers=list(meta.get("finalizers") or []),
+            redis_cleanup=self._options.gcs_ft_redis_cleanup,
+        )
+        try:
+            cluster = parse_ray_object(obj)
+        except InvalidObjectError as err:
+            snapshot.schema_violations = [str(v) for v in err.violations]
+            return snapshot
+        assert isinstance(cluster, RayCluster)
+        if params.known_generation != snapshot.generation:
+            snapshot.spec = redacted_cluster_spec(cluster.spec)
+        if params.known_generation is None:
+            snapshot.status = cluster.status
+        await self._observe(cluster, snapshot, params.known_generation != snapshot.generation)
+        if meta.get("deletionTimestamp"):
+            await self._observe_deletion(cluster, snapshot)
+        return snapshot
+
+    async def _observe_deletion(self, cluster: RayCluster, snapshot: io.ClusterSnapshot) -> None:
+        """What the Redis cleanup finalizer needs: the deletion time, the Job, the namespace."""
+        meta = cluster.metadata
+        snapshot.deleted_at = datetime.fromisoformat(str(meta.deletion_timestamp))
+        job = await self._kube.get_or_none(
+            kube.JOBS, cluster.namespace, cleanup_job_name(cluster.name)
+        )
+        snapshot.cleanup_job_exists = job is not None
+        for condition in ((job or {}).get("status") or {}).get("conditions") or []:
+            if (
+                condition.get("type") in (JobConditionType.COMPLETE, JobConditionType.FAILED)
+                and condition.get("status") == ConditionStatus.TRUE
+            ):
+                snapshot.cleanup_job_finished = JobConditionType(condition["type"])
+        namespace = await self._kube.get_or_none(kube.NAMESPACES, None, cluster.namespace)
+        snapshot.namespace_terminating = bool(
+            namespace is None or namespace["metadata"].get("deletionTimestamp")
+        )
+
+    async def _observe(
+        self, cluster: RayCluster, snapshot: io.ClusterSnapshot, spec_changed: bool
+    ) -> None:
+        ns = cluster.namespace
+        pods = await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
+        snapshot.pods = [
+            view
+            for view in map(summarize_pod, pods)
+            if view.node_type in (RayNodeType.HEAD, RayNodeType.WORKER)
+        ]
+        head_name = names.head_service_name(cluster.name, cluster.spec)
+        head = await self._kube.get_or_none(kube.SERVICES, ns, head_name)
+        snapshot.head_service = summarize_service(head) if head else None
+        wanted = wanted_objects(cluster, self._options, PodIps.of(pods))
+        for owned in wanted:
+            if (
+                owned.manifest["kind"] == "Service"
+                and owned.manifest["metadata"]["name"] == head_name
+            ):
+                existing = head
+            else:
+                name = owned.manifest["metadata"]["name"]
+                existing = await self._kube.get_or_none(owned.resource, ns, name)
+            # "Missing" covers objects to rewrite too: the same apply step fixes both. A foreign
+            # object of the same name is never rewritten, so it would only cause idle passes.
+            if existing is None or (
+                owned.updated(existing) is not None and is_controlled_by(existing, cluster)
+            ):
+                snapshot.missing_objects.append(owned.key)
+        if spec_changed:  # only a spec change (a group or the option removed) leaves stale ones
+            for stale in await self._stale_policies(cluster, wanted):
+                snapshot.missing_objects.append(f"NetworkPolicy/{stale}")
+        snapshot.spec_hash = builders.recreate_hash(cluster.spec)
+        snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
+        if self._options.deterministic_head_pod_name:
+            snapshot.head_name = names.deterministic_head_pod_name(cluster)
+        snapshot.worker_prefixes = {
+            g.group_name: builders.worker_pod_name_prefix(cluster, g.group_name)
+            for g in cluster.spec.worker_group_specs or []
+        }
+        snapshot.resources = builders.desired_resources(cluster)
+
+    @activity.defn(name=io.APPLY_CLUSTER)
+    async def apply(self, params: io.ApplyClusterInput) -> io.ApplyClusterResult:
+        """Create the missing Services, then delete and create pods as planned."""
+        cluster = await self._current(params.ref, params.generation)
+        if cluster is None:
+            return io.ApplyClusterResult(stale=True)
+        result = io.ApplyClusterResult()
+        if params.ensure_objects:
+            await self._ensure_objects(cluster)
+        steps = (self._delete_all, self._delete_pods, self._create_pods)
+        for step in steps:
+            if result.failure is None:
+                await step(cluster, params, result)
+        return result
+
+    async def _current(self, ref: ObjectRef, generation: int) -> RayCluster | None:
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
+        if obj is None or obj["metadata"].get("uid") != ref.uid:
+            return None
+        if int(obj["metadata"].get("generation") or 0) != generation:
+            return None
+        if obj["metadata"].get("deletionTimestamp"):
+            return None
+        return RayCluster.model_validate(obj)
+
+    async def _ensure_objects(self, cluster: RayCluster) -> None:
+        ns = cluster.namespace
+        ips = PodIps()
+        if is_tls_enabled(cluster.spec):  # the leaf certificates name the live pod IPs
+            ips = PodIps.of(
+                await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
+            )
+        wanted = wanted_objects(cluster, self._options, ips)
+        for owned in wanted:
+            kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+            try:
+                existing, created = await self._kube.create_or_get(
+                    owned.resource, ns, owned.manifest
+                )
+            except KubeRejected as err:
+                # Retrying cannot help until someone fixes the RBAC or the spec, and a retry
+                # alone shows nowhere in Kubernetes: say so where `kubectl describe` looks.
+                message = f"Failed to create {kind} {ns}/{name}: {err}"
+                with contextlib.suppress(KubeError):  # the refusal is what gets reported
+                    await self._event(
+                        cluster, EventType.WARNING, _failed_reason(kind), message, owned.key
+                    )
+                raise
+            if created:
+                if kind in CREATED_REASONS:  # cert-manager objects get none in KubeRay either
+                    shown = f"{ns}/{name}" if kind == "NetworkPolicy" else name
+                    message = f"Created {kind} {shown}"
+                    await self._event(
+                        cluster, EventType.NORMAL, CREATED_REASONS[kind], message, owned.key
+                    )
+                continue
+            await self._update(cluster, owned, existing)
+        for stale in await self._stale_policies(cluster, wanted):
+            if await self._kube.delete(kube.NETWORK_POLICIES, ns, stale):
+                message = f"Deleted NetworkPolicy {ns}/{stale}"
+                await self._event(cluster, EventType.NORMAL, "DeletedNetworkPolicy", message, stale)
+
+    async def _update(self, cluster: RayCluster, owned: Owned, existing: kube.JSON) -> None:
+        """Rewrite an object KubeRay keeps in line with the spec; never one it does not own."""
+        new = owned.updated(existing)
+        if new is None:
+            return
+        kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+        if not is_controlled_by(existing, cluster):
+            message = (
+                f"{kind} {cluster.namespace}/{name} already exists and is not owned by this "
+                "RayCluster; it is left as it is"
+            )
+            await self._event(
+                cluster, EventType.WARNING, f"{kind}NameCollision", message, owned.key
+            )
+            return
+        await self._kube.request("PUT", owned.resource.path(cluster.namespace, name), body=new)
+        if kind == "NetworkPolicy":
+            message = f"Updated NetworkPolicy {cluster.namespace}/{name}"
+        else:
+            message = f"Updated certificate {name} SANs (IPs: {new['spec']['ipAddresses']})"
+        version = existing["metadata"].get("resourceVersion", "")
+        await self._event(
+            cluster, EventType.NORMAL, UPDATED_REASONS[kind], message, f"{owned.key}/{version}"
+        )
+
+    async def _stale_policies(self, cluster: RayCluster, wanted: list[Owned]) -> list[str]:
+        """NetworkPolicies of this cluster that the spec no longer asks for (removed groups)."""
+        existing = await self._kube.list_all(
+            kube.NETWORK_POLICIES, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"
+        )
+        desired = [o.manifest for o in wanted if o.manifest["kind"] == "NetworkPolicy"]
+        return stale_policy_names(cluster, existing, desired)
+
+    async def _delete_all(
+        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+    ) -> None:
+        if not params.delete_all_reason:
+            return
+        selector = f"{LABEL_CLUSTER}={cluster.name}"
+        try:
+            await self._kube.delete_collection(kube.PODS, cluster.namespace, selector)
+        except KubeRejected as err:
+            result.failure = ReplicaFailure(reason=Reason.FAILED_DELETE_ALL_PODS, message=str(err))
+            await self._event(
+                cluster, EventType.WARNING, "FailedToDeletePodCollection", str(err), "all"
+            )
+            return
+        message = (
+            f"Deleted Pods for RayCluster {cluster.namespace}/{cluster.name}: "
+            f"{params.delete_all_reason}"
+        )
+        await self._event(
+            cluster, EventType.NORMAL, "DeletedPod", message, f"all/{cluster.metadata.generation}"
+        )
+
+    async def _delete_pods(
+        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+    ) -> None:
+        for deletion in params.deletions:
+            head = deletion.group == HEAD_GROUP_VALUE
+            try:
+                existed = await self._kube.delete(kube.PODS, cluster.namespace, deletion.name)
+            except KubeRejected as err:
+                reason = Reason.FAILED_DELETE_HEAD_POD if head else Reason.FAILED_DELETE_WORKER_POD
+                result.failure = ReplicaFailure(reason=reason, message=str(err))
+                kind = "FailedToDeleteHeadPod" if head else "FailedToDeleteWorkerPod"
+                await self._event(cluster, EventType.WARNING, kind, str(err), deletion.name)
+                return
+            result.deleted.append(deletion.name)
+            if existed:
+                kind = "DeletedHeadPod" if head else "DeletedWorkerPod"
+                message = f"Deleted pod {cluster.namespace}/{deletion.name}: {deletion.reason}"
+                await self._event(cluster, EventType.NORMAL, kind, message, deletion.name)
+
+    async def _create_pods(
+        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+    ) -> None:
+        for creation in params.creations:
+            pod = self._build(cluster, creation)
+            try:
+                _, created = await self._kube.create_or_get(kube.PODS, cluster.namespace, pod)
+            except KubeRejected as err:
+                head = creation.head
+                reason = Reason.FAILED_CREATE_HEAD_POD if head else Reason.FAILED_CREATE_WORKER_POD
+                result.failure = ReplicaFailure(reason=reason, message=str(err))
+                kind = "FailedToCreateHeadPod" if head else "FailedToCreateWorkerPod"
+                role = "head" if head else "worker"
+                message = f"Failed to create {role} Pod {cluster.namespace}/{creation.name}: {err}"
+                await self._event(cluster, EventType.WARNING, kind, message, creation.name)
+                return
+            result.created.append(creation.name)
+            if created:
+                kind = "CreatedHeadPod" if creation.head else "CreatedWorkerPod"
+                role = "head" if creation.head else "worker"
+                message = f"Created {role} Pod {cluster.namespace}/{creation.name}"
+                await self._event(cluster, EventType.NORMAL, kind, message, creation.name)
+
+    def _build(self, cluster: RayCluster, creation: io.PodCreation) -> kube.JSON:
+        if creation.head:
+            return builders.build_head_pod(cluster, creation.name, self._options)
+        return builders.build_worker_pod(
+            cluster,
+            creation.group,
+            creation.name,
+            replica_index=creation.replica_index or 0,
+            replica_name=creation.replica_name or "",
+            host_index=creation.host_index or 0,
+            options=self._options,
+        )
+
+    @activity.defn(name=io.WRITE_CLUSTER_STATUS)
+    async def write_status(self, params: io.WriteStatusInput) -> None:
+        """Replace the status subresource (fields the new status lacks are removed)."""
+        ref = params.ref
+        current = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
+        if current is None or current["metadata"].get("uid") != ref.uid:
+            return
+        new = params.status.to_json_dict()
+        patch = {key: None for key in current.get("status") or {} if key not in new}
+        patch.update(new)
+        await self._patch_ignoring_gone(ref, {"status": patch}, sub="status")
+        if self._metrics is not None:
+            self._metrics.cluster_status_written(current, new)
+
+    @activity.defn(name=io.SET_CLUSTER_SUSPEND)
+    async def set_suspend(self, params: io.SetSuspendInput) -> None:
+        """Write `spec.suspend` (a person's suspend or resume)."""
+        await self._patch_ignoring_gone(params.ref, {"spec": {"suspend": params.suspend}})
+
+    @activity.defn(name=io.RECORD_EVENT)
+    async def record_event(self, params: io.RecordEventInput) -> None:
+        """Record one Kubernetes Event on a ray.io object."""
+        info = activity.info()
+        key = f"{info.workflow_run_id}/{info.activity_id}"
+        event = params.event
+        await events.record(self._kube, params.ref, event.type, event.reason, event.message, key)
+
+    async def _patch_ignoring_gone(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
+        try:
+            await self._kube.patch(kube.RAYCLUSTERS, ref.namespace, ref.name, patch, sub=sub)
+        except KubeError as err:
+            if isinstance(err, KubeUnavailable) or err.status != 404:
+                raise
+
+    async def _event(
+        self, cluster: RayCluster, kind: EventType, reason: str, message: str, key: str
+    ) -> None:
+        ref = ObjectRef(
+            kind="RayCluster",
+            namespace=cluster.namespace,
+            name=cluster.name,
+            uid=cluster.metadata.uid or "",
+        )
+        info = activity.info()
+        await events.record(self._kube, ref, kind, reason, message, f"{info.workflow_run_id}/{key}")
+
+
+def _failed_reason(kind: str) -> str:
+    """KubeRay's Event reason when creating an object of `kind` fails (`FailedToCreateService`)."""
+    created = CREATED_REASONS.get(kind, f"Created{kind}")
+    return "FailedToCreate" + created.removeprefix("Created")
+
+
+# kubectl's copy of the whole manifest: large, and nothing a controller decides on.
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _annotations(meta: kube.JSON) -> dict[str, str]:
+    return {k: v for k, v in (meta.get("annotations") or {}).items() if k != _LAST_APPLIED}

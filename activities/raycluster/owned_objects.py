@@ -1,0 +1,147 @@
+"""The objects a RayCluster owns besides its pods, in KubeRay's creation order.
+
+Autoscaler ServiceAccount, Role and RoleBinding, the token-auth Secret, head Service, headless
+worker Service, serve Service, the GCS storage PVC, the NetworkPolicies and the cert-manager
+Issuers and Certificates of mTLS: each is created when missing, always before the pods that
+need it. Most are then left alone (KubeRay creates them once and never updates them); the
+exceptions are KubeRay's too: a NetworkPolicy follows the spec, a leaf Certificate follows the
+pod IPs, and a NetworkPolicy of a worker group that is gone is deleted.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from activities import builders
+from activities.builders import auth, network_policies, tls
+from activities.builders.autoscaler import is_autoscaling_enabled
+from activities.kube import client as kube
+from activities.kube.vocabulary import PodPhase
+from crds.constants import LABEL_NODE_TYPE
+from crds.enums import RayNodeType
+from crds.raycluster import RayCluster
+
+# The Event reason KubeRay records when it creates each kind.
+CREATED_REASONS = {
+    "Service": "CreatedService",
+    "ServiceAccount": "CreatedServiceAccount",
+    "Role": "CreatedRole",
+    "RoleBinding": "CreatedRoleBinding",
+    "PersistentVolumeClaim": "CreatedPVC",
+    "NetworkPolicy": "CreatedNetworkPolicy",
+}
+
+# KubeRay's reasons when it rewrites an object to match the spec (or the pod IPs).
+UPDATED_REASONS = {
+    "NetworkPolicy": "UpdatedNetworkPolicy",
+    "Certificate": "MTLSCertificatesUpdated",
+}
+
+_RESOURCES = {
+    "Secret": kube.SECRETS,
+    "Service": kube.SERVICES,
+    "ServiceAccount": kube.SERVICE_ACCOUNTS,
+    "Role": kube.ROLES,
+    "RoleBinding": kube.ROLE_BINDINGS,
+    "PersistentVolumeClaim": kube.PVCS,
+    "NetworkPolicy": kube.NETWORK_POLICIES,
+    "Issuer": kube.ISSUERS,
+    "Certificate": kube.CERTIFICATES,
+}
+UpdateRule = Callable[[kube.JSON, kube.JSON], bool]
+"""(existing, desired) -> whether the existing object must be rewritten."""
+
+
+def never(_existing: kube.JSON, _desired: kube.JSON) -> bool:
+    """The rule of the objects KubeRay creates once and never updates."""
+    return False
+
+
+_UPDATE_RULES: dict[str, UpdateRule] = {
+    "NetworkPolicy": network_policies.needs_update,
+    "Certificate": tls.certificate_needs_update,
+}
+
+
+@dataclass(frozen=True)
+class Owned:
+    """One object to keep in existence."""
+
+    resource: kube.Resource
+    manifest: kube.JSON
+    needs_update: UpdateRule = never
+
+    @property
+    def key(self) -> str:
+        """`Kind/name`, as reported to the workflow."""
+        return f"{self.manifest['kind']}/{self.manifest['metadata']['name']}"
+
+    def updated(self, existing: kube.JSON) -> kube.JSON | None:
+        """The existing object rewritten to the wanted spec and labels, or None if it is."""
+        if not self.needs_update(existing, self.manifest):
+            return None
+        new = copy.deepcopy(existing)
+        new["spec"] = copy.deepcopy(self.manifest["spec"])
+        new["metadata"]["labels"] = dict(self.manifest["metadata"]["labels"])
+        return new
+
+
+@dataclass(frozen=True)
+class PodIps:
+    """Live pod IPs by node type: what the mTLS leaf certificates must name."""
+
+    head: tuple[str, ...] = ()
+    worker: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, pods: Iterable[kube.JSON]) -> PodIps:
+        """The IPs of pods that are neither deleting nor finished, by `ray.io/node-type`."""
+        found: dict[str, list[str]] = {RayNodeType.HEAD.value: [], RayNodeType.WORKER.value: []}
+        for pod in pods:
+            status = pod.get("status") or {}
+            if pod["metadata"].get("deletionTimestamp") or status.get("phase") in (
+                PodPhase.SUCCEEDED,
+                PodPhase.FAILED,
+            ):
+                continue
+            node_type = (pod["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE, "")
+            if status.get("podIP") and node_type in found:
+                found[node_type].append(status["podIP"])
+        return cls(tuple(found[RayNodeType.HEAD.value]), tuple(found[RayNodeType.WORKER.value]))
+
+
+def wanted_objects(
+    cluster: RayCluster, options: builders.BuildOptions, ips: PodIps | None = None
+) -> list[Owned]:
+    """Every non-pod object the cluster should own, in creation order."""
+    manifests = []
+    if is_autoscaling_enabled(cluster.spec):
+        head_spec = cluster.spec.head_group_spec.template.get("spec") or {}
+        if not head_spec.get("serviceAccountName"):  # a named account is the user's to create
+            manifests.append(builders.build_autoscaler_service_account(cluster))
+        manifests += [
+            builders.build_autoscaler_role(cluster),
+            builders.build_autoscaler_role_binding(cluster),
+        ]
+    if auth.wants_auth_secret(cluster.spec):
+        # A fresh token each pass; an existing Secret is kept as it is (created once).
+        manifests.append(auth.build_auth_secret(cluster, auth.new_token()))
+    manifests.append(builders.build_head_service(cluster, options))
+    if builders.wants_headless_service(cluster):
+        manifests.append(builders.build_headless_service(cluster))
+    if builders.wants_serve_service(cluster):
+        manifests.append(builders.build_serve_service(cluster))
+    pvc = builders.build_gcs_storage_pvc(cluster)
+    if pvc is not None:
+        manifests.append(pvc)
+    manifests += network_policies.build_network_policies(cluster)
+    ips = ips or PodIps()
+    manifests += tls.build_tls_objects(cluster, ips.head, ips.worker, options.cluster_domain)
+    return [_owned(m) for m in manifests]
+
+
+def _owned(manifest: kube.JSON) -> Owned:
+    kind = manifest["kind"]
+    return Owned(_RESOURCES[kind], manifest, _UPDATE_RULES.get(kind, never))

@@ -1,0 +1,91 @@
+"""The Redis cleanup finalizer's side effects: add or remove it, clear the pods, run the Job.
+
+Finalizer edits are read-modify-write with the object's resourceVersion as a precondition,
+so a concurrent writer (the autoscaler, kubectl) is never overwritten; a conflict is retried
+by the activity's retry policy. The Events say what happened in KubeRay's words, and never
+carry the Redis password (it is not in anything this module reads into a message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+from activities import builders, events
+from activities.builders.gcs_ft import external_storage_namespace
+from activities.builders.redis_cleanup_job import build_redis_cleanup_job
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeRejected
+from activities.kube.vocabulary import EventType
+from activities.raycluster import contract as io
+from activities.raycluster.contract import CleanupStep as Step
+from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP, LABEL_CLUSTER
+from crds.raycluster import RayCluster
+from crds.refs import ObjectRef
+
+
+class ClusterCleanupActivities:
+    """One activity, dispatching on the cleanup step."""
+
+    def __init__(self, client: KubeClient, options: builders.BuildOptions) -> None:
+        self._kube = client
+        self._options = options
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The bound activity methods, for worker registration."""
+        return [self.step]
+
+    @activity.defn(name=io.CLEANUP_CLUSTER)
+    async def step(self, params: io.CleanupStepInput) -> None:
+        """Do one cleanup step; a step that no longer applies is a no-op."""
+        ref = params.ref
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
+        if obj is None or obj["metadata"].get("uid") != ref.uid:
+            return
+        cluster = RayCluster.model_validate(obj)
+        if params.step == Step.ADD_FINALIZER:
+            await self._set_finalizer(obj, present=True)
+        elif params.step == Step.DELETE_PODS:
+            selector = f"{LABEL_CLUSTER}={ref.name}"
+            await self._kube.delete_collection(kube.PODS, ref.namespace, selector)
+        elif params.step == Step.CREATE_JOB:
+            await self._create_job(ref, cluster)
+        elif params.step in (Step.REMOVE_FINALIZER, Step.FORCE_REMOVE_FINALIZER):
+            await self._set_finalizer(obj, present=False)
+            if params.step == Step.FORCE_REMOVE_FINALIZER:
+                message = (
+                    f"Force-removed the GCS FT finalizer: {params.reason}; Redis storage "
+                    f"namespace {external_storage_namespace(cluster)!r} may need manual cleanup"
+                )
+                await self._event(ref, EventType.WARNING, "ForceDeletedStuckCluster", message)
+
+    async def _create_job(self, ref: ObjectRef, cluster: RayCluster) -> None:
+        job = build_redis_cleanup_job(cluster, self._options)
+        try:
+            _, created = await self._kube.create_or_get(kube.JOBS, ref.namespace, job)
+        except KubeRejected as err:
+            await self._event(ref, EventType.WARNING, "FailedToCreateRedisCleanupJob", str(err))
+            raise
+        if created:
+            message = f"Created Redis cleanup Job {ref.namespace}/{job['metadata']['name']}"
+            await self._event(ref, EventType.NORMAL, "CreatedRedisCleanupJob", message)
+
+    async def _set_finalizer(self, obj: kube.JSON, present: bool) -> None:
+        meta = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if (FINALIZER_GCS_FT_REDIS_CLEANUP in finalizers) == present:
+            return
+        if present:
+            finalizers.append(FINALIZER_GCS_FT_REDIS_CLEANUP)
+        else:
+            finalizers.remove(FINALIZER_GCS_FT_REDIS_CLEANUP)
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
+        await self._kube.patch(kube.RAYCLUSTERS, meta["namespace"], meta["name"], patch)
+
+    async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
+        info = activity.info()
+        key = f"{info.workflow_run_id}/{info.activity_id}/{reason}"
+        await events.record(self._kube, ref, kind, reason, message, key)

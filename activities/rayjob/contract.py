@@ -1,0 +1,354 @@
+"""Inputs and results of the RayJob activities (the contract the RayJob workflow codes against).
+
+Kept apart from the implementations so that the workflow sandbox imports plain pydantic models,
+not the Kubernetes or HTTP clients. The contract is deliberately small: one snapshot read, a few
+idempotent writes named after what they achieve, and one long, heartbeating wait on Ray, so a
+RayJob's history grows with its state changes rather than with the job's duration.
+
+Every write is idempotent, as an activity may run twice: objects have names the workflow chose,
+a create that finds its object reports `created=False`, deletes tolerate 404, and a Ray job is
+submitted under a `submission_id` fixed per attempt, so a second submit is refused by Ray and
+counts as success. Activities that create or delete an object record the Kubernetes Event
+KubeRay records for it (`JobEventReason`), only when they really did it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.raycluster.contract import RECORD_EVENT, EventSpec, RecordEventInput
+from crds.constants import (
+    DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
+    DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
+)
+from crds.enums import ClusterState, JobStatus
+from crds.raycluster import RayClusterStatus
+from crds.rayjob import RayJobSpec, RayJobStatus
+from crds.refs import ObjectRef
+
+__all__ = [
+    "CREATE_RAYJOB_CLUSTER",
+    "CREATE_SUBMITTER_JOB",
+    "DELETE_ATTEMPT",
+    "DELETE_RAYJOB",
+    "ENSURE_RAYJOB_HEAD_SERVICE",
+    "INVALID_SPEC_ERROR",
+    "READ_RAYJOB",
+    "RECORD_EVENT",
+    "SET_RAYJOB_FINALIZER",
+    "SET_RAYJOB_SUSPEND",
+    "STOP_RAY_JOB",
+    "SUBMIT_RAY_JOB",
+    "SUSPEND_WORKERS",
+    "WAIT_RAY_JOB",
+    "WRITE_RAYJOB_STATUS",
+    "ClusterView",
+    "CreateClusterInput",
+    "CreateResult",
+    "CreateSubmitterInput",
+    "DeleteAttemptInput",
+    "DeleteAttemptResult",
+    "EnsureHeadServiceInput",
+    "EventSpec",
+    "JobEventReason",
+    "JobOperatorOptions",
+    "JobSnapshot",
+    "RayJobRef",
+    "RayJobView",
+    "ReadJobInput",
+    "RecordEventInput",
+    "SetFinalizerInput",
+    "SetJobSuspendInput",
+    "StopRayJobInput",
+    "SubmitRayJobInput",
+    "SubmitRayJobResult",
+    "SubmitterView",
+    "SuspendWorkersInput",
+    "WaitRayJobInput",
+    "WriteJobStatusInput",
+]
+
+# Activity names: the workflow calls activities by these names, and tests register stand-ins
+# under the same names.
+READ_RAYJOB = "read_rayjob"
+CREATE_RAYJOB_CLUSTER = "create_rayjob_cluster"
+CREATE_SUBMITTER_JOB = "create_submitter_job"
+DELETE_ATTEMPT = "delete_attempt"
+SUSPEND_WORKERS = "suspend_workers"
+DELETE_RAYJOB = "delete_rayjob"
+ENSURE_RAYJOB_HEAD_SERVICE = "ensure_rayjob_head_service"
+SUBMIT_RAY_JOB = "submit_ray_job"
+WAIT_RAY_JOB = "wait_ray_job"
+STOP_RAY_JOB = "stop_ray_job"
+WRITE_RAYJOB_STATUS = "write_rayjob_status"
+SET_RAYJOB_SUSPEND = "set_rayjob_suspend"
+SET_RAYJOB_FINALIZER = "set_rayjob_finalizer"
+INVALID_SPEC_ERROR = "InvalidRayJobSpec"
+"""`ApplicationError.type` of an activity that met a RayJob field validation refuses (never
+retried): the RayJob was edited after the workflow validated it; the next read sees why."""
+
+
+class JobEventReason(StrEnum):
+    """Event reasons KubeRay records on a RayJob (`utils/constant.go`)."""
+
+    CREATED_RAY_CLUSTER = "CreatedRayCluster"
+    FAILED_TO_CREATE_RAY_CLUSTER = "FailedToCreateRayCluster"
+    DELETED_RAY_CLUSTER = "DeletedRayCluster"
+    FAILED_TO_DELETE_RAY_CLUSTER = "FailedToDeleteRayCluster"
+    UPDATED_RAY_CLUSTER = "UpdatedRayCluster"
+    CREATED_SUBMITTER = "CreatedRayJobSubmitter"
+    FAILED_TO_CREATE_SUBMITTER = "FailedToCreateRayJobSubmitter"
+    DELETED_SUBMITTER = "DeletedRayJobSubmitter"
+    CREATED_SERVICE = "CreatedService"
+    UPDATED_SERVICE = "UpdatedService"
+    RAY_CLUSTER_NOT_FOUND = "RayClusterNotFound"
+    INVALID_SPEC = "InvalidRayJobSpec"
+    INVALID_METADATA = "InvalidRayJobMetadata"
+    INVALID_STATUS = "InvalidRayJobStatus"
+
+
+class RayJobRef(BaseModel):
+    """Which RayJob an activity works for; every input carries one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ref: ObjectRef
+
+
+# --- the snapshot -------------------------------------------------------------------------------
+
+
+class ReadJobInput(RayJobRef):
+    """Read a RayJob, its RayCluster and its submitter.
+
+    The spec travels back only when its generation differs from `known_generation`, and the
+    stored status only on the first read (`known_generation` None): the workflow keeps both.
+    """
+
+    known_generation: int | None = None
+    cluster_name: str | None = None
+    """The attempt's RayCluster (status.rayClusterName); None before the first attempt."""
+
+
+class ClusterView(BaseModel):
+    """What the RayJob needs to know about its RayCluster."""
+
+    name: str
+    exists: bool = True
+    deleting: bool = False
+    status: RayClusterStatus | None = None
+    """The cluster's status, copied into RayJob `status.rayClusterStatus`."""
+    dashboard_url: str | None = None
+    """`<head svc>.<ns>.svc.<domain>:<dashboard port>` once the head Service exists."""
+    head_pod: bool = False
+    """Whether a head pod exists (SidecarMode fails without one)."""
+    pods: int = 0
+    """Pods still labelled with this cluster: teardown is finished only when this is 0 (P15)."""
+    workers_suspended: bool = False
+    """Every worker group has `suspend: true` (the DeleteWorkers rule is done)."""
+
+    @property
+    def ready(self) -> bool:
+        """KubeRay's gate: the deprecated `status.state == ready`."""
+        return self.exists and self.status is not None and self.status.state == ClusterState.READY
+
+    @property
+    def gone(self) -> bool:
+        """The CR and every pod of it have disappeared."""
+        return not self.exists and self.pods == 0
+
+
+class SubmitterView(BaseModel):
+    """The submitter: the batch/v1 Job (K8sJobMode) or the head's sidecar (SidecarMode)."""
+
+    exists: bool = True
+    deleting: bool = False
+    finished_at: datetime | None = None
+    """When the Job got Complete/Failed, or the sidecar container terminated."""
+    failed: bool = False
+    """The Job's Failed condition, or a non-zero sidecar exit code."""
+    reason: str = ""
+    message: str = ""
+
+
+class JobOperatorOptions(BaseModel):
+    """KubeRay's operator-wide RayJob switches, as the worker was configured.
+
+    They change decisions, so the workflow must not read them from its own process: the read
+    activity reports them in every snapshot, and replay sees the values recorded then. An
+    old history without them replays with KubeRay's defaults, which is what ran.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    delete_rayjob_cr_after_job_finishes: bool = False
+    """DELETE_RAYJOB_CR_AFTER_JOB_FINISHES: `shutdownAfterJobFinishes` deletes the RayJob."""
+    transition_grace_period_seconds: int = DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS
+    """RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS (J12)."""
+    status_check_timeout_seconds: int = DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS
+    """RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS (J13)."""
+
+
+class JobSnapshot(BaseModel):
+    """One consistent look at a RayJob and what it owns."""
+
+    exists: bool = True
+    deleting: bool = False
+    generation: int = 0
+    has_finalizer: bool = False
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    schema_violations: list[str] = Field(default_factory=list)
+    """Why the stored object does not load at all (the rest of the snapshot is then empty)."""
+    spec: RayJobSpec | None = None
+    status: RayJobStatus | None = None
+    cluster: ClusterView | None = None
+    submitter: SubmitterView | None = None
+    options: JobOperatorOptions = Field(default_factory=JobOperatorOptions)
+    """How the worker that read this is configured (decisions must use these, not defaults)."""
+
+
+# --- Kubernetes writes --------------------------------------------------------------------------
+
+
+class CreateClusterInput(RayJobRef):
+    """Create the attempt's RayCluster from the RayJob's `rayClusterSpec`, owned by the RayJob.
+
+    Labels and annotations as KubeRay's `constructRayClusterForRayJob` (the RayJob's own, plus
+    originated-from and `ray.io/job-submission-mode`) and ours, `ray.io/rayjob-attempt`. In
+    SidecarMode the head gets the `ray-job-submitter` container, `restartPolicy: Never` and the
+    `ray.io/disable-provisioned-head-restart` annotation.
+    """
+
+    cluster_name: str
+    job_id: str
+    attempt: int
+
+
+class CreateSubmitterInput(RayJobRef):
+    """Create the K8sJobMode submitter Job `<rayjob>` for this attempt."""
+
+    cluster_name: str
+    job_id: str
+    attempt: int
+    dashboard_url: str
+
+
+class CreateResult(BaseModel):
+    """`created` is False when the object already existed (a retried activity)."""
+
+    created: bool = True
+
+
+class DeleteAttemptInput(RayJobRef):
+    """Delete an attempt's RayCluster and/or submitter Job (background propagation)."""
+
+    cluster_name: str | None
+    delete_cluster: bool = True
+    delete_submitter: bool = True
+
+
+class DeleteAttemptResult(BaseModel):
+    """What still exists (objects or pods being terminated); empty means the attempt is gone."""
+
+    remaining: list[str] = Field(default_factory=list)
+
+
+class SuspendWorkersInput(RayJobRef):
+    """The DeleteWorkers policy: set `suspend: true` on every worker group of the cluster."""
+
+    cluster_name: str
+
+
+class EnsureHeadServiceInput(RayJobRef):
+    """Create or re-point `<rayjob>-head-svc` at the attempt's head pod (KubeRay J15)."""
+
+    cluster_name: str
+
+
+class WriteJobStatusInput(RayJobRef):
+    """Replace the status subresource of the RayJob."""
+
+    status: RayJobStatus
+
+
+class SetJobSuspendInput(RayJobRef):
+    """Write `spec.suspend` (a user's suspend or resume signal) so the CR shows the truth."""
+
+    suspend: bool
+
+
+class SetFinalizerInput(RayJobRef):
+    """Add or remove `ray.io/rayjob-finalizer`."""
+
+    present: bool
+
+
+# --- Ray dashboard ------------------------------------------------------------------------------
+
+
+class RayJobView(BaseModel):
+    """What the dashboard says about one Ray job (`GET /api/jobs/<id>`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reachable: bool = True
+    """False when the dashboard did not answer (the job's state is then unknown)."""
+    found: bool = False
+    status: JobStatus = JobStatus.NEW
+    message: str = ""
+    start_time_ms: int = 0
+    end_time_ms: int = 0
+    error: str = ""
+
+    def same_as(self, other: RayJobView | None) -> bool:
+        """Whether nothing the state machine reacts to differs."""
+        if other is None:
+            return False
+        return (self.reachable, self.found, self.status) == (
+            other.reachable,
+            other.found,
+            other.status,
+        )
+
+
+class SubmitRayJobInput(RayJobRef):
+    """`POST /api/jobs/` with `submission_id=job_id`, built from the RayJob's spec."""
+
+    dashboard_url: str
+    job_id: str
+
+
+class SubmitRayJobResult(BaseModel):
+    """`duplicate`: Ray already knew the submission id, which is success (idempotence)."""
+
+    submitted: bool = True
+    duplicate: bool = False
+    error: str = ""
+    """Set (and `submitted` False) when the dashboard could not be reached."""
+
+
+class WaitRayJobInput(RayJobRef):
+    """Poll the dashboard inside one heartbeating activity until something worth a decision.
+
+    Returns when the job's view differs from `known` (status, found, reachability), when the
+    job is terminal, at `return_by` (the workflow's next deadline) or after `max_wait_seconds`,
+    whichever comes first.
+    """
+
+    dashboard_url: str
+    job_id: str
+    known: RayJobView | None = None
+    return_by: datetime | None = None
+    max_wait_seconds: int = 180
+    poll_seconds: float = 2.0
+
+
+class StopRayJobInput(RayJobRef):
+    """`POST /api/jobs/<id>/stop`, best effort."""
+
+    dashboard_url: str
+    job_id: str

@@ -1,0 +1,361 @@
+"""The RayJob's Kubernetes activities: read one snapshot, create, delete and write.
+
+Every method may run twice (a retry, a worker killed mid-call): objects get the names the
+workflow chose, creates that find their object report `created=False`, deletes tolerate 404,
+Events have names derived from the activity, and the status is replaced as a whole. Each
+activity re-reads the RayJob and checks its uid, so a RayJob re-created under the same name is
+never touched by the old one's workflow, and builds manifests from what it read: the history
+carries names, never templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import builders, events
+from activities.builders.rayjob import (
+    InvalidJobSpecError,
+    build_rayjob_cluster,
+    build_rayjob_head_service,
+    build_submitter_job,
+    rayjob_head_service_name,
+    submitter_job_name,
+)
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
+from activities.kube.spans import stamp_trace_context
+from activities.kube.vocabulary import EventType
+from activities.kuberay_metrics import KubeRayMetrics
+from activities.rayjob import contract as io
+from activities.rayjob.views import JobViews
+from crds.constants import FINALIZER_RAYJOB, LABEL_CLUSTER
+from crds.enums import JobSubmissionMode
+from crds.loading import parse_ray_object
+from crds.raycluster import RayCluster
+from crds.rayjob import RayJob
+from crds.redaction import redacted_job_spec
+from crds.refs import ObjectRef
+from crds.violations import InvalidObjectError
+
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+class JobActivities:
+    """RayJob side effects against one Kubernetes API."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        options: builders.BuildOptions,
+        metrics: KubeRayMetrics | None = None,
+        job_options: io.JobOperatorOptions | None = None,
+    ) -> None:
+        self._kube = client
+        self._options = options
+        self._job_options = job_options or io.JobOperatorOptions()
+        self._metrics = metrics
+        self._views = JobViews(client, options.cluster_domain)
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The bound activity methods, for worker registration.
+
+        `record_event` is not among them: the RayCluster activities register that name, and
+        it records an Event on any ray.io object.
+        """
+        return [
+            self.read,
+            self.create_cluster,
+            self.create_submitter,
+            self.delete_attempt,
+            self.suspend_workers,
+            self.delete_rayjob,
+            self.ensure_head_service,
+            self.write_status,
+            self.set_suspend,
+            self.set_finalizer,
+        ]
+
+    # --- the snapshot ---------------------------------------------------------------------------
+
+    @activity.defn(name=io.READ_RAYJOB)
+    async def read(self, params: io.ReadJobInput) -> io.JobSnapshot:
+        """Read the RayJob, the attempt's RayCluster (pods, head Service) and its submitter."""
+        ref = params.ref
+        obj = await self._own(ref)
+        if obj is None:
+            return io.JobSnapshot(exists=False)
+        meta = obj["metadata"]
+        finalizers = meta.get("finalizers") or []
+        snap = io.JobSnapshot(
+            options=self._job_options,
+            generation=int(meta.get("generation") or 0),
+            deleting=bool(meta.get("deletionTimestamp")),
+            has_finalizer=FINALIZER_RAYJOB in finalizers,
+            labels=dict(meta.get("labels") or {}),
+            annotations={
+                key: value
+                for key, value in (meta.get("annotations") or {}).items()
+                if key != _LAST_APPLIED
+            },
+        )
+        try:
+            rayjob = parse_ray_object(obj)
+        except InvalidObjectError as err:
+            snap.schema_violations = [str(v) for v in err.violations]
+            return snap
+        assert isinstance(rayjob, RayJob)
+        if params.known_generation != snap.generation:
+            # Inline secrets (a Redis password, a token in an env var) must not reach the
+            # workflow history.
+            snap.spec = redacted_job_spec(rayjob.spec)
+        if params.known_generation is None:
+            snap.status = rayjob.status
+        if params.cluster_name:
+            view, _, pods = await self._views.cluster(ref.namespace, params.cluster_name)
+            snap.cluster = view
+            mode = rayjob.spec.submission_mode or JobSubmissionMode.K8S_JOB
+            snap.submitter = await self._views.submitter(ref.namespace, ref.name, mode, pods)
+        return snap
+
+    # --- creates --------------------------------------------------------------------------------
+
+    @activity.defn(name=io.CREATE_RAYJOB_CLUSTER)
+    async def create_cluster(self, params: io.CreateClusterInput) -> io.CreateResult:
+        """Create the attempt's RayCluster from the RayJob's `rayClusterSpec` (J3, J9)."""
+        rayjob = await self._rayjob(params.ref)
+        if rayjob is None:
+            return io.CreateResult(created=False)
+        try:
+            manifest = build_rayjob_cluster(
+                rayjob,
+                params.cluster_name,
+                params.job_id,
+                params.attempt,
+                login_shell=self._options.login_shell,
+            )
+        except InvalidJobSpecError as err:
+            raise _refused(err) from None
+        # The cluster's own workflow then continues this trace (`activities.kube.spans`).
+        stamp_trace_context(manifest)
+        ns, name = params.ref.namespace, params.cluster_name
+        try:
+            _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ns, manifest)
+        except KubeRejected as err:
+            message = f"Failed to create RayCluster {ns}/{name}: {err}"
+            await self._event(
+                params.ref,
+                EventType.WARNING,
+                io.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER,
+                message,
+            )
+            raise
+        if created:
+            message = f"Created RayCluster {ns}/{name}"
+            await self._event(
+                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_RAY_CLUSTER, message
+            )
+        return io.CreateResult(created=created)
+
+    @activity.defn(name=io.CREATE_SUBMITTER_JOB)
+    async def create_submitter(self, params: io.CreateSubmitterInput) -> io.CreateResult:
+        """Create the K8sJobMode submitter Job `<rayjob>` for the attempt (J5, J6)."""
+        rayjob = await self._rayjob(params.ref)
+        ns = params.ref.namespace
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
+        if rayjob is None or obj is None:
+            # The RayJob is gone, or its cluster vanished: the next pass decides what now.
+            return io.CreateResult(created=False)
+        cluster = RayCluster.model_validate(obj)
+        try:
+            job = build_submitter_job(
+                rayjob, cluster, params.job_id, params.dashboard_url, params.attempt, self._options
+            )
+        except InvalidJobSpecError as err:
+            raise _refused(err) from None
+        name = job["metadata"]["name"]
+        try:
+            _, created = await self._kube.create_or_get(kube.JOBS, ns, job)
+        except KubeRejected as err:
+            message = f"Failed to create new Kubernetes Job {ns}/{name}: {err}"
+            await self._event(
+                params.ref, EventType.WARNING, io.JobEventReason.FAILED_TO_CREATE_SUBMITTER, message
+            )
+            raise
+        if created:
+            message = f"Created Kubernetes Job {ns}/{name}"
+            await self._event(
+                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_SUBMITTER, message
+            )
+        return io.CreateResult(created=created)
+
+    @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE)
+    async def ensure_head_service(self, params: io.EnsureHeadServiceInput) -> None:
+        """Create `<rayjob>-head-svc`, or re-point it when the cluster changed (J15)."""
+        rayjob = await self._rayjob(params.ref)
+        ns = params.ref.namespace
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
+        if rayjob is None or obj is None:
+            return
+        wanted = build_rayjob_head_service(rayjob, RayCluster.model_validate(obj), self._options)
+        name = rayjob_head_service_name(rayjob.name)
+        existing, created = await self._kube.create_or_get(kube.SERVICES, ns, wanted)
+        if created:
+            message = f"Created the service {ns}/{name}"
+            await self._event(
+                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_SERVICE, message
+            )
+            return
+        spec = existing.get("spec") or {}
+        if (spec.get("selector") or {}).get(LABEL_CLUSTER) == params.cluster_name:
+            return
+        # Keep the allocated ClusterIP: it is immutable, and clients may have cached it.
+        new_spec = dict(wanted["spec"])
+        if spec.get("clusterIP"):
+            new_spec["clusterIP"] = spec["clusterIP"]
+        updated = {**existing, "spec": {**spec, **new_spec}}
+        await self._kube.request("PUT", kube.SERVICES.path(ns, name), body=updated)
+        message = f"Updated the service {ns}/{name}"
+        await self._event(params.ref, EventType.NORMAL, io.JobEventReason.UPDATED_SERVICE, message)
+
+    # --- deletes --------------------------------------------------------------------------------
+
+    @activity.defn(name=io.DELETE_ATTEMPT)
+    async def delete_attempt(self, params: io.DeleteAttemptInput) -> io.DeleteAttemptResult:
+        """Delete the attempt's RayCluster and/or submitter Job; report what is still there."""
+        ref = params.ref
+        ns = ref.namespace
+        result = io.DeleteAttemptResult()
+        if params.delete_cluster and params.cluster_name:
+            obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
+            # Only a cluster this RayJob created: never one borrowed through clusterSelector.
+            if obj is not None and _controlled_by(obj, ref):
+                deleting = bool(obj["metadata"].get("deletionTimestamp"))
+                if not deleting and await self._kube.delete(
+                    kube.RAYCLUSTERS, ns, params.cluster_name
+                ):
+                    message = f"Deleted cluster {ns}/{params.cluster_name}"
+                    reason = io.JobEventReason.DELETED_RAY_CLUSTER
+                    await self._event(ref, EventType.NORMAL, reason, message)
+                result.remaining.append(f"RayCluster/{params.cluster_name}")
+            pods = await self._kube.list_all(
+                kube.PODS, ns, f"{LABEL_CLUSTER}={params.cluster_name}"
+            )
+            result.remaining += [f"Pod/{p['metadata']['name']}" for p in pods]
+        if params.delete_submitter:
+            name = submitter_job_name(ref.name)
+            job = await self._kube.get_or_none(kube.JOBS, ns, name)
+            if job is not None and _controlled_by(job, ref):
+                if not job["metadata"].get("deletionTimestamp") and await self._kube.delete(
+                    kube.JOBS, ns, name
+                ):
+                    message = f"Deleted submitter K8s Job {ns}/{name}"
+                    await self._event(
+                        ref, EventType.NORMAL, io.JobEventReason.DELETED_SUBMITTER, message
+                    )
+                result.remaining.append(f"Job/{name}")
+        return result
+
+    @activity.defn(name=io.SUSPEND_WORKERS)
+    async def suspend_workers(self, params: io.SuspendWorkersInput) -> None:
+        """The DeleteWorkers policy: `suspend: true` on every worker group (J17)."""
+        ns, name = params.ref.namespace, params.cluster_name
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return
+        groups = (obj.get("spec") or {}).get("workerGroupSpecs") or []
+        if all(group.get("suspend") is True for group in groups):
+            return
+        for group in groups:
+            group["suspend"] = True
+        # A PUT with the resourceVersion read: a concurrent writer makes this retry, not lose.
+        await self._kube.request("PUT", kube.RAYCLUSTERS.path(ns, name), body=obj)
+        message = f"Set the `suspend` field to true for all worker groups in cluster {ns}/{name}"
+        await self._event(
+            params.ref, EventType.NORMAL, io.JobEventReason.UPDATED_RAY_CLUSTER, message
+        )
+
+    @activity.defn(name=io.DELETE_RAYJOB)
+    async def delete_rayjob(self, params: io.RayJobRef) -> None:
+        """The DeleteSelf policy: delete the RayJob (its children follow by garbage collection)."""
+        ref = params.ref
+        if await self._own(ref) is not None:
+            await self._kube.delete(kube.RAYJOBS, ref.namespace, ref.name)
+
+    # --- writes to the RayJob -------------------------------------------------------------------
+
+    @activity.defn(name=io.WRITE_RAYJOB_STATUS)
+    async def write_status(self, params: io.WriteJobStatusInput) -> None:
+        """Replace the status subresource (fields the new status lacks are removed)."""
+        current = await self._own(params.ref)
+        if current is None:
+            return
+        new = params.status.to_json_dict()
+        patch: kube.JSON = {key: None for key in current.get("status") or {} if key not in new}
+        patch.update(new)
+        await self._patch(params.ref, {"status": patch}, sub="status")
+        if self._metrics is not None:
+            self._metrics.job_status_written(current, new)
+
+    @activity.defn(name=io.SET_RAYJOB_SUSPEND)
+    async def set_suspend(self, params: io.SetJobSuspendInput) -> None:
+        """Write `spec.suspend` (a person's suspend or resume signal)."""
+        if await self._own(params.ref) is not None:
+            await self._patch(params.ref, {"spec": {"suspend": params.suspend}})
+
+    @activity.defn(name=io.SET_RAYJOB_FINALIZER)
+    async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
+        """Add or remove `ray.io/rayjob-finalizer` (read-modify-write on the resourceVersion)."""
+        obj = await self._own(params.ref)
+        if obj is None:
+            return
+        meta = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if (FINALIZER_RAYJOB in finalizers) == params.present:
+            return
+        if params.present:
+            finalizers.append(FINALIZER_RAYJOB)
+        else:
+            finalizers.remove(FINALIZER_RAYJOB)
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
+        await self._patch(params.ref, patch)
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    async def _own(self, ref: ObjectRef) -> kube.JSON | None:
+        """The RayJob this workflow is for; None if gone or re-created under the same name."""
+        obj = await self._kube.get_or_none(kube.RAYJOBS, ref.namespace, ref.name)
+        if obj is None or obj["metadata"].get("uid") != ref.uid:
+            return None
+        return obj
+
+    async def _rayjob(self, ref: ObjectRef) -> RayJob | None:
+        obj = await self._own(ref)
+        return None if obj is None else RayJob.model_validate(obj)
+
+    async def _patch(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
+        try:
+            await self._kube.patch(kube.RAYJOBS, ref.namespace, ref.name, patch, sub=sub)
+        except KubeError as err:
+            if isinstance(err, KubeUnavailable) or err.status != 404:
+                raise
+
+    async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
+        """Record an Event once per activity and message (a retried attempt records none)."""
+        info = activity.info()
+        key = f"{info.workflow_run_id}/{info.activity_id}/{message}"
+        await events.record(self._kube, ref, kind, reason, message, key)
+
+
+def _controlled_by(obj: kube.JSON, ref: ObjectRef) -> bool:
+    owners = obj["metadata"].get("ownerReferences") or []
+    return any(o.get("controller") and o.get("uid") == ref.uid for o in owners)
+
+
+def _refused(err: InvalidJobSpecError) -> ApplicationError:
+    """Never retried: the same RayJob builds the same way (the workflow's next read says why)."""
+    return ApplicationError(str(err), type=io.INVALID_SPEC_ERROR, non_retryable=True)

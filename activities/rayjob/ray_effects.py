@@ -1,0 +1,183 @@
+"""The RayJob's Ray activities: submit (HTTPMode), wait on the job, stop it (the finalizer).
+
+`wait_ray_job` is the one long activity of a RayJob: it polls `GET /api/jobs/<id>` inside
+itself every couple of seconds, heartbeating, and returns only when there is something to
+decide on (a status change, a terminal status, the workflow's next deadline, or its bound), so
+a ten-hour job costs the same few history events as a ten-second one.
+
+Submission is exactly-once by construction: the submission id is fixed per attempt before
+anything is submitted, and Ray refuses a second job under the same id, which counts as success.
+Failures to reach the dashboard are reported as data (`reachable=False`, `submitted=False`),
+not raised, because the state machine has a clock for them (J13); their messages never carry
+a token (the dashboard client scrubs them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.builders.rayjob import (
+    InvalidJobSpecError,
+    entrypoint_resources_of,
+    runtime_env_of,
+)
+from activities.dashboard.client import (
+    DashboardError,
+    DashboardUnavailable,
+    JobNotFound,
+    JobNotStopped,
+    RayDashboardClient,
+)
+from activities.dashboard.contract import JobInfo, JobSubmission
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.rayjob import contract as io
+from activities.rayjob.dashboard_access import DashboardConnector
+from crds.enums import JobStatus
+from crds.raycluster import RayCluster
+from crds.rayjob import RayJob, RayJobSpec
+from crds.refs import ObjectRef
+
+_ERROR_CHARS = 300
+
+
+class RayJobActivities:
+    """Dashboard calls for RayJobs, through a `DashboardConnector`."""
+
+    def __init__(self, client: KubeClient, connector: DashboardConnector) -> None:
+        self._kube = client
+        self._connector = connector
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The bound activity methods, for worker registration."""
+        return [self.submit, self.wait, self.stop]
+
+    @activity.defn(name=io.SUBMIT_RAY_JOB)
+    async def submit(self, params: io.SubmitRayJobInput) -> io.SubmitRayJobResult:
+        """`POST /api/jobs/` under the attempt's submission id; a duplicate is success (J7)."""
+        rayjob, cluster = await self._read(params.ref)
+        if rayjob is None:
+            return io.SubmitRayJobResult(submitted=False, error="the RayJob no longer exists")
+        try:
+            submission = job_submission(rayjob.spec, params.job_id)
+        except InvalidJobSpecError as err:
+            raise ApplicationError(
+                str(err), type=io.INVALID_SPEC_ERROR, non_retryable=True
+            ) from None
+        try:
+            async with self._connector.open(params.dashboard_url, cluster) as dashboard:
+                result = await dashboard.submit_job(submission)
+        except (DashboardError, ValueError) as err:
+            return io.SubmitRayJobResult(submitted=False, error=_short(err))
+        activity.logger.info(
+            "Ray job %s %s", params.job_id, "already known" if result.duplicate else "submitted"
+        )
+        return io.SubmitRayJobResult(duplicate=result.duplicate)
+
+    @activity.defn(name=io.WAIT_RAY_JOB)
+    async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
+        """Poll the job until its view changes, it is terminal, or the wait is up."""
+        _, cluster = await self._read(params.ref)
+        bound = time.monotonic() + max(params.max_wait_seconds, 0)
+        async with self._connector.open(params.dashboard_url, cluster) as dashboard:
+            while True:
+                activity.heartbeat()
+                view = await job_view(dashboard, params.job_id)
+                if _worth_returning(view, params, bound):
+                    return view
+                left = bound - time.monotonic()
+                if params.return_by is not None:
+                    left = min(left, (params.return_by - datetime.now(UTC)).total_seconds())
+                await asyncio.sleep(max(0.0, min(params.poll_seconds, left)))
+
+    @activity.defn(name=io.STOP_RAY_JOB)
+    async def stop(self, params: io.StopRayJobInput) -> None:
+        """`POST /api/jobs/<id>/stop`, best effort (the RayJob finalizer, J26)."""
+        _, cluster = await self._read(params.ref)
+        async with self._connector.open(params.dashboard_url, cluster) as dashboard:
+            try:
+                await dashboard.stop_job(params.job_id)
+            except (JobNotFound, JobNotStopped) as err:
+                # Nothing to stop, or Ray will not: the finalizer goes anyway, as in KubeRay.
+                activity.logger.info("stop of Ray job %s: %s", params.job_id, _short(err))
+
+    async def _read(self, ref: ObjectRef) -> tuple[RayJob | None, RayCluster | None]:
+        """The RayJob and its current cluster (the cluster's Secret holds Ray's token)."""
+        obj = await self._kube.get_or_none(kube.RAYJOBS, ref.namespace, ref.name)
+        if obj is None or obj["metadata"].get("uid") != ref.uid:
+            return None, None
+        rayjob = RayJob.model_validate(obj)
+        name = rayjob.status.ray_cluster_name if rayjob.status else None
+        if not name:
+            return rayjob, None
+        cluster = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, name)
+        return rayjob, None if cluster is None else RayCluster.model_validate(cluster)
+
+
+def job_submission(spec: RayJobSpec, job_id: str) -> JobSubmission:
+    """The HTTP body KubeRay's `ConvertRayJobToReq` builds from a RayJob spec (J1, J23–J25).
+
+    Raises:
+        InvalidJobSpecError: `runtimeEnvYAML` or `entrypointResources` cannot be used.
+    """
+    return JobSubmission(
+        entrypoint=(spec.entrypoint or "").strip(),
+        submission_id=job_id,
+        runtime_env=runtime_env_of(spec) or None,
+        metadata=dict(spec.metadata) if spec.metadata else None,
+        entrypoint_num_cpus=float(spec.entrypoint_num_cpus) if spec.entrypoint_num_cpus else None,
+        entrypoint_num_gpus=float(spec.entrypoint_num_gpus) if spec.entrypoint_num_gpus else None,
+        entrypoint_resources=entrypoint_resources_of(spec),
+    )
+
+
+async def job_view(dashboard: RayDashboardClient, job_id: str) -> io.RayJobView:
+    """One `GET /api/jobs/<id>` as the state machine sees it."""
+    try:
+        info = await dashboard.job_info(job_id)
+    except JobNotFound:
+        return io.RayJobView(found=False)
+    except DashboardUnavailable as err:
+        return io.RayJobView(reachable=False, error=_short(err))
+    except DashboardError as err:
+        return io.RayJobView(reachable=False, error=_short(err))
+    return view_of(info)
+
+
+def view_of(info: JobInfo) -> io.RayJobView:
+    """A dashboard `JobInfo` reduced to the view (an unknown newer status counts as PENDING)."""
+    try:
+        status = JobStatus(info.status)
+    except ValueError:
+        status = JobStatus.PENDING
+    return io.RayJobView(
+        found=True,
+        status=status,
+        message=info.message,
+        start_time_ms=_ms(info.start_time),
+        end_time_ms=_ms(info.end_time),
+    )
+
+
+def _ms(moment: datetime | None) -> int:
+    return 0 if moment is None else int(moment.timestamp() * 1000)
+
+
+def _worth_returning(view: io.RayJobView, params: io.WaitRayJobInput, bound: float) -> bool:
+    if not view.same_as(params.known) or (view.found and view.status.is_terminal):
+        return True
+    if params.return_by is not None and datetime.now(UTC) >= params.return_by:
+        return True
+    return time.monotonic() >= bound
+
+
+def _short(err: Exception) -> str:
+    text = str(err)
+    return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 1] + "…"

@@ -1,0 +1,145 @@
+"""What the RayJob workflow sees of its RayCluster and its submitter, read from Kubernetes.
+
+The workflow decides on small views (`ClusterView`, `SubmitterView`), not on manifests: this
+module reads the objects KubeRay's RayJob controller reads (the RayCluster, its head Service
+and pods, the submitter Job or the head's `ray-job-submitter` container) and reduces them to
+the facts the state machine uses, so the history stays small and holds no pod templates.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from activities.builders import names
+from activities.builders.rayjob import submitter_job_name
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.vocabulary import JobConditionType as Finished
+from activities.rayjob.contract import ClusterView, SubmitterView
+from crds.constants import (
+    LABEL_CLUSTER,
+    LABEL_NODE_TYPE,
+    PORT_NAME_DASHBOARD,
+    SUBMITTER_CONTAINER_NAME,
+)
+from crds.enums import ConditionStatus, JobSubmissionMode, RayNodeType
+from crds.raycluster import RayCluster, RayClusterStatus
+from crds.violations import InvalidObjectError
+
+Mode = JobSubmissionMode
+_TRUE = ConditionStatus.TRUE
+
+
+def dashboard_url(service: kube.JSON, cluster_domain: str) -> str | None:
+    """`<svc>.<ns>.svc.<domain>:<port named dashboard>` (KubeRay `FetchHeadServiceURL`)."""
+    meta = service["metadata"]
+    for port in (service.get("spec") or {}).get("ports") or []:
+        if port.get("name") == PORT_NAME_DASHBOARD:
+            return f"{meta['name']}.{meta['namespace']}.svc.{cluster_domain}:{port['port']}"
+    return None
+
+
+def _time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def job_submitter_view(job: kube.JSON | None) -> SubmitterView | None:
+    """The K8sJobMode submitter: finished once Complete or Failed (`getJobFinishedCondition`)."""
+    if job is None:
+        return None
+    view = SubmitterView(deleting=bool(job["metadata"].get("deletionTimestamp")))
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        kind = condition.get("type")
+        if kind not in (Finished.COMPLETE, Finished.FAILED) or condition.get("status") != _TRUE:
+            continue
+        view.finished_at = _time(condition.get("lastTransitionTime"))
+        if kind == Finished.FAILED:
+            view.failed = True
+            view.reason = str(condition.get("reason") or "")
+            view.message = str(condition.get("message") or "")
+    return view
+
+
+def sidecar_submitter_view(head: kube.JSON | None) -> SubmitterView | None:
+    """SidecarMode: the head's `ray-job-submitter` container, once it has terminated."""
+    if head is None:
+        return None
+    for status in (head.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") != SUBMITTER_CONTAINER_NAME:
+            continue
+        terminated = (status.get("state") or {}).get("terminated")
+        if not terminated:
+            return None
+        code = int(terminated.get("exitCode") or 0)
+        reason = str(terminated.get("reason") or "")
+        return SubmitterView(
+            finished_at=_time(terminated.get("finishedAt")),
+            failed=code != 0,
+            reason=reason,
+            message=(
+                f"Ray head pod container {SUBMITTER_CONTAINER_NAME} terminated with exit code "
+                f"{code}: {reason}"
+            ),
+        )
+    return None
+
+
+class JobViews:
+    """Reads the views for one RayJob pass."""
+
+    def __init__(self, client: KubeClient, cluster_domain: str) -> None:
+        self._kube = client
+        self._domain = cluster_domain
+
+    async def cluster(
+        self, namespace: str, name: str
+    ) -> tuple[ClusterView, RayCluster | None, list[kube.JSON]]:
+        """The cluster's view, its model (None when missing or unreadable) and its live pods."""
+        pods = await self._kube.list_all(kube.PODS, namespace, f"{LABEL_CLUSTER}={name}")
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
+        if obj is None:
+            return ClusterView(name=name, exists=False, pods=len(pods)), None, pods
+        heads = [
+            p
+            for p in pods
+            if (p["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE) == RayNodeType.HEAD
+        ]
+        view = ClusterView(
+            name=name,
+            deleting=bool(obj["metadata"].get("deletionTimestamp")),
+            head_pod=bool(heads),
+            pods=len(pods),
+        )
+        try:
+            cluster = RayCluster.model_validate(obj)
+        except (InvalidObjectError, ValueError):
+            # Still a cluster to wait for or delete; just not one to read a status from.
+            view.status = RayClusterStatus.model_validate(obj.get("status") or {})
+            return view, None, pods
+        view.status = cluster.status
+        groups = cluster.spec.worker_group_specs or []
+        view.workers_suspended = all(bool(group.suspend) for group in groups)
+        service_name = names.head_service_name(name, cluster.spec)
+        service = await self._kube.get_or_none(kube.SERVICES, namespace, service_name)
+        if service is not None:
+            view.dashboard_url = dashboard_url(service, self._domain)
+        return view, cluster, pods
+
+    async def submitter(
+        self, namespace: str, rayjob_name: str, mode: JobSubmissionMode, pods: list[kube.JSON]
+    ) -> SubmitterView | None:
+        """The submitter of the mode (None in HTTP and Interactive modes, or before it exists)."""
+        if mode == Mode.K8S_JOB:
+            job = await self._kube.get_or_none(
+                kube.JOBS, namespace, submitter_job_name(rayjob_name)
+            )
+            return job_submitter_view(job)
+        if mode == Mode.SIDECAR:
+            heads = [
+                p
+                for p in pods
+                if (p["metadata"].get("labels") or {}).get(LABEL_NODE_TYPE) == RayNodeType.HEAD
+                and not p["metadata"].get("deletionTimestamp")
+            ]
+            return sidecar_submitter_view(heads[0] if heads else None)
+        return None

@@ -1,0 +1,250 @@
+"""The RayJob's Ray activities (submit, wait, stop) with the dashboard behind `httpx.MockTransport`.
+
+The RayJob and its cluster live in devcluster (real API semantics); only the Ray dashboard is
+scripted, because the paths under test are Ray's failure answers (refused connections, 500s,
+404s, a duplicate submission), which a real head gives only by accident. The happy paths run
+against a real head in `tests/e2e/test_rayjob_real.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from activities.kube.client import KubeClient
+from activities.rayjob import contract as io
+from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
+from activities.rayjob.ray_effects import RayJobActivities
+from crds.enums import JobStatus
+from crds.refs import ObjectRef
+from tests.activities.rayjob.test_kube_effects import make_rayjob, run
+
+URL = "job-x-head-svc.default.svc.cluster.local:8265"
+DUPLICATE = (
+    "Traceback (most recent call last):\n"
+    "ValueError: Job with submission_id job-x-1 already exists. Please use a different "
+    "submission_id."
+)
+Answer = Callable[[httpx.Request], httpx.Response]
+
+
+def job(status: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "SUBMISSION",
+        "job_id": None,
+        "submission_id": "job-x-1",
+        "status": status,
+        "message": f"Job is {status.lower()}",
+        "start_time": 1_700_000_000_000,
+        "end_time": 1_700_000_060_000 if status in {"SUCCEEDED", "FAILED", "STOPPED"} else None,
+        "entrypoint": "python x.py",
+        **extra,
+    }
+
+
+class Dashboard:
+    """A scripted dashboard: each request takes the next answer of its path (the last repeats)."""
+
+    def __init__(self, **answers: list[Answer]) -> None:
+        self.answers = answers
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        key = f"{request.method} {request.url.path.split('/proxy', 1)[-1]}"
+        script = self.answers.get(key)
+        if not script:
+            return httpx.Response(404, text="not scripted")
+        return script.pop(0)(request) if len(script) > 1 else script[0](request)
+
+    def calls(self, method: str) -> int:
+        return sum(r.method == method for r in self.requests)
+
+
+def answer(status: int, body: Any = None, text: str | None = None) -> Answer:
+    def respond(request: httpx.Request) -> httpx.Response:
+        if text is not None:
+            return httpx.Response(status, text=text)
+        return httpx.Response(status, json=body)
+
+    return respond
+
+
+def refused(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("connection refused", request=request)
+
+
+def activities(client: KubeClient, dashboard: Dashboard) -> RayJobActivities:
+    transport = httpx.MockTransport(dashboard)
+    return RayJobActivities(client, DashboardConnector(client, DashboardAccess.PROXY, transport))
+
+
+def wait_input(ref: ObjectRef, known: io.RayJobView | None = None, **fields: Any) -> Any:
+    return io.WaitRayJobInput(
+        ref=ref, dashboard_url=URL, job_id="job-x-1", known=known, poll_seconds=0.01, **fields
+    )
+
+
+# --- submit -----------------------------------------------------------------------------------
+
+
+async def test_submit_posts_the_attempts_submission_id(client: KubeClient) -> None:
+    ref = await make_rayjob(client, submissionMode="HTTPMode", metadata={"team": "a"})
+    dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
+    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    result = await run(activities(client, dashboard).submit, params)
+    assert (result.submitted, result.duplicate) == (True, False)
+    (request,) = dashboard.requests
+    sent = json.loads(request.content)
+    assert sent["submission_id"] == "job-x-1" and sent["entrypoint"] == "python x.py"
+    assert sent["metadata"] == {"team": "a"}
+
+
+async def test_a_duplicate_submission_is_success_not_a_second_job(client: KubeClient) -> None:
+    ref = await make_rayjob(client, submissionMode="HTTPMode")
+    dashboard = Dashboard(**{"POST /api/jobs/": [answer(500, text=DUPLICATE)]})
+    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    result = await run(activities(client, dashboard).submit, params)
+    assert (result.submitted, result.duplicate) == (True, True)
+    assert dashboard.calls("POST") == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "fragment"),
+    [
+        pytest.param(refused, "connection refused", id="refused"),
+        pytest.param(answer(503, text="Service Unavailable"), "503", id="503-proxy"),
+        pytest.param(answer(500, text="No available agent to submit job"), "agent", id="500"),
+        pytest.param(answer(400, text="TypeError: bad runtime_env"), "runtime_env", id="400"),
+    ],
+)
+async def test_submission_failures_are_data_not_exceptions(
+    client: KubeClient, reply: Answer, fragment: str
+) -> None:
+    ref = await make_rayjob(client, submissionMode="HTTPMode")
+    dashboard = Dashboard(**{"POST /api/jobs/": [reply]})
+    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    result = await run(activities(client, dashboard).submit, params)
+    assert not result.submitted and fragment in result.error
+
+
+async def test_submit_for_a_recreated_rayjob_sends_nothing(client: KubeClient) -> None:
+    ref = await make_rayjob(client, submissionMode="HTTPMode")
+    stale = ref.model_copy(update={"uid": "another-uid"})
+    dashboard = Dashboard()
+    params = io.SubmitRayJobInput(ref=stale, dashboard_url=URL, job_id="job-x-1")
+    result = await run(activities(client, dashboard).submit, params)
+    assert not result.submitted and "no longer exists" in result.error
+    assert dashboard.requests == []
+
+
+# --- wait -------------------------------------------------------------------------------------
+
+
+async def test_wait_returns_when_the_status_changes(client: KubeClient) -> None:
+    ref = await make_rayjob(client)
+    path = "GET /api/jobs/job-x-1"
+    dashboard = Dashboard(
+        **{path: [answer(200, job("RUNNING"))] * 3 + [answer(200, job("SUCCEEDED"))]}
+    )
+    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    view = await run(activities(client, dashboard).wait, wait_input(ref, known))
+    assert view.found and view.status == JobStatus.SUCCEEDED and view.end_time_ms
+    assert dashboard.calls("GET") == 4
+
+
+async def test_wait_reports_an_unreachable_dashboard_once_it_stops_answering(
+    client: KubeClient,
+) -> None:
+    ref = await make_rayjob(client)
+    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING")), refused]})
+    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    view = await run(activities(client, dashboard).wait, wait_input(ref, known))
+    assert not view.reachable and "refused" in view.error
+
+
+async def test_wait_reports_a_job_ray_does_not_know(client: KubeClient) -> None:
+    ref = await make_rayjob(client)
+    not_found = answer(404, text="Job job-x-1 does not exist")
+    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [not_found]})
+    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    view = await run(activities(client, dashboard).wait, wait_input(ref, known))
+    assert view.reachable and not view.found
+
+
+async def test_wait_returns_at_the_workflows_deadline_with_nothing_new(client: KubeClient) -> None:
+    ref = await make_rayjob(client)
+    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
+    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    soon = datetime.now(UTC) + timedelta(milliseconds=200)
+    view = await run(activities(client, dashboard).wait, wait_input(ref, known, return_by=soon))
+    assert view.same_as(known)
+    assert datetime.now(UTC) >= soon and dashboard.calls("GET") >= 2
+
+
+async def test_a_peek_asks_once(client: KubeClient) -> None:
+    ref = await make_rayjob(client)
+    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
+    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    view = await run(activities(client, dashboard).wait, wait_input(ref, known, max_wait_seconds=0))
+    assert view.same_as(known) and dashboard.calls("GET") == 1
+
+
+# --- stop -------------------------------------------------------------------------------------
+
+
+async def test_stop_posts_stop(client: KubeClient) -> None:
+    ref = await make_rayjob(client)
+    dashboard = Dashboard(
+        **{
+            "POST /api/jobs/job-x-1/stop": [answer(200, {"stopped": True})],
+            "GET /api/jobs/job-x-1": [answer(200, job("STOPPED"))],
+        }
+    )
+    params = io.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    await run(activities(client, dashboard).stop, params)
+    assert dashboard.calls("POST") == 1
+
+
+async def test_stop_of_a_job_ray_does_not_know_is_not_an_error(client: KubeClient) -> None:
+    """The finalizer goes anyway, as in KubeRay, when there is nothing to stop."""
+    ref = await make_rayjob(client)
+    not_found = answer(404, text="Job job-x-1 does not exist")
+    dashboard = Dashboard(
+        **{"POST /api/jobs/job-x-1/stop": [not_found], "GET /api/jobs/job-x-1": [not_found]}
+    )
+    params = io.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    await run(activities(client, dashboard).stop, params)
+    assert dashboard.calls("POST") == 1
+
+
+# --- the connector ------------------------------------------------------------------------------
+
+
+async def test_dashboard_calls_build_their_tls_settings_once(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenSSL 3 takes 15-20 ms of CPU per context; a worker makes thousands of calls."""
+    built: list[object] = []
+    original = ssl.create_default_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        built.append(args or kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counting)
+    ref = await make_rayjob(client, submissionMode="HTTPMode")
+    dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
+    rayjob = activities(client, dashboard)
+    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    for _ in range(3):
+        assert (await run(rayjob.submit, params)).submitted
+
+    assert dashboard.calls("POST") == 3
+    assert len(built) == 1
