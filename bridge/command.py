@@ -11,15 +11,15 @@ import sys
 from pydantic import ValidationError
 
 from activities.kube.client import connect as connect_kube
-from bridge.metrics import cr_state
 from bridge.running import Bridge
 from bridge.signalling import Signaller
+from bridge.state_gauges import cr_state
 from worker.client import connect, exit_without_finalizing
 from worker.health import serving_health
 from worker.logs import configure_logging
-from worker.metrics import build_telemetry, serving_metrics
+from worker.prometheus import build_telemetry, serving_metrics
 from worker.settings import WorkerSettings, describe_invalid
-from worker.tracing import Tracing, TracingConfigError, build_tracing
+from worker.telemetry import Tracing, TracingConfigError, build_tracing
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ _COMPONENTS = (
     "worker.command",
     "bridge.command",
     "worker.codec_server",
-    "kuberay_temporal.inspect",
+    "kuberay_temporal.workflow_commands",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -36,7 +36,7 @@ from worker.logs import configure_logging
 from worker.running import stop_on_signals
 from worker.search_attributes import ALL_KEYS, SearchAttributeError
 from worker.settings import WorkerSettings, describe_invalid
-from worker.tracing import Tracing, TracingConfigError, build_tracing
+from worker.telemetry import Tracing, TracingConfigError, build_tracing
 
 # Errors that mean "the stack could not run"; reported in one line, exit code 1.
 _STACK_ERRORS = (

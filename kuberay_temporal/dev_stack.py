@@ -21,9 +21,9 @@ from temporalio.client import Client
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
 from activities.registry import build_activities
-from bridge.metrics import cr_state
 from bridge.running import Bridge
 from bridge.signalling import Signaller
+from bridge.state_gauges import cr_state
 from devcluster.faults import Faults
 from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
@@ -32,11 +32,11 @@ from kuberay_temporal.kubernetes_cluster import run_kubernetes
 from kuberay_temporal.temporal_server import DevServer, DevServerOptions
 from worker.client import connect, payload_codec
 from worker.codec_server import dev_ui_origins, serving_codec
-from worker.metrics import SeriesSource, Telemetry, build_telemetry, serving_metrics
+from worker.prometheus import SeriesSource, Telemetry, build_telemetry, serving_metrics
 from worker.running import build_worker
 from worker.search_attributes import ensure_search_attributes
 from worker.settings import WorkerSettings
-from worker.tracing import Tracing
+from worker.telemetry import Tracing
 
 
 @dataclass
@@ -66,7 +66,7 @@ class DevStack:
     telemetry: Telemetry | None = None
     """The client's runtime and KubeRay's metrics, once the Temporal component is up."""
     tracing: Tracing = field(default_factory=Tracing)
-    """Traces of the bridge, the workflows and the activities (`worker.tracing`)."""
+    """Traces of the bridge, the workflows and the activities (`worker.telemetry`)."""
     running: list[str] = field(default_factory=list)
     """One line per running thing, printed once everything is up."""
     failure: str | None = None

@@ -100,10 +100,10 @@ async def connect(
 
     Args:
         settings: Address, namespace, TLS and API key to use.
-        runtime: The SDK runtime (its metrics exporter, see `worker.metrics`); None: the
+        runtime: The SDK runtime (its metrics exporter, see `worker.prometheus`); None: the
             default one.
         interceptors: Client interceptors, which workers built on the client inherit (the
-            tracing one of `worker.tracing`).
+            tracing one of `worker.telemetry`).
 
     Returns:
         A connected client with the converter of `data_converter(settings)`.

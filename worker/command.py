@@ -23,11 +23,11 @@ from activities.registry import build_activities
 from worker.client import connect, exit_without_finalizing
 from worker.health import serving_health
 from worker.logs import configure_logging
-from worker.metrics import build_telemetry, serving_metrics
+from worker.prometheus import build_telemetry, serving_metrics
 from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import SearchAttributeError, ensure_search_attributes
 from worker.settings import WorkerSettings, describe_invalid
-from worker.tracing import Tracing, TracingConfigError, build_tracing
+from worker.telemetry import Tracing, TracingConfigError, build_tracing
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from workflows.diagnostics import PingWorkflow
 from workflows.raycluster.workflow import RayClusterWorkflow
 from workflows.rayjob.workflow import RayJobWorkflow
-from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
 
 WORKFLOWS: list[type] = [

@@ -1,5 +1,5 @@
 """KubeRay's metrics: the transitions that set the duration gauges, and the scrape-time state
-gauges (`bridge.metrics`) listed from devcluster (real HTTP, real API semantics)."""
+gauges (`bridge.state_gauges`) listed from devcluster (real HTTP, real API semantics)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from activities.kuberay_metrics import (
 )
 from activities.rayjob import contract as io
 from activities.rayjob.kube_effects import JobActivities
-from bridge.metrics import cr_state
+from bridge.state_gauges import cr_state
 from crds.enums import JobDeploymentStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef

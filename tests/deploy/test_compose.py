@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.reference import REPO_ROOT
-from worker import tracing
+from worker import telemetry as tracing
 from worker.settings import WorkerSettings
 
 COMPOSE = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())

@@ -14,7 +14,7 @@ import httpx
 from temporalio.testing import WorkflowEnvironment
 
 from worker.client import connect
-from worker.metrics import build_telemetry, serving_metrics
+from worker.prometheus import build_telemetry, serving_metrics
 from worker.running import build_worker
 from worker.settings import WorkerSettings
 from workflows.diagnostics import PingInput, PingWorkflow

@@ -49,7 +49,7 @@ from tests.eventually import eventually
 from worker.client import connect, data_converter
 from worker.running import build_sandbox_runner, build_worker
 from worker.settings import WorkerSettings
-from worker.tracing import Tracing, tracing_to
+from worker.telemetry import Tracing, tracing_to
 from workflows.registry import WORKFLOWS
 
 POD_CALL = "POST /api/v1/namespaces/{namespace}/pods"

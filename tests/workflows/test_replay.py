@@ -19,7 +19,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from worker.running import build_sandbox_runner
-from worker.tracing import tracing_to
+from worker.telemetry import tracing_to
 from workflows.registry import WORKFLOWS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))

@@ -26,9 +26,9 @@ from crds.enums import JobDeploymentStatus, JobFailedReason, JobStatus, JobSubmi
 from workflows.rayjob import actions as act
 from workflows.rayjob import deadlines, deletion, naming
 from workflows.rayjob.facts import Facts, Step, fail, move, stay
-from workflows.rayjob.running import decide_running
 from workflows.rayjob.state import Attempt
 from workflows.rayjob.status import reset_attempt, whole_seconds
+from workflows.rayjob.while_running import decide_running
 
 Deploy = JobDeploymentStatus
 Reason = JobFailedReason

@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.rayservice import RayServiceStatuses
     from workflows.rayservice.calls import call, event, run
     from workflows.rayservice.decisions import ClusterMove
-    from workflows.rayservice.upgrading import UpgradingMixin
+    from workflows.rayservice.upgrade_parent import UpgradingMixin
     from workflows.rayservice.views import active_name
 
 

@@ -4,9 +4,9 @@ One workflow per RayService, alive as long as the CR. A pass reads a snapshot, v
 runs the suspend steps, decides what the serving cluster needs (`decisions.cluster_move`),
 keeps Serve applied to it, deletes retired clusters on their durable deadlines, and writes
 the status. A new cluster — the first one or an upgrade — is the job of a child workflow
-(`upgrade.py`); while it runs the parent forwards nudges and spec changes to it, keeps the
+(`upgrade_child.py`); while it runs the parent forwards nudges and spec changes to it, keeps the
 status current from its reports, and never continues-as-new. The parent's side of upgrades
-lives in `upgrading.py`, the serving cluster and cleanup in `serving.py`.
+lives in `upgrade_parent.py`, the serving cluster and cleanup in `serving.py`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
         UpgradeProgress,
         UpgradeResult,
     )
-    from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+    from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
     from workflows.rayservice.views import active_name, details, status_inputs
 
 RESYNC = timedelta(seconds=300)

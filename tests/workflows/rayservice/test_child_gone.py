@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from workflows.rayservice.upgrading import UpgradingMixin
+from workflows.rayservice.upgrade_parent import UpgradingMixin
 
 
 class _EndedChild:

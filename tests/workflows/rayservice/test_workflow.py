@@ -25,7 +25,7 @@ from tests.workflows.harness import EntityHarness
 from worker.running import build_sandbox_runner
 from workflows import messages
 from workflows.rayservice.state import RayServiceInput
-from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
 
 from .fake_world import READY_GATEWAY, FakeServiceWorld

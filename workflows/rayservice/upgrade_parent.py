@@ -1,7 +1,7 @@
 """The RayService workflow's side of its upgrades: start, forward, abort, finish, promote.
 
 A mixin of `RayServiceWorkflow`, split off to keep each module readable. The upgrade itself
-runs as a child workflow (`upgrade.py`); the parent starts it, forwards spec changes, nudges
+runs as a child workflow (`upgrade_child.py`); the parent starts it, forwards spec changes, nudges
 and a person's rollback to it, asks it to give up (suspend, deletion, the initializing
 timeout), and takes over what it reports when it ends.
 """
@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
         UpgradeRecord,
         UpgradeResult,
     )
-    from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+    from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
 
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes generateName
 _CHILD_GONE = "ExternalWorkflowExecutionNotFound"

@@ -22,7 +22,7 @@ from tests.worker.otlp import Collector, receiving
 from worker.client import connect
 from worker.running import build_worker
 from worker.settings import WorkerSettings
-from worker.tracing import TracingConfigError, build_tracing
+from worker.telemetry import TracingConfigError, build_tracing
 from workflows.diagnostics import PingInput, PingWorkflow
 
 
