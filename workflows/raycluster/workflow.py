@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
@@ -23,8 +23,9 @@ with workflow.unsafe.imports_passed_through():
     from crds.enums import RayClusterConditionType, RayNodeType
     from crds.raycluster import RayCluster
     from crds.validation import validate
-    from workflows import messages, user_signals
+    from workflows import messages
     from workflows.conditions import is_true
+    from workflows.entity import CrWorkflow
     from workflows.raycluster import cleanup, decisions, narration
     from workflows.raycluster.plans import Expectation, PodPlan
     from workflows.raycluster.state import RayClusterInput, RayClusterState
@@ -40,7 +41,6 @@ T = TypeVar("T")
 RESYNC = timedelta(seconds=300)
 BUSY_RESYNC = timedelta(seconds=15)
 _PROVISIONED = RayClusterConditionType.PROVISIONED
-RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 
 _ACTIVITY_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -51,7 +51,7 @@ _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes gen
 
 
 @workflow.defn(name="RayCluster")
-class RayClusterWorkflow:
+class RayClusterWorkflow(CrWorkflow[RayClusterState]):
     """Reconcile one RayCluster for as long as it exists."""
 
     @workflow.init
@@ -60,51 +60,16 @@ class RayClusterWorkflow:
         self._state = params.state or RayClusterState()
         self._max_history = params.max_history_events
 
-    # --- signals and queries ------------------------------------------------------------------
+    # --- what differs from `CrWorkflow` ---------------------------------------------------------
 
-    @workflow.signal(name=messages.SPEC_CHANGED)
-    def spec_changed(self, change: messages.SpecChanged) -> None:
-        """The bridge saw a new generation (or resyncs); older generations are ignored."""
+    def _spec_changed(self, change: messages.SpecChanged) -> None:
+        """Older generations are ignored; a resync always counts."""
         if change.resync or change.generation > self._state.generation:
             self._state.wanted_generation = max(self._state.wanted_generation, change.generation)
             self._state.dirty = True
 
-    @workflow.signal(name=messages.OWNED_CHANGED)
-    def owned_changed(self, change: messages.OwnedChanged) -> None:
-        """Pods or Services of the cluster changed."""
-        self._state.dirty = True
-
-    @workflow.signal(name=messages.DELETED)
-    def deleted(self, change: messages.Deleted) -> None:
-        """The CR is being deleted, or is gone."""
-        self._state.gone = self._state.gone or change.gone
-        self._state.dirty = True
-
-    @workflow.signal(name=messages.SUSPEND)
-    async def suspend(self, *inputs: object) -> None:
-        """A person asks to suspend the cluster: written to `spec.suspend`, then reconciled."""
-        if await user_signals.accepted(self._ref, messages.SUSPEND, inputs) is not None:
-            self._state.user_suspend = True
-            self._state.dirty = True
-
-    @workflow.signal(name=messages.RESUME)
-    async def resume(self, *inputs: object) -> None:
-        """A person asks to resume a suspended cluster."""
-        if await user_signals.accepted(self._ref, messages.RESUME, inputs) is not None:
-            self._state.user_suspend = False
-            self._state.dirty = True
-
-    @workflow.query(name=messages.PROGRESS)
-    def progress(self) -> messages.Progress:
-        """Headline state, what the cluster waits for, and the last decisions."""
-        return messages.Progress(
-            ref=self._ref,
-            state=self._headline(),
-            summary=self._summary(),
-            waiting_for=list(self._state.waiting),
-            last_decisions=list(self._state.decisions),
-            observed_generation=self._state.generation,
-        )
+    def _waiting_for(self) -> list[str]:
+        return list(self._state.waiting)
 
     # --- main loop ------------------------------------------------------------------------------
 
@@ -394,12 +359,6 @@ class RayClusterWorkflow:
         if status is None or not status.state:
             return "provisioning"
         return status.state
-
-    def _publish_state(self) -> None:
-        headline = self._headline()
-        current = workflow.info().typed_search_attributes.get(RAY_STATE)
-        if current != headline:
-            workflow.upsert_search_attributes([RAY_STATE.value_set(headline)])
 
     def _summary(self) -> str:
         status = self._state.status

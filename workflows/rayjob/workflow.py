@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -25,7 +25,8 @@ with workflow.unsafe.imports_passed_through():
     from crds.enums import JobDeploymentStatus as Deploy
     from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
     from crds.validation import validate
-    from workflows import messages, user_signals
+    from workflows import messages
+    from workflows.entity import CrWorkflow
     from workflows.rayjob import machine
     from workflows.rayjob.apply import Applier
     from workflows.rayjob.facts import Facts, Step
@@ -44,7 +45,6 @@ a deadline asks Ray at once anyway)."""
 # state changes, not with the job's duration. The 30 s heartbeat timeout, not this bound, is
 # what notices a dead worker; deadlines end a wait through `return_by`, signals cancel it.
 WAIT_BOUND = timedelta(hours=24)
-RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 IDLE_PATCH = "rayjob-idle-without-resync"
 """A finished, failed or suspended RayJob with no clock running waits for signals only."""
 IDLE_STATES = frozenset(
@@ -61,7 +61,7 @@ _RAY_RETRY = RetryPolicy(
 
 
 @workflow.defn(name="RayJob")
-class RayJobWorkflow:
+class RayJobWorkflow(CrWorkflow[RayJobState]):
     """Run one RayJob through KubeRay's state machine, for as long as the CR exists."""
 
     @workflow.init
@@ -73,49 +73,17 @@ class RayJobWorkflow:
         self._nudged = False
         """A signal came in since the last poll: ask Ray now, even within the poll gap."""
 
-    # --- signals and queries ------------------------------------------------------------------
+    # --- what differs from `CrWorkflow` ---------------------------------------------------------
 
-    @workflow.signal(name=messages.SPEC_CHANGED)
-    def spec_changed(self, change: messages.SpecChanged) -> None:
-        """The bridge saw a new generation (or resyncs)."""
+    def _spec_changed(self, change: messages.SpecChanged) -> None:
         self._state.dirty = self._nudged = True
 
-    @workflow.signal(name=messages.OWNED_CHANGED)
-    def owned_changed(self, change: messages.OwnedChanged) -> None:
-        """The RayCluster, the submitter Job or the head pod changed."""
-        self._state.dirty = self._nudged = True
+    def _owned_changed(self) -> None:
+        """The RayCluster, the submitter Job or the head pod changed: ask Ray now."""
+        self._nudged = True
 
-    @workflow.signal(name=messages.DELETED)
-    def deleted(self, change: messages.Deleted) -> None:
-        """The CR is being deleted, or is gone."""
-        self._state.gone = self._state.gone or change.gone
-        self._state.dirty = True
-
-    @workflow.signal(name=messages.SUSPEND)
-    async def suspend(self, *inputs: object) -> None:
-        """A person asks to suspend the job: written to `spec.suspend`, then reconciled."""
-        if await user_signals.accepted(self._ref, messages.SUSPEND, inputs) is not None:
-            self._state.user_suspend = True
-            self._state.dirty = True
-
-    @workflow.signal(name=messages.RESUME)
-    async def resume(self, *inputs: object) -> None:
-        """A person asks to resume a suspended job."""
-        if await user_signals.accepted(self._ref, messages.RESUME, inputs) is not None:
-            self._state.user_suspend = False
-            self._state.dirty = True
-
-    @workflow.query(name=messages.PROGRESS)
-    def progress(self) -> messages.Progress:
-        """Headline state, what the job waits for, and the last decisions."""
-        return messages.Progress(
-            ref=self._ref,
-            state=self._headline(),
-            summary=self._summary(),
-            waiting_for=[self._state.waiting] if self._state.waiting else [],
-            last_decisions=list(self._state.decisions),
-            observed_generation=self._state.generation,
-        )
+    def _waiting_for(self) -> list[str]:
+        return [self._state.waiting] if self._state.waiting else []
 
     # --- main loop ------------------------------------------------------------------------------
 
@@ -352,11 +320,6 @@ class RayJobWorkflow:
     def _headline(self) -> str:
         status = self._state.status
         return (status.job_deployment_status if status else None) or "New"
-
-    def _publish_state(self) -> None:
-        headline = self._headline()
-        if workflow.info().typed_search_attributes.get(RAY_STATE) != headline:
-            workflow.upsert_search_attributes([RAY_STATE.value_set(headline)])
 
     def _summary(self) -> str:
         state = self._state

@@ -15,7 +15,6 @@ import contextlib
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
 from temporalio.workflow import ChildWorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
@@ -29,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.rayservice import RayService, RayServiceStatuses
     from crds.validation import validate
     from workflows import messages, user_signals
+    from workflows.entity import CrWorkflow
     from workflows.rayservice.calls import call, event, run
     from workflows.rayservice.decisions import SuspendStep
     from workflows.rayservice.serving import ServingMixin
@@ -49,11 +49,10 @@ SUSPEND_PROGRESS_PATCH = "rayservice-suspend-in-progress"
 """Suspending=True/SuspendInProgress while owned objects go (recorded histories lack it)."""
 UNREADABLE_PATCH = "rayservice-unreadable-validation-failed"
 """A RayService unreadable from its first read is refused, not asserted on (histories crashed)."""
-RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 
 
 @workflow.defn(name="RayService")
-class RayServiceWorkflow(ServingMixin):
+class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
     """Serve one RayService for as long as it exists."""
 
     @workflow.init
@@ -64,35 +63,11 @@ class RayServiceWorkflow(ServingMixin):
         self._child: ChildWorkflowHandle[RayServiceUpgradeWorkflow, UpgradeResult] | None = None
         self._nudge_child = False
 
-    # --- signals and queries ------------------------------------------------------------------
+    # --- what differs from `CrWorkflow` ---------------------------------------------------------
 
-    @workflow.signal(name=messages.SPEC_CHANGED)
-    def spec_changed(self, change: messages.SpecChanged) -> None:
-        """The bridge saw a new generation, annotation change, or resyncs."""
-        self._state.dirty = True
-
-    @workflow.signal(name=messages.OWNED_CHANGED)
-    def owned_changed(self, change: messages.OwnedChanged) -> None:
-        """A RayCluster, Service or route of the RayService changed."""
-        self._state.dirty = self._nudge_child = True
-
-    @workflow.signal(name=messages.DELETED)
-    def deleted(self, change: messages.Deleted) -> None:
-        """The CR is being deleted, or is gone."""
-        self._state.gone = self._state.gone or change.gone
-        self._state.dirty = True
-
-    @workflow.signal(name=messages.SUSPEND)
-    async def suspend(self, *inputs: object) -> None:
-        """A person asks to suspend: written to `spec.suspend`, then reconciled."""
-        if await user_signals.accepted(self._ref, messages.SUSPEND, inputs) is not None:
-            self._state.user_suspend, self._state.dirty = True, True
-
-    @workflow.signal(name=messages.RESUME)
-    async def resume(self, *inputs: object) -> None:
-        """A person asks to resume a suspended RayService."""
-        if await user_signals.accepted(self._ref, messages.RESUME, inputs) is not None:
-            self._state.user_suspend, self._state.dirty = False, True
+    def _owned_changed(self) -> None:
+        """A RayCluster, Service or route changed: the upgrade child hears of it too."""
+        self._nudge_child = True
 
     @workflow.signal(name=messages.ROLLBACK)
     async def rollback(self, *inputs: object) -> None:
@@ -110,17 +85,11 @@ class RayServiceWorkflow(ServingMixin):
             upgrade.progress = progress
             self._state.dirty = True
 
-    @workflow.query(name=messages.PROGRESS)
-    def progress(self) -> messages.Progress:
-        """Headline state, what the RayService waits for, and the last decisions."""
-        return messages.Progress(
-            ref=self._ref,
-            state=self._headline(),
-            summary=details(self._ref, self._headline(), self._state),
-            waiting_for=list(self._state.waiting),
-            last_decisions=list(self._state.decisions),
-            observed_generation=self._state.generation,
-        )
+    def _summary(self) -> str:
+        return details(self._ref, self._headline(), self._state)
+
+    def _waiting_for(self) -> list[str]:
+        return list(self._state.waiting)
 
     # --- main loop ------------------------------------------------------------------------------
 
@@ -379,8 +348,3 @@ class RayServiceWorkflow(ServingMixin):
         return st.headline(
             self._state.status, self._state.upgrade is not None and bool(active_name(self._state))
         )
-
-    def _publish_state(self) -> None:
-        headline = self._headline()
-        if workflow.info().typed_search_attributes.get(RAY_STATE) != headline:
-            workflow.upsert_search_attributes([RAY_STATE.value_set(headline)])
