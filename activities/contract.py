@@ -11,7 +11,8 @@ container is the Ray container) are tested without any API.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,6 +21,23 @@ from crds import constants
 from crds.enums import ConditionStatus, RayClusterConditionReason, RayNodeType
 
 JSON = dict[str, Any]
+InputT = TypeVar("InputT")
+ResultT = TypeVar("ResultT")
+
+
+@dataclass(frozen=True)
+class ActivityRef(Generic[InputT, ResultT]):
+    """An activity as a workflow calls it: the name it is registered under, its input and result.
+
+    Workflows call activities through these (`workflows.activity_calls`), so mypy holds each
+    call's argument and result to the activity's types; `tests/activities/test_contracts.py`
+    holds every implementation to its reference. `result` is `type(None)` for an activity
+    that returns nothing.
+    """
+
+    name: str
+    input: type[InputT]
+    result: type[ResultT]
 
 
 class ContainerProblem(BaseModel):

@@ -66,7 +66,7 @@ class RayLikeWorld(FakeJobWorld):
     elapsed: float = 0.0
     waits: int = 0
 
-    @activity.defn(name=io.WAIT_RAY_JOB)
+    @activity.defn(name=io.WAIT_RAY_JOB.name)
     async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
         self.waits += 1
         view = await FakeJobWorld.wait(self, params)  # heartbeats, reads the job table

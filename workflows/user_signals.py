@@ -12,12 +12,10 @@ The workflow goes on either way.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
+from workflows.activity_calls import EVENT, execute
 from workflows.messages import UserRequest
 
 with workflow.unsafe.imports_passed_through():
@@ -28,7 +26,6 @@ with workflow.unsafe.imports_passed_through():
 INVALID_SIGNAL = "InvalidSignal"
 """The reason of the Warning Event a refused signal leaves on its CR."""
 _EXAMPLE = '{"reason": "why", "requested_by": "who"}'
-_EVENT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5)
 
 
 def read_request(inputs: tuple[object, ...]) -> UserRequest | str:
@@ -57,12 +54,11 @@ async def accepted(ref: ObjectRef, name: str, inputs: tuple[object, ...]) -> Use
     message = f"signal {name} refused: {request}; send no input, {{}} or {_EXAMPLE}"
     workflow.logger.warning(message)
     event = io.EventSpec(type=EventType.WARNING, reason=INVALID_SIGNAL, message=message)
-    await workflow.execute_activity(
+    await execute(
         io.RECORD_EVENT,
         io.RecordEventInput(ref=ref, event=event),
-        start_to_close_timeout=timedelta(seconds=60),
-        retry_policy=_EVENT_RETRY,
         summary=f"record Event {INVALID_SIGNAL}",
+        policy=EVENT,
     )
     return None
 

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.contract import DesiredResources, PodView, ReplicaFailure, ServiceView
+from activities.contract import ActivityRef, DesiredResources, PodView, ReplicaFailure, ServiceView
 from activities.kube.vocabulary import EventType, JobConditionType
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 from crds.refs import ObjectRef
@@ -135,16 +135,6 @@ class SetSuspendInput(BaseModel):
     suspend: bool
 
 
-# Activity names: the workflow calls activities by these names, and tests register stand-ins
-# under the same names.
-READ_CLUSTER = "read_raycluster"
-APPLY_CLUSTER = "apply_raycluster"
-WRITE_CLUSTER_STATUS = "write_raycluster_status"
-SET_CLUSTER_SUSPEND = "set_raycluster_suspend"
-RECORD_EVENT = "record_event"
-CLEANUP_CLUSTER = "raycluster_cleanup_step"
-
-
 class CleanupStep(StrEnum):
     """The one thing a pass does about the Redis cleanup finalizer."""
 
@@ -171,3 +161,13 @@ class RecordEventInput(BaseModel):
 
     ref: ObjectRef
     event: EventSpec
+
+
+# The activities, as the workflows call them (the names are in recorded histories).
+
+READ_CLUSTER = ActivityRef("read_raycluster", ReadClusterInput, ClusterSnapshot)
+APPLY_CLUSTER = ActivityRef("apply_raycluster", ApplyClusterInput, ApplyClusterResult)
+WRITE_CLUSTER_STATUS = ActivityRef("write_raycluster_status", WriteStatusInput, type(None))
+SET_CLUSTER_SUSPEND = ActivityRef("set_raycluster_suspend", SetSuspendInput, type(None))
+RECORD_EVENT = ActivityRef("record_event", RecordEventInput, type(None))
+CLEANUP_CLUSTER = ActivityRef("raycluster_cleanup_step", CleanupStepInput, type(None))

@@ -65,7 +65,7 @@ class ClusterActivities:
         """The bound activity methods, for worker registration."""
         return [self.read, self.apply, self.write_status, self.set_suspend, self.record_event]
 
-    @activity.defn(name=io.READ_CLUSTER)
+    @activity.defn(name=io.READ_CLUSTER.name)
     async def read(self, params: io.ReadClusterInput) -> io.ClusterSnapshot:
         """Read the RayCluster, its Ray pods and its Services in one go."""
         ref = params.ref
@@ -157,7 +157,7 @@ class ClusterActivities:
         }
         snapshot.resources = builders.desired_resources(cluster)
 
-    @activity.defn(name=io.APPLY_CLUSTER)
+    @activity.defn(name=io.APPLY_CLUSTER.name)
     async def apply(self, params: io.ApplyClusterInput) -> io.ApplyClusterResult:
         """Create the missing Services, then delete and create pods as planned."""
         cluster = await self._current(params.ref, params.generation)
@@ -329,7 +329,7 @@ class ClusterActivities:
             options=self._options,
         )
 
-    @activity.defn(name=io.WRITE_CLUSTER_STATUS)
+    @activity.defn(name=io.WRITE_CLUSTER_STATUS.name)
     async def write_status(self, params: io.WriteStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
         ref = params.ref
@@ -343,12 +343,12 @@ class ClusterActivities:
         if self._metrics is not None:
             self._metrics.cluster_status_written(current, new)
 
-    @activity.defn(name=io.SET_CLUSTER_SUSPEND)
+    @activity.defn(name=io.SET_CLUSTER_SUSPEND.name)
     async def set_suspend(self, params: io.SetSuspendInput) -> None:
         """Write `spec.suspend` (a person's suspend or resume)."""
         await self._patch_ignoring_gone(params.ref, {"spec": {"suspend": params.suspend}})
 
-    @activity.defn(name=io.RECORD_EVENT)
+    @activity.defn(name=io.RECORD_EVENT.name)
     async def record_event(self, params: io.RecordEventInput) -> None:
         """Record one Kubernetes Event on a ray.io object."""
         info = activity.info()

@@ -38,7 +38,7 @@ class ClusterCleanupActivities:
         """The bound activity methods, for worker registration."""
         return [self.step]
 
-    @activity.defn(name=io.CLEANUP_CLUSTER)
+    @activity.defn(name=io.CLEANUP_CLUSTER.name)
     async def step(self, params: io.CleanupStepInput) -> None:
         """Do one cleanup step; a step that no longer applies is a no-op."""
         ref = params.ref

@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from activities.contract import ActivityRef
 from activities.raycluster.contract import RECORD_EVENT, EventSpec, RecordEventInput
 from crds.constants import (
     DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
@@ -71,21 +72,6 @@ __all__ = [
     "WriteJobStatusInput",
 ]
 
-# Activity names: the workflow calls activities by these names, and tests register stand-ins
-# under the same names.
-READ_RAYJOB = "read_rayjob"
-CREATE_RAYJOB_CLUSTER = "create_rayjob_cluster"
-CREATE_SUBMITTER_JOB = "create_submitter_job"
-DELETE_ATTEMPT = "delete_attempt"
-SUSPEND_WORKERS = "suspend_workers"
-DELETE_RAYJOB = "delete_rayjob"
-ENSURE_RAYJOB_HEAD_SERVICE = "ensure_rayjob_head_service"
-SUBMIT_RAY_JOB = "submit_ray_job"
-WAIT_RAY_JOB = "wait_ray_job"
-STOP_RAY_JOB = "stop_ray_job"
-WRITE_RAYJOB_STATUS = "write_rayjob_status"
-SET_RAYJOB_SUSPEND = "set_rayjob_suspend"
-SET_RAYJOB_FINALIZER = "set_rayjob_finalizer"
 INVALID_SPEC_ERROR = "InvalidRayJobSpec"
 """`ApplicationError.type` of an activity that met a RayJob field validation refuses (never
 retried): the RayJob was edited after the workflow validated it; the next read sees why."""
@@ -352,3 +338,22 @@ class StopRayJobInput(RayJobRef):
 
     dashboard_url: str
     job_id: str
+
+
+# The activities, as the workflows call them (the names are in recorded histories).
+
+READ_RAYJOB = ActivityRef("read_rayjob", ReadJobInput, JobSnapshot)
+CREATE_RAYJOB_CLUSTER = ActivityRef("create_rayjob_cluster", CreateClusterInput, CreateResult)
+CREATE_SUBMITTER_JOB = ActivityRef("create_submitter_job", CreateSubmitterInput, CreateResult)
+ENSURE_RAYJOB_HEAD_SERVICE = ActivityRef(
+    "ensure_rayjob_head_service", EnsureHeadServiceInput, type(None)
+)
+DELETE_ATTEMPT = ActivityRef("delete_attempt", DeleteAttemptInput, DeleteAttemptResult)
+SUSPEND_WORKERS = ActivityRef("suspend_workers", SuspendWorkersInput, type(None))
+DELETE_RAYJOB = ActivityRef("delete_rayjob", RayJobRef, type(None))
+SUBMIT_RAY_JOB = ActivityRef("submit_ray_job", SubmitRayJobInput, SubmitRayJobResult)
+WAIT_RAY_JOB = ActivityRef("wait_ray_job", WaitRayJobInput, RayJobView)
+STOP_RAY_JOB = ActivityRef("stop_ray_job", StopRayJobInput, type(None))
+WRITE_RAYJOB_STATUS = ActivityRef("write_rayjob_status", WriteJobStatusInput, type(None))
+SET_RAYJOB_SUSPEND = ActivityRef("set_rayjob_suspend", SetJobSuspendInput, type(None))
+SET_RAYJOB_FINALIZER = ActivityRef("set_rayjob_finalizer", SetFinalizerInput, type(None))

@@ -82,7 +82,7 @@ class JobActivities:
 
     # --- the snapshot ---------------------------------------------------------------------------
 
-    @activity.defn(name=io.READ_RAYJOB)
+    @activity.defn(name=io.READ_RAYJOB.name)
     async def read(self, params: io.ReadJobInput) -> io.JobSnapshot:
         """Read the RayJob, the attempt's RayCluster (pods, head Service) and its submitter."""
         ref = params.ref
@@ -124,7 +124,7 @@ class JobActivities:
 
     # --- creates --------------------------------------------------------------------------------
 
-    @activity.defn(name=io.CREATE_RAYJOB_CLUSTER)
+    @activity.defn(name=io.CREATE_RAYJOB_CLUSTER.name)
     async def create_cluster(self, params: io.CreateClusterInput) -> io.CreateResult:
         """Create the attempt's RayCluster from the RayJob's `rayClusterSpec` (J3, J9)."""
         rayjob = await self._rayjob(params.ref)
@@ -161,7 +161,7 @@ class JobActivities:
             )
         return io.CreateResult(created=created)
 
-    @activity.defn(name=io.CREATE_SUBMITTER_JOB)
+    @activity.defn(name=io.CREATE_SUBMITTER_JOB.name)
     async def create_submitter(self, params: io.CreateSubmitterInput) -> io.CreateResult:
         """Create the K8sJobMode submitter Job `<rayjob>` for the attempt (J5, J6)."""
         rayjob = await self._rayjob(params.ref)
@@ -193,7 +193,7 @@ class JobActivities:
             )
         return io.CreateResult(created=created)
 
-    @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE)
+    @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE.name)
     async def ensure_head_service(self, params: io.EnsureHeadServiceInput) -> None:
         """Create `<rayjob>-head-svc`, or re-point it when the cluster changed (J15)."""
         rayjob = await self._rayjob(params.ref)
@@ -224,7 +224,7 @@ class JobActivities:
 
     # --- deletes --------------------------------------------------------------------------------
 
-    @activity.defn(name=io.DELETE_ATTEMPT)
+    @activity.defn(name=io.DELETE_ATTEMPT.name)
     async def delete_attempt(self, params: io.DeleteAttemptInput) -> io.DeleteAttemptResult:
         """Delete the attempt's RayCluster and/or submitter Job; report what is still there."""
         ref = params.ref
@@ -260,7 +260,7 @@ class JobActivities:
                 result.remaining.append(f"Job/{name}")
         return result
 
-    @activity.defn(name=io.SUSPEND_WORKERS)
+    @activity.defn(name=io.SUSPEND_WORKERS.name)
     async def suspend_workers(self, params: io.SuspendWorkersInput) -> None:
         """The DeleteWorkers policy: `suspend: true` on every worker group (J17)."""
         ns, name = params.ref.namespace, params.cluster_name
@@ -279,7 +279,7 @@ class JobActivities:
             params.ref, EventType.NORMAL, io.JobEventReason.UPDATED_RAY_CLUSTER, message
         )
 
-    @activity.defn(name=io.DELETE_RAYJOB)
+    @activity.defn(name=io.DELETE_RAYJOB.name)
     async def delete_rayjob(self, params: io.RayJobRef) -> None:
         """The DeleteSelf policy: delete the RayJob (its children follow by garbage collection)."""
         ref = params.ref
@@ -288,7 +288,7 @@ class JobActivities:
 
     # --- writes to the RayJob -------------------------------------------------------------------
 
-    @activity.defn(name=io.WRITE_RAYJOB_STATUS)
+    @activity.defn(name=io.WRITE_RAYJOB_STATUS.name)
     async def write_status(self, params: io.WriteJobStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
         current = await self._own(params.ref)
@@ -301,13 +301,13 @@ class JobActivities:
         if self._metrics is not None:
             self._metrics.job_status_written(current, new)
 
-    @activity.defn(name=io.SET_RAYJOB_SUSPEND)
+    @activity.defn(name=io.SET_RAYJOB_SUSPEND.name)
     async def set_suspend(self, params: io.SetJobSuspendInput) -> None:
         """Write `spec.suspend` (a person's suspend or resume signal)."""
         if await self._own(params.ref) is not None:
             await self._patch(params.ref, {"spec": {"suspend": params.suspend}})
 
-    @activity.defn(name=io.SET_RAYJOB_FINALIZER)
+    @activity.defn(name=io.SET_RAYJOB_FINALIZER.name)
     async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
         """Add or remove `ray.io/rayjob-finalizer` (read-modify-write on the resourceVersion)."""
         obj = await self._own(params.ref)

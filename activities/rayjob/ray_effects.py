@@ -59,7 +59,7 @@ class RayJobActivities:
         """The bound activity methods, for worker registration."""
         return [self.submit, self.wait, self.stop]
 
-    @activity.defn(name=io.SUBMIT_RAY_JOB)
+    @activity.defn(name=io.SUBMIT_RAY_JOB.name)
     async def submit(self, params: io.SubmitRayJobInput) -> io.SubmitRayJobResult:
         """`POST /api/jobs/` under the attempt's submission id; a duplicate is success (J7)."""
         rayjob, cluster = await self._read(params.ref)
@@ -81,7 +81,7 @@ class RayJobActivities:
         )
         return io.SubmitRayJobResult(duplicate=result.duplicate)
 
-    @activity.defn(name=io.WAIT_RAY_JOB)
+    @activity.defn(name=io.WAIT_RAY_JOB.name)
     async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
         """Poll the job until its view changes, it is terminal, or the wait is up."""
         _, cluster = await self._read(params.ref)
@@ -97,7 +97,7 @@ class RayJobActivities:
                     left = min(left, (params.return_by - datetime.now(UTC)).total_seconds())
                 await asyncio.sleep(max(0.0, min(params.poll_seconds, left)))
 
-    @activity.defn(name=io.STOP_RAY_JOB)
+    @activity.defn(name=io.STOP_RAY_JOB.name)
     async def stop(self, params: io.StopRayJobInput) -> None:
         """`POST /api/jobs/<id>/stop`, best effort (the RayJob finalizer, J26)."""
         _, cluster = await self._read(params.ref)

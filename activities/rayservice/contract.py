@@ -12,6 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from activities.contract import ActivityRef
 from activities.dashboard.contract import ServeStatus
 from activities.raycluster.contract import RECORD_EVENT, EventSpec, RecordEventInput
 from crds.raycluster import RayClusterStatus
@@ -257,27 +258,32 @@ class RollbackAnnotationInput(BaseModel):
     at: datetime
 
 
-# Activity names: the workflows call activities by these names, and tests register stand-ins
-# under the same names.
-READ_SERVICE = "read_rayservice"
-CREATE_SERVICE_CLUSTER = "create_service_cluster"
-UPDATE_SERVICE_CLUSTER = "update_service_cluster"
-DELETE_SERVICE_CLUSTER = "delete_service_cluster"
-DELETE_SERVICE_OBJECTS = "delete_service_objects"
-"""Delete the RayService's own Services, Gateway and HTTPRoute (suspend)."""
-APPLY_SERVE_CONFIG = "apply_serve_config"
-READ_SERVE_STATUS = "read_serve_status"
-WAIT_SERVE_HEALTHY = "wait_serve_healthy"
-SWITCH_SERVICES = "switch_services"
-SET_HEAD_SERVE_LABEL = "set_head_serve_label"
-RECONCILE_GATEWAY = "reconcile_gateway"
-READ_GATEWAY_STATUS = "read_gateway_status"
-"""Read the Gateway's and the HTTPRoute's reported conditions (`GatewayRouteStatus`)."""
-
 GATEWAY_API_MISSING = "GatewayAPIMissing"
 """Error type of `reconcile_gateway` when the API server serves no Gateway or HTTPRoute kind
 (the Gateway API CRDs are not installed): not retryable, the workflow decides how long to wait."""
-WRITE_SERVICE_STATUS = "write_rayservice_status"
-SET_SERVICE_SUSPEND = "set_rayservice_suspend"
-SET_SERVICE_FINALIZER = "set_rayservice_finalizer"
-RECORD_ROLLBACK = "record_rollback_annotation"
+
+
+# The activities, as the workflows call them (the names are in recorded histories).
+
+READ_SERVICE = ActivityRef("read_rayservice", ReadServiceInput, ServiceSnapshot)
+CREATE_SERVICE_CLUSTER = ActivityRef(
+    "create_service_cluster", CreateServiceClusterInput, CreateServiceClusterResult
+)
+UPDATE_SERVICE_CLUSTER = ActivityRef("update_service_cluster", ClusterNameInput, type(None))
+DELETE_SERVICE_CLUSTER = ActivityRef("delete_service_cluster", ClusterNameInput, type(None))
+DELETE_SERVICE_OBJECTS = ActivityRef("delete_service_objects", ServiceObjectsInput, type(None))
+"""Delete the RayService's own Services, Gateway and HTTPRoute (suspend)."""
+APPLY_SERVE_CONFIG = ActivityRef(
+    "apply_serve_config", ApplyServeConfigInput, ApplyServeConfigResult
+)
+READ_SERVE_STATUS = ActivityRef("read_serve_status", ReadServeStatusInput, ServeStatus)
+WAIT_SERVE_HEALTHY = ActivityRef("wait_serve_healthy", WaitServeHealthyInput, ServeHealth)
+SWITCH_SERVICES = ActivityRef("switch_services", SwitchServicesInput, type(None))
+SET_HEAD_SERVE_LABEL = ActivityRef("set_head_serve_label", HeadServeLabelInput, type(None))
+RECONCILE_GATEWAY = ActivityRef("reconcile_gateway", GatewayInput, type(None))
+READ_GATEWAY_STATUS = ActivityRef("read_gateway_status", ServiceObjectsInput, GatewayRouteStatus)
+"""Read the Gateway's and the HTTPRoute's reported conditions."""
+WRITE_SERVICE_STATUS = ActivityRef("write_rayservice_status", WriteServiceStatusInput, type(None))
+SET_SERVICE_SUSPEND = ActivityRef("set_rayservice_suspend", SetServiceSuspendInput, type(None))
+SET_SERVICE_FINALIZER = ActivityRef("set_rayservice_finalizer", SetFinalizerInput, type(None))
+RECORD_ROLLBACK = ActivityRef("record_rollback_annotation", RollbackAnnotationInput, type(None))

@@ -103,7 +103,7 @@ class ServiceActivities:
 
     # --- the snapshot ---------------------------------------------------------------------
 
-    @activity.defn(name=io.READ_SERVICE)
+    @activity.defn(name=io.READ_SERVICE.name)
     async def read(self, params: io.ReadServiceInput) -> io.ServiceSnapshot:
         """Read the RayService, its clusters, Services, endpoints and routes in one go."""
         ref = params.ref
@@ -215,7 +215,7 @@ class ServiceActivities:
 
     # --- clusters ---------------------------------------------------------------------------
 
-    @activity.defn(name=io.CREATE_SERVICE_CLUSTER)
+    @activity.defn(name=io.CREATE_SERVICE_CLUSTER.name)
     async def create_cluster(
         self, params: io.CreateServiceClusterInput
     ) -> io.CreateServiceClusterResult:
@@ -246,7 +246,7 @@ class ServiceActivities:
             )
         return io.CreateServiceClusterResult()
 
-    @activity.defn(name=io.UPDATE_SERVICE_CLUSTER)
+    @activity.defn(name=io.UPDATE_SERVICE_CLUSTER.name)
     async def update_cluster(self, params: io.ClusterNameInput) -> None:
         """Replace the cluster's spec with the goal, keeping its `suspend` (S11)."""
         ref = params.ref
@@ -268,7 +268,7 @@ class ServiceActivities:
             ref, EventType.NORMAL, "UpdatedRayCluster", message, f"{params.cluster}/{version}"
         )
 
-    @activity.defn(name=io.DELETE_SERVICE_CLUSTER)
+    @activity.defn(name=io.DELETE_SERVICE_CLUSTER.name)
     async def delete_cluster(self, params: io.ClusterNameInput) -> None:
         """Delete one of the RayService's clusters (background propagation, 404 is done)."""
         ref = params.ref
@@ -282,7 +282,7 @@ class ServiceActivities:
 
     # --- the CR itself ------------------------------------------------------------------------
 
-    @activity.defn(name=io.WRITE_SERVICE_STATUS)
+    @activity.defn(name=io.WRITE_SERVICE_STATUS.name)
     async def write_status(self, params: io.WriteServiceStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
         ref = params.ref
@@ -292,12 +292,12 @@ class ServiceActivities:
         patch = replacing_patch(current.get("status") or {}, params.status.to_json_dict())
         await self._patch(ref, {"status": patch}, sub="status")
 
-    @activity.defn(name=io.SET_SERVICE_SUSPEND)
+    @activity.defn(name=io.SET_SERVICE_SUSPEND.name)
     async def set_suspend(self, params: io.SetServiceSuspendInput) -> None:
         """Write `spec.suspend` (a person's suspend or resume)."""
         await self._patch(params.ref, {"spec": {"suspend": params.suspend}})
 
-    @activity.defn(name=io.SET_SERVICE_FINALIZER)
+    @activity.defn(name=io.SET_SERVICE_FINALIZER.name)
     async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
         """Add or remove `ray.io/rayservice-finalizer`, leaving other finalizers alone."""
         ref = params.ref
@@ -319,7 +319,7 @@ class ServiceActivities:
         }
         await self._patch(ref, patch)
 
-    @activity.defn(name=io.RECORD_ROLLBACK)
+    @activity.defn(name=io.RECORD_ROLLBACK.name)
     async def record_rollback(self, params: io.RollbackAnnotationInput) -> None:
         """Write `ray.io/rollback-requested`: the rolled-back goal hash survives restarts."""
         patch = {"metadata": {"annotations": {k.ANNOTATION_ROLLBACK_REQUESTED: params.goal_hash}}}

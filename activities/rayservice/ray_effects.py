@@ -57,7 +57,7 @@ class ServeActivities:
         """The bound activity methods, for worker registration."""
         return [self.apply_serve_config, self.read_serve_status, self.wait_serve_healthy]
 
-    @activity.defn(name=io.APPLY_SERVE_CONFIG)
+    @activity.defn(name=io.APPLY_SERVE_CONFIG.name)
     async def apply_serve_config(
         self, params: io.ApplyServeConfigInput
     ) -> io.ApplyServeConfigResult:
@@ -88,7 +88,7 @@ class ServeActivities:
             raise _failure(err, _secrets_of(config)) from None
         return io.ApplyServeConfigResult(config_hash=applied)
 
-    @activity.defn(name=io.READ_SERVE_STATUS)
+    @activity.defn(name=io.READ_SERVE_STATUS.name)
     async def read_serve_status(self, params: io.ReadServeStatusInput) -> ServeStatus:
         """GET the declarative Serve status of one cluster."""
         cluster = await self._cluster(params.ref, params.cluster)
@@ -98,7 +98,7 @@ class ServeActivities:
         except DashboardError as err:
             raise _failure(err, []) from None
 
-    @activity.defn(name=io.WAIT_SERVE_HEALTHY)
+    @activity.defn(name=io.WAIT_SERVE_HEALTHY.name)
     async def wait_serve_healthy(self, params: io.WaitServeHealthyInput) -> io.ServeHealth:
         """Poll until `consecutive` healthy polls in a row, or until the bound has passed."""
         cluster = await self._cluster(params.ref, params.cluster)
@@ -156,7 +156,7 @@ class HeadLabeler:
         """The bound activity methods, for worker registration."""
         return [self.set_head_serve_label]
 
-    @activity.defn(name=io.SET_HEAD_SERVE_LABEL)
+    @activity.defn(name=io.SET_HEAD_SERVE_LABEL.name)
     async def set_head_serve_label(self, params: io.HeadServeLabelInput) -> None:
         """Probe the head's Serve proxy and write `ray.io/serve` accordingly."""
         await self.label(params.ref, params.cluster, params.exclude_head)

@@ -61,7 +61,7 @@ class RouteActivities:
             self.read_gateway_status,
         ]
 
-    @activity.defn(name=io.SWITCH_SERVICES)
+    @activity.defn(name=io.SWITCH_SERVICES.name)
     async def switch_services(self, params: io.SwitchServicesInput) -> None:
         """Create or re-point `<rs>-head-svc` and `<rs>-serve-svc` at `cluster` (S8)."""
         ref = params.ref
@@ -104,7 +104,7 @@ class RouteActivities:
             ref, EventType.NORMAL, "UpdatedService", message, f"{name}/{cluster}"
         )
 
-    @activity.defn(name=io.DELETE_SERVICE_OBJECTS)
+    @activity.defn(name=io.DELETE_SERVICE_OBJECTS.name)
     async def delete_service_objects(self, params: io.ServiceObjectsInput) -> None:
         """Delete the RayService's Services, Gateway and HTTPRoute (suspend, S19)."""
         ref = params.ref
@@ -134,7 +134,7 @@ class RouteActivities:
         message = f"Deleted {kind} {ref.namespace}/{name}"
         await self._store.event(ref, EventType.NORMAL, f"Deleted{kind}", message, name)
 
-    @activity.defn(name=io.RECONCILE_GATEWAY)
+    @activity.defn(name=io.RECONCILE_GATEWAY.name)
     async def reconcile_gateway(self, params: io.GatewayInput) -> None:
         """Ensure the per-cluster serve Services, the Gateway and the route's weights."""
         ref = params.ref
@@ -178,7 +178,7 @@ class RouteActivities:
             name = route["metadata"]["name"]
             await self._kube.request("PUT", kube.HTTPROUTES.path(ns, name), body=updated)
 
-    @activity.defn(name=io.READ_GATEWAY_STATUS)
+    @activity.defn(name=io.READ_GATEWAY_STATUS.name)
     async def read_gateway_status(self, params: io.ServiceObjectsInput) -> io.GatewayRouteStatus:
         """The conditions reported on the Gateway and on the route's parent entry for it."""
         ref, ns = params.ref, params.ref.namespace

@@ -56,7 +56,7 @@ class StoredCluster(FakeCluster):
         self.doc = doc
         self.annotations = dict(_meta(doc).get("annotations") or {})
 
-    @activity.defn(name=cluster_io.READ_CLUSTER)
+    @activity.defn(name=cluster_io.READ_CLUSTER.name)
     async def read(self, params: cluster_io.ReadClusterInput) -> cluster_io.ClusterSnapshot:
         problems = _schema_violations(self.doc)
         if problems:
@@ -78,7 +78,7 @@ class StoredJob(FakeJobWorld):
         super().__init__(str(_meta(doc).get("name")), doc.get("spec"))  # type: ignore[arg-type]
         self.doc = doc
 
-    @activity.defn(name=job_io.READ_RAYJOB)
+    @activity.defn(name=job_io.READ_RAYJOB.name)
     async def read(self, params: job_io.ReadJobInput) -> job_io.JobSnapshot:
         meta = _meta(self.doc)
         problems = _schema_violations(self.doc)
@@ -99,7 +99,7 @@ class StoredService(FakeServiceWorld):
         self.doc = doc
         self.annotations = dict(_meta(doc).get("annotations") or {})
 
-    @activity.defn(name=service_io.READ_SERVICE)
+    @activity.defn(name=service_io.READ_SERVICE.name)
     async def read(self, params: service_io.ReadServiceInput) -> service_io.ServiceSnapshot:
         problems = _schema_violations(self.doc)
         if problems:

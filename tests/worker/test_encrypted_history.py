@@ -51,7 +51,7 @@ class FailingOnceCluster(FakeCluster):
 
     failed = False
 
-    @activity.defn(name=io.WRITE_CLUSTER_STATUS)
+    @activity.defn(name=io.WRITE_CLUSTER_STATUS.name)
     async def write_status(self, params: io.WriteStatusInput) -> None:
         if not self.failed:
             self.failed = True

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import contextlib
 from datetime import timedelta
-from typing import TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
@@ -24,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.raycluster import RayCluster
     from crds.validation import validate
     from workflows import messages
+    from workflows.activity_calls import execute
     from workflows.conditions import is_true
     from workflows.entity import CrWorkflow
     from workflows.raycluster import cleanup, decisions, narration
@@ -36,17 +35,11 @@ with workflow.unsafe.imports_passed_through():
         suspend_phase,
     )
 
-T = TypeVar("T")
 
 RESYNC = timedelta(seconds=300)
 BUSY_RESYNC = timedelta(seconds=15)
 _PROVISIONED = RayClusterConditionType.PROVISIONED
 
-_ACTIVITY_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-)
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes generateName
 
 
@@ -123,11 +116,10 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         state = self._state
         state.passes += 1
         known = state.generation if state.spec is not None else None
-        snap = await self._activity(
+        snap = await execute(
             io.READ_CLUSTER,
             io.ReadClusterInput(ref=self._ref, known_generation=known),
-            io.ClusterSnapshot,
-            "read the RayCluster, its pods and Services",
+            summary="read the RayCluster, its pods and Services",
         )
         if not snap.exists:
             state.gone = True
@@ -167,7 +159,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         if decision.step != cleanup.CleanupStep.NONE:
             step = io.CleanupStepInput(ref=self._ref, step=decision.step, reason=decision.reason)
             summary = f"{decision.step}: {decision.reason}"
-            await self._run(io.CLEANUP_CLUSTER, step, summary)
+            await execute(io.CLEANUP_CLUSTER, step, summary=summary)
             state.remember(f"finalizer: {summary}")
         if snap.deleting:
             reason = decision.reason or "Kubernetes to collect the pods"
@@ -238,10 +230,10 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             now,
         )
         if status_changed(previous, status):
-            await self._run(
+            await execute(
                 io.WRITE_CLUSTER_STATUS,
                 io.WriteStatusInput(ref=self._ref, status=status),
-                "write the RayCluster status",
+                summary="write the RayCluster status",
             )
         state.status = status
         waiting = narration.waiting_for(plan, phase)
@@ -256,7 +248,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         """Run the plan (when there is anything to do) and remember what it did."""
         if plan.empty and not missing_objects:
             return io.ApplyClusterResult()
-        result = await self._activity(
+        result = await execute(
             io.APPLY_CLUSTER,
             io.ApplyClusterInput(
                 ref=self._ref,
@@ -266,8 +258,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
                 deletions=plan.deletions,
                 creations=plan.creations,
             ),
-            io.ApplyClusterResult,
-            narration.describe_plan(plan),
+            summary=narration.describe_plan(plan),
         )
         if result.stale:
             self._state.dirty = True
@@ -297,41 +288,21 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._state.user_suspend = None
         assert wanted is not None
         verb = "suspend" if wanted else "resume"
-        await self._run(
+        await execute(
             io.SET_CLUSTER_SUSPEND,
             io.SetSuspendInput(ref=self._ref, suspend=wanted),
-            f"write spec.suspend={str(wanted).lower()} ({verb} signal)",
+            summary=f"write spec.suspend={str(wanted).lower()} ({verb} signal)",
         )
         self._state.remember(f"{verb} requested by signal: spec.suspend set to {wanted}")
 
     # --- helpers --------------------------------------------------------------------------------
 
-    async def _activity(self, name: str, arg: object, result_type: type[T], summary: str) -> T:
-        result: T = await workflow.execute_activity(
-            name,
-            arg,
-            result_type=result_type,
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=_ACTIVITY_RETRY,
-            summary=summary,
-        )
-        return result
-
-    async def _run(self, name: str, arg: object, summary: str) -> None:
-        await workflow.execute_activity(
-            name,
-            arg,
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=_ACTIVITY_RETRY,
-            summary=summary,
-        )
-
     async def _event(self, kind: EventType, reason: str, message: str) -> None:
         event = io.EventSpec(type=kind, reason=reason, message=message)
-        await self._run(
+        await execute(
             io.RECORD_EVENT,
             io.RecordEventInput(ref=self._ref, event=event),
-            f"record Event {reason}",
+            summary=f"record Event {reason}",
         )
 
     def _new_name(self, prefix: str) -> str:

@@ -13,28 +13,20 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.contract import ActivityRef
     from activities.rayjob import contract as io
     from crds.enums import DeletionPolicyType
     from crds.rayjob import RayJobStatus
     from crds.refs import ObjectRef
+    from workflows.activity_calls import RAY_JOB, execute
     from workflows.rayjob import actions as act
     from workflows.rayjob.state import RayJobState
 
-T = TypeVar("T")
+InputT = TypeVar("InputT")
 
-KUBE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-)
-RAY_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
-)
-KUBE_TIMEOUT = timedelta(seconds=60)
 Policy = DeletionPolicyType
 
 
@@ -49,11 +41,10 @@ class Applier:
         state = self._state
         known = state.generation if state.spec is not None else None
         cluster = state.status.ray_cluster_name if state.status else None
-        return await self._call(
+        return await execute(
             io.READ_RAYJOB,
             io.ReadJobInput(ref=self._ref, known_generation=known, cluster_name=cluster),
-            io.JobSnapshot,
-            "read the RayJob, its RayCluster and its submitter",
+            summary="read the RayJob, its RayCluster and its submitter",
         )
 
     async def run(self, action: act.Action) -> bool:
@@ -76,13 +67,13 @@ class Applier:
         """Replace the RayJob's status subresource."""
         params = io.WriteJobStatusInput(ref=self._ref, status=status)
         summary = f"write status {status.job_deployment_status or 'New'}"
-        await self._call(io.WRITE_RAYJOB_STATUS, params, None, summary)
+        await execute(io.WRITE_RAYJOB_STATUS, params, summary=summary)
 
     async def set_finalizer(self, present: bool) -> None:
         """Add or remove the RayJob finalizer."""
         params = io.SetFinalizerInput(ref=self._ref, present=present)
         verb = "add" if present else "remove"
-        await self._call(io.SET_RAYJOB_FINALIZER, params, None, f"{verb} the finalizer")
+        await execute(io.SET_RAYJOB_FINALIZER, params, summary=f"{verb} the finalizer")
         self._state.has_finalizer = present
 
     async def set_suspend(self, wanted: bool) -> None:
@@ -90,7 +81,7 @@ class Applier:
         verb = "suspend" if wanted else "resume"
         params = io.SetJobSuspendInput(ref=self._ref, suspend=wanted)
         summary = f"write spec.suspend={str(wanted).lower()} ({verb} signal)"
-        await self._call(io.SET_RAYJOB_SUSPEND, params, None, summary)
+        await execute(io.SET_RAYJOB_SUSPEND, params, summary=summary)
         self._state.remember(f"{verb} requested by signal: spec.suspend set to {wanted}")
 
     # --- one function per action --------------------------------------------------------------
@@ -102,13 +93,13 @@ class Applier:
     async def _ensure_head_service(self, action: act.EnsureHeadService) -> bool:
         params = io.EnsureHeadServiceInput(ref=self._ref, cluster_name=action.cluster_name)
         summary = f"point {self._ref.name}-head-svc at {action.cluster_name}"
-        await self._call(io.ENSURE_RAYJOB_HEAD_SERVICE, params, None, summary)
+        await execute(io.ENSURE_RAYJOB_HEAD_SERVICE, params, summary=summary)
         return False
 
     async def _record_event(self, action: act.RecordEvent) -> bool:
         event = io.EventSpec(type=action.type, reason=action.reason, message=action.message)
         params = io.RecordEventInput(ref=self._ref, event=event)
-        await self._call(io.RECORD_EVENT, params, None, f"record Event {action.reason}")
+        await execute(io.RECORD_EVENT, params, summary=f"record Event {action.reason}")
         return False
 
     async def _create_cluster(self, action: act.CreateCluster) -> bool:
@@ -144,13 +135,8 @@ class Applier:
             ref=self._ref, dashboard_url=action.dashboard_url, job_id=action.job_id
         )
         try:
-            result = await workflow.execute_activity(
-                io.SUBMIT_RAY_JOB,
-                params,
-                result_type=io.SubmitRayJobResult,
-                start_to_close_timeout=KUBE_TIMEOUT,
-                retry_policy=RAY_RETRY,
-                summary=f"submit Ray job {action.job_id}",
+            result = await execute(
+                io.SUBMIT_RAY_JOB, params, summary=f"submit Ray job {action.job_id}", policy=RAY_JOB
             )
         except ActivityError as err:
             result = io.SubmitRayJobResult(submitted=False, error=str(err.cause or err))
@@ -174,28 +160,31 @@ class Applier:
             delete_submitter=action.delete_submitter,
         )
         summary = f"delete attempt {self._state.attempt.number} ({action.cluster_name})"
-        result = await self._call(io.DELETE_ATTEMPT, params, io.DeleteAttemptResult, summary)
+        result = await execute(io.DELETE_ATTEMPT, params, summary=summary)
         return not result.remaining
 
     async def _deletion_rule(self, action: act.ApplyDeletionRule) -> bool:
         name = action.cluster_name or ""
         if action.policy == Policy.DELETE_WORKERS:
-            params: io.RayJobRef = io.SuspendWorkersInput(ref=self._ref, cluster_name=name)
-            await self._call(io.SUSPEND_WORKERS, params, None, f"suspend workers of {name}")
+            workers = io.SuspendWorkersInput(ref=self._ref, cluster_name=name)
+            await execute(io.SUSPEND_WORKERS, workers, summary=f"suspend workers of {name}")
         elif action.policy == Policy.DELETE_CLUSTER:
-            params = io.DeleteAttemptInput(
+            cluster = io.DeleteAttemptInput(
                 ref=self._ref, cluster_name=name, delete_cluster=True, delete_submitter=False
             )
-            await self._call(io.DELETE_ATTEMPT, params, io.DeleteAttemptResult, f"delete {name}")
+            await execute(io.DELETE_ATTEMPT, cluster, summary=f"delete {name}")
         elif action.policy == Policy.DELETE_SELF:
-            params = io.RayJobRef(ref=self._ref)
-            await self._call(io.DELETE_RAYJOB, params, None, "delete the RayJob")
+            await execute(
+                io.DELETE_RAYJOB, io.RayJobRef(ref=self._ref), summary="delete the RayJob"
+            )
         self._remember(f"cleanup {action.policy} ({action.source})")
         return action.policy != Policy.DELETE_NONE
 
     # --- helpers --------------------------------------------------------------------------------
 
-    async def _create(self, name: str, params: io.RayJobRef, summary: str) -> io.CreateResult:
+    async def _create(
+        self, ref: ActivityRef[InputT, io.CreateResult], params: InputT, summary: str
+    ) -> io.CreateResult:
         """A create whose activity builds from the RayJob as it reads it, edited or not.
 
         An edit made since this pass validated the spec can make that build impossible (an
@@ -204,7 +193,7 @@ class Applier:
         repeating the pass here keeps a refusal from spinning if it ever had another cause.
         """
         try:
-            return await self._call(name, params, io.CreateResult, summary)
+            return await execute(ref, params, summary=summary)
         except ActivityError as err:
             cause = err.cause
             if not (isinstance(cause, ApplicationError) and cause.type == io.INVALID_SPEC_ERROR):
@@ -214,14 +203,3 @@ class Applier:
 
     def _remember(self, line: str) -> None:
         self._state.remember(f"attempt {self._state.attempt.number}: {line}")
-
-    async def _call(self, name: str, arg: object, result_type: type[T] | None, summary: str) -> T:
-        result: T = await workflow.execute_activity(
-            name,
-            arg,
-            result_type=result_type,
-            start_to_close_timeout=KUBE_TIMEOUT,
-            retry_policy=KUBE_RETRY,
-            summary=summary,
-        )
-        return result

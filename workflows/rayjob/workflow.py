@@ -15,7 +15,6 @@ from dataclasses import replace
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -26,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
     from crds.validation import validate
     from workflows import messages
+    from workflows.activity_calls import RAY_JOB, execute, start
     from workflows.entity import CrWorkflow
     from workflows.rayjob import machine
     from workflows.rayjob.apply import Applier
@@ -54,10 +54,6 @@ UNREADABLE_PATCH = "rayjob-unreadable-validation-failed"
 """A RayJob unreadable from its first read is refused like a bad edit (histories before wait)."""
 STALE_VIEW_PATCH = "rayjob-finished-submitter-asks-ray-first"
 """A finished submitter with Ray's last answer not terminal: ask Ray before deciding."""
-
-_RAY_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
-)
 
 
 @workflow.defn(name="RayJob")
@@ -226,7 +222,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             return False  # asked moments ago: `_wait_for_work` comes back at poll_at
         self._nudged = False
         known = state.attempt.ray_job
-        wait = workflow.start_activity(
+        wait = start(
             io.WAIT_RAY_JOB,
             io.WaitRayJobInput(
                 ref=self._ref,
@@ -236,11 +232,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
                 return_by=state.wake_at,
                 max_wait_seconds=0 if peek else int(WAIT_BOUND.total_seconds()),
             ),
-            result_type=io.RayJobView,
-            start_to_close_timeout=WAIT_BOUND + timedelta(minutes=1),
-            heartbeat_timeout=timedelta(seconds=30),
-            retry_policy=_RAY_RETRY,
             summary=f"wait for Ray job {status.job_id}",
+            policy=RAY_JOB.within(WAIT_BOUND + timedelta(minutes=1), timedelta(seconds=30)),
         )
         await workflow.wait_condition(
             lambda: wait.done() or (state.dirty and not peek) or state.gone
@@ -270,14 +263,13 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         job_status = status.job_status
         if status.job_id and status.dashboard_url and not (job_status and job_status.is_terminal):
             with contextlib.suppress(ActivityError):
-                await workflow.execute_activity(
+                await execute(
                     io.STOP_RAY_JOB,
                     io.StopRayJobInput(
                         ref=self._ref, dashboard_url=status.dashboard_url, job_id=status.job_id
                     ),
-                    start_to_close_timeout=timedelta(seconds=30),
-                    retry_policy=_RAY_RETRY,
                     summary=f"stop Ray job {status.job_id} (the RayJob is being deleted)",
+                    policy=RAY_JOB.within(timedelta(seconds=30)),
                 )
             state.remember(f"stopped Ray job {status.job_id} (best effort): the RayJob is deleted")
         if state.has_finalizer:

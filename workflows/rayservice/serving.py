@@ -17,7 +17,8 @@ with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
     from activities.rayservice import contract as io
     from crds.rayservice import RayServiceStatuses
-    from workflows.rayservice.calls import call, event, run
+    from workflows.activity_calls import RAY, execute
+    from workflows.rayservice.calls import event
     from workflows.rayservice.decisions import ClusterMove
     from workflows.rayservice.upgrade_parent import UpgradingMixin
     from workflows.rayservice.views import active_name
@@ -41,7 +42,9 @@ class ServingMixin(UpgradingMixin):
                 update = io.ClusterNameInput(
                     ref=self._ref, cluster=active.name, reason="worker groups appended"
                 )
-                await run(io.UPDATE_SERVICE_CLUSTER, update, f"update {active.name} in place")
+                await execute(
+                    io.UPDATE_SERVICE_CLUSTER, update, summary=f"update {active.name} in place"
+                )
                 state.remember(f"updated {active.name} in place")
         if active is None or not active.head_pod_ready:
             return None
@@ -50,7 +53,9 @@ class ServingMixin(UpgradingMixin):
             cluster=active.name,
             exclude_head=bool(state.spec.exclude_head_pod_from_serve_svc),
         )
-        await run(io.SET_HEAD_SERVE_LABEL, label, f"ray.io/serve label on {active.name}'s head")
+        await execute(
+            io.SET_HEAD_SERVE_LABEL, label, summary=f"ray.io/serve label on {active.name}'s head"
+        )
         serve = await self._read_serve(active.name)
         if serve is None:
             return None
@@ -67,18 +72,20 @@ class ServingMixin(UpgradingMixin):
         state.streaks = {active.name: rules.next_streak(state.streaks.get(active.name, 0), healthy)}
         if healthy and state.upgrade is None and snap.serve_service_cluster != active.name:
             switch = io.SwitchServicesInput(ref=self._ref, cluster=active.name)
-            await run(
-                io.SWITCH_SERVICES, switch, f"point the RayService's Services at {active.name}"
+            await execute(
+                io.SWITCH_SERVICES,
+                switch,
+                summary=f"point the RayService's Services at {active.name}",
             )
         return serve
 
     async def _read_serve(self, cluster: str) -> ServeStatus | None:
         try:
-            return await call(
+            return await execute(
                 io.READ_SERVE_STATUS,
                 io.ReadServeStatusInput(ref=self._ref, cluster=cluster),
-                ServeStatus,
-                f"read Serve status of {cluster}",
+                summary=f"read Serve status of {cluster}",
+                policy=RAY,
             )
         except ActivityError:
             self._set_waiting([f"the dashboard of {cluster} to answer"])
@@ -87,11 +94,11 @@ class ServingMixin(UpgradingMixin):
     async def _apply_serve(self, cluster: str, reason: str) -> None:
         arg = io.ApplyServeConfigInput(ref=self._ref, cluster=cluster)
         try:
-            done = await call(
+            done = await execute(
                 io.APPLY_SERVE_CONFIG,
                 arg,
-                io.ApplyServeConfigResult,
-                f"PUT serveConfigV2 to {cluster}: {reason}",
+                summary=f"PUT serveConfigV2 to {cluster}: {reason}",
+                policy=RAY,
             )
         except ActivityError as err:
             cause = err.cause or err
@@ -133,7 +140,9 @@ class ServingMixin(UpgradingMixin):
     async def _delete_clusters(self, names: list[str], reason: str) -> None:
         for name in names:
             arg = io.ClusterNameInput(ref=self._ref, cluster=name, reason=reason)
-            await run(io.DELETE_SERVICE_CLUSTER, arg, f"delete RayCluster {name}: {reason}")
+            await execute(
+                io.DELETE_SERVICE_CLUSTER, arg, summary=f"delete RayCluster {name}: {reason}"
+            )
             self._state.remember(f"deleted RayCluster {name} ({reason})")
 
     def _follow_up(self, active_serve: ServeStatus | None, status: RayServiceStatuses) -> None:

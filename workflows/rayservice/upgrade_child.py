@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.dashboard.contract import ServeStatus
     from activities.rayservice import contract as io
     from workflows import messages
+    from workflows.activity_calls import RAY, execute
     from workflows.rayservice.decisions import serve_apply_reason
     from workflows.rayservice.incremental import MoveKind, Traffic
     from workflows.rayservice.state import (
@@ -118,11 +119,8 @@ class RayServiceUpgradeWorkflow:
         create = io.CreateServiceClusterInput(
             ref=p.ref, name=p.pending, goal_hash=p.goal_hash, autoscale_from_min=p.incremental
         )
-        created = await calls.call(
-            io.CREATE_SERVICE_CLUSTER,
-            create,
-            io.CreateServiceClusterResult,
-            f"create pending RayCluster {p.pending}",
+        created = await execute(
+            io.CREATE_SERVICE_CLUSTER, create, summary=f"create pending RayCluster {p.pending}"
         )
         if created.stale:
             return await self._undo(
@@ -143,11 +141,10 @@ class RayServiceUpgradeWorkflow:
         while True:
             if (stop := await self._interrupted()) is not None:
                 return stop
-            snap = await calls.call(
+            snap = await execute(
                 io.READ_SERVICE,
                 io.ReadServiceInput(ref=self._p.ref, clusters_only=True),
-                io.ServiceSnapshot,
-                f"look at pending RayCluster {self._p.pending}",
+                summary=f"look at pending RayCluster {self._p.pending}",
             )
             view = snap.cluster(self._p.pending)
             if view is not None and view.head_pod_ready:
@@ -165,10 +162,10 @@ class RayServiceUpgradeWorkflow:
             return stop
         if p.incremental:
             await self._route({p.pending: 100})  # the very first cluster of an incremental service
-        await calls.run(
+        await execute(
             io.SWITCH_SERVICES,
             io.SwitchServicesInput(ref=p.ref, cluster=p.pending),
-            f"point the RayService's Services at {p.pending}",
+            summary=f"point the RayService's Services at {p.pending}",
         )
         return self._result(Outcome.PROMOTED, "services switched")
 
@@ -222,10 +219,10 @@ class RayServiceUpgradeWorkflow:
                 move = incremental.next_move(traffic, p.options, now)
             if move.kind == MoveKind.DONE:
                 await self._route({p.pending: 100})
-                await calls.run(
+                await execute(
                     io.SWITCH_SERVICES,
                     io.SwitchServicesInput(ref=p.ref, cluster=p.pending),
-                    f"point the RayService's Services at {p.pending}",
+                    summary=f"point the RayService's Services at {p.pending}",
                 )
                 return self._result(Outcome.PROMOTED, "all traffic on the new cluster")
             if move.kind == MoveKind.ROLLED_BACK:
@@ -268,11 +265,10 @@ class RayServiceUpgradeWorkflow:
 
         Only forward steps wait: a rollback returns traffic to the cluster that served it.
         """
-        reported = await calls.call(
+        reported = await execute(
             io.READ_GATEWAY_STATUS,
             io.ServiceObjectsInput(ref=self._p.ref),
-            io.GatewayRouteStatus,
-            "read the Gateway's and the HTTPRoute's conditions",
+            summary="read the Gateway's and the HTTPRoute's conditions",
         )
         why = incremental.traffic_gate(reported)
         if why is None:
@@ -306,10 +302,10 @@ class RayServiceUpgradeWorkflow:
                 with contextlib.suppress(ActivityError):  # best effort: the route already moved
                     await self._apply(p.active, 100)
             self._progress.traffic = Traffic()
-        await calls.run(
+        await execute(
             io.DELETE_SERVICE_CLUSTER,
             io.ClusterNameInput(ref=p.ref, cluster=p.pending, reason=reason),
-            f"delete pending RayCluster {p.pending}: {reason}",
+            summary=f"delete pending RayCluster {p.pending}: {reason}",
         )
         return self._result(outcome, reason)
 
@@ -338,9 +334,7 @@ class RayServiceUpgradeWorkflow:
         if capacity is not None:
             summary += f" (target_capacity {capacity})"
         try:
-            result = await calls.call(
-                io.APPLY_SERVE_CONFIG, arg, io.ApplyServeConfigResult, summary
-            )
+            result = await execute(io.APPLY_SERVE_CONFIG, arg, summary=summary, policy=RAY)
         except ActivityError:
             return  # the dashboard is not up yet: the next health poll decides again
         if result.config_hash:
@@ -352,10 +346,10 @@ class RayServiceUpgradeWorkflow:
         deadline: datetime | None = None
         while True:
             try:
-                await calls.run(
+                await execute(
                     io.RECONCILE_GATEWAY,
                     io.GatewayInput(ref=self._p.ref, weights=weights),
-                    f"HTTPRoute weights: {split}",
+                    summary=f"HTTPRoute weights: {split}",
                 )
             except ActivityError as err:
                 if (missing := _gateway_api_missing(err)) is None:

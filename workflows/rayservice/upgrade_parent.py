@@ -20,7 +20,8 @@ with workflow.unsafe.imports_passed_through():
     from crds.rayservice import RayServiceStatus, RayServiceStatuses
     from crds.refs import ObjectRef
     from workflows import messages
-    from workflows.rayservice.calls import event, run
+    from workflows.activity_calls import execute
+    from workflows.rayservice.calls import event
     from workflows.rayservice.incremental import Traffic, options_of
     from workflows.rayservice.state import (
         ABORT,
@@ -66,7 +67,9 @@ class UpgradingMixin:
             record = io.RollbackAnnotationInput(
                 ref=self._ref, goal_hash=upgrade.goal_hash, reason=reason, at=workflow.now()
             )
-            await run(io.RECORD_ROLLBACK, record, "write the ray.io/rollback-requested annotation")
+            await execute(
+                io.RECORD_ROLLBACK, record, summary="write the ray.io/rollback-requested annotation"
+            )
             message = f"Rolling back upgrade {upgrade.number} ({upgrade.pending}): {reason}"
             await event(self._ref, EventType.NORMAL, "RollbackRequested", message)
             state.refused_hash = upgrade.goal_hash

@@ -28,8 +28,9 @@ with workflow.unsafe.imports_passed_through():
     from crds.rayservice import RayService, RayServiceStatuses
     from crds.validation import validate
     from workflows import messages, user_signals
+    from workflows.activity_calls import execute
     from workflows.entity import CrWorkflow
-    from workflows.rayservice.calls import call, event, run
+    from workflows.rayservice.calls import event
     from workflows.rayservice.decisions import SuspendStep
     from workflows.rayservice.serving import ServingMixin
     from workflows.rayservice.state import (
@@ -151,11 +152,10 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
         state = self._state
         state.passes += 1
         known = state.generation if state.spec is not None else None
-        snap = await call(
+        snap = await execute(
             io.READ_SERVICE,
             io.ReadServiceInput(ref=self._ref, known_generation=known),
-            io.ServiceSnapshot,
-            "read the RayService, its clusters, Services and routes",
+            summary="read the RayService, its clusters, Services and routes",
         )
         if not snap.exists:
             state.gone = True
@@ -166,7 +166,9 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
             return
         if constants.FINALIZER_RAYSERVICE not in snap.finalizers:
             finalizer = io.SetFinalizerInput(ref=self._ref, present=True)
-            await run(io.SET_SERVICE_FINALIZER, finalizer, "add the RayService finalizer")
+            await execute(
+                io.SET_SERVICE_FINALIZER, finalizer, summary="add the RayService finalizer"
+            )
         if state.spec is None and workflow.patched(UNREADABLE_PATCH):
             # Never readable (a looser CRD let it in): refuse it, naming the fields.
             await self._valid(
@@ -252,10 +254,10 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
             await self._delete_clusters(
                 [c.name for c in snap.clusters if not c.deleting], "suspend"
             )
-            await run(
+            await execute(
                 io.DELETE_SERVICE_OBJECTS,
                 io.ServiceObjectsInput(ref=self._ref),
-                "delete Services and routes",
+                summary="delete Services and routes",
             )
             if workflow.patched(SUSPEND_PROGRESS_PATCH):
                 assert state.status is not None
@@ -287,7 +289,9 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
             return
         if constants.FINALIZER_RAYSERVICE in snap.finalizers:
             finalizer = io.SetFinalizerInput(ref=self._ref, present=False)
-            await run(io.SET_SERVICE_FINALIZER, finalizer, "remove the RayService finalizer")
+            await execute(
+                io.SET_SERVICE_FINALIZER, finalizer, summary="remove the RayService finalizer"
+            )
             self._state.dirty = True
 
     # --- status ---------------------------------------------------------------------------------
@@ -320,7 +324,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
     async def _write(self, status: RayServiceStatuses) -> None:
         if st.status_changed(self._state.status, status):
             arg = io.WriteServiceStatusInput(ref=self._ref, status=status)
-            await run(io.WRITE_SERVICE_STATUS, arg, "write the RayService status")
+            await execute(io.WRITE_SERVICE_STATUS, arg, summary="write the RayService status")
         self._state.status = status
         self._publish_state()
 
@@ -337,7 +341,9 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
         wanted, self._state.user_suspend = self._state.user_suspend, None
         assert wanted is not None
         arg = io.SetServiceSuspendInput(ref=self._ref, suspend=wanted)
-        await run(io.SET_SERVICE_SUSPEND, arg, f"write spec.suspend={str(wanted).lower()}")
+        await execute(
+            io.SET_SERVICE_SUSPEND, arg, summary=f"write spec.suspend={str(wanted).lower()}"
+        )
         self._state.remember(f"spec.suspend set to {wanted} by signal")
 
     def _set_waiting(self, waiting: list[str]) -> None:

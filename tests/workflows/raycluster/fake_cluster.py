@@ -92,7 +92,7 @@ class FakeCluster:
         else:
             self.exists = False
 
-    @activity.defn(name=io.CLEANUP_CLUSTER)
+    @activity.defn(name=io.CLEANUP_CLUSTER.name)
     async def cleanup_step(self, params: io.CleanupStepInput) -> None:
         if params.step == "AddFinalizer":
             self.finalizers.append(FINALIZER)
@@ -111,7 +111,7 @@ class FakeCluster:
             if self.deleted_at is not None and not self.finalizers:
                 self.exists = False
 
-    @activity.defn(name=io.READ_CLUSTER)
+    @activity.defn(name=io.READ_CLUSTER.name)
     async def read(self, params: io.ReadClusterInput) -> io.ClusterSnapshot:
         if not self.exists:
             return io.ClusterSnapshot(exists=False)
@@ -139,7 +139,7 @@ class FakeCluster:
             missing_objects=[] if self.head_service else [f"Service/{self.name}-head-svc"],
         )
 
-    @activity.defn(name=io.APPLY_CLUSTER)
+    @activity.defn(name=io.APPLY_CLUSTER.name)
     async def apply(self, params: io.ApplyClusterInput) -> io.ApplyClusterResult:
         if params.generation != self.generation:
             return io.ApplyClusterResult(stale=True)
@@ -180,16 +180,16 @@ class FakeCluster:
     def _terminate(self, name: str) -> None:
         self.pods[name] = self.pods[name].model_copy(update={"terminating": True})
 
-    @activity.defn(name=io.WRITE_CLUSTER_STATUS)
+    @activity.defn(name=io.WRITE_CLUSTER_STATUS.name)
     async def write_status(self, params: io.WriteStatusInput) -> None:
         self.status = params.status
         self.status_writes += 1
 
-    @activity.defn(name=io.SET_CLUSTER_SUSPEND)
+    @activity.defn(name=io.SET_CLUSTER_SUSPEND.name)
     async def set_suspend(self, params: io.SetSuspendInput) -> None:
         if bool(self.spec.get("suspend")) != params.suspend:
             self.edit(suspend=params.suspend)
 
-    @activity.defn(name=io.RECORD_EVENT)
+    @activity.defn(name=io.RECORD_EVENT.name)
     async def record_event(self, params: io.RecordEventInput) -> None:
         self.events.append(params.event)

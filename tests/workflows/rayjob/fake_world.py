@@ -143,7 +143,7 @@ class FakeJobWorld:
             self.record_event,
         ]
 
-    @activity.defn(name=io.READ_RAYJOB)
+    @activity.defn(name=io.READ_RAYJOB.name)
     async def read(self, params: io.ReadJobInput) -> io.JobSnapshot:
         if not self.exists:
             return io.JobSnapshot(exists=False)
@@ -189,7 +189,7 @@ class FakeJobWorld:
             reason="BackoffLimitExceeded" if self.submitter.failed else "",
         )
 
-    @activity.defn(name=io.CREATE_RAYJOB_CLUSTER)
+    @activity.defn(name=io.CREATE_RAYJOB_CLUSTER.name)
     async def create_cluster(self, params: io.CreateClusterInput) -> io.CreateResult:
         if params.cluster_name in self.clusters:
             return io.CreateResult(created=False)
@@ -200,7 +200,7 @@ class FakeJobWorld:
         self._event("CreatedRayCluster", f"Created RayCluster default/{params.cluster_name}")
         return io.CreateResult()
 
-    @activity.defn(name=io.CREATE_SUBMITTER_JOB)
+    @activity.defn(name=io.CREATE_SUBMITTER_JOB.name)
     async def create_submitter(self, params: io.CreateSubmitterInput) -> io.CreateResult:
         if self.submitter is not None:
             return io.CreateResult(created=False)
@@ -212,7 +212,7 @@ class FakeJobWorld:
             self.submissions.append(params.job_id)
         return io.CreateResult()
 
-    @activity.defn(name=io.DELETE_ATTEMPT)
+    @activity.defn(name=io.DELETE_ATTEMPT.name)
     async def delete_attempt(self, params: io.DeleteAttemptInput) -> io.DeleteAttemptResult:
         cluster = self.clusters.get(params.cluster_name or "")
         if params.delete_cluster and cluster is not None and not cluster.deleting:
@@ -226,21 +226,21 @@ class FakeJobWorld:
         remaining = [n for n in self.clusters if n == params.cluster_name]
         return io.DeleteAttemptResult(remaining=remaining)
 
-    @activity.defn(name=io.SUSPEND_WORKERS)
+    @activity.defn(name=io.SUSPEND_WORKERS.name)
     async def suspend_workers(self, params: io.SuspendWorkersInput) -> None:
         self.clusters[params.cluster_name].workers_suspended = True
         self._event("UpdatedRayCluster", f"Set suspend on workers of {params.cluster_name}")
 
-    @activity.defn(name=io.DELETE_RAYJOB)
+    @activity.defn(name=io.DELETE_RAYJOB.name)
     async def delete_rayjob(self, params: io.RayJobRef) -> None:
         self.deleted_self = True
         self.deleting = True
 
-    @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE)
+    @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE.name)
     async def ensure_head_service(self, params: io.EnsureHeadServiceInput) -> None:
         pass
 
-    @activity.defn(name=io.SUBMIT_RAY_JOB)
+    @activity.defn(name=io.SUBMIT_RAY_JOB.name)
     async def submit(self, params: io.SubmitRayJobInput) -> io.SubmitRayJobResult:
         if not self.dashboard_up:
             self.refused += 1
@@ -251,7 +251,7 @@ class FakeJobWorld:
         self.submissions.append(params.job_id)
         return io.SubmitRayJobResult()
 
-    @activity.defn(name=io.WAIT_RAY_JOB)
+    @activity.defn(name=io.WAIT_RAY_JOB.name)
     async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
         activity.heartbeat()
         if not self.dashboard_up:
@@ -267,23 +267,23 @@ class FakeJobWorld:
             end_time_ms=record.end_ms,
         )
 
-    @activity.defn(name=io.STOP_RAY_JOB)
+    @activity.defn(name=io.STOP_RAY_JOB.name)
     async def stop(self, params: io.StopRayJobInput) -> None:
         self.stopped.append(params.job_id)
         if params.job_id in self.ray_jobs:
             self.ray_jobs[params.job_id].status = JobStatus.STOPPED
 
-    @activity.defn(name=io.WRITE_RAYJOB_STATUS)
+    @activity.defn(name=io.WRITE_RAYJOB_STATUS.name)
     async def write_status(self, params: io.WriteJobStatusInput) -> None:
         self.status = params.status
         self.status_writes.append(params.status)
 
-    @activity.defn(name=io.SET_RAYJOB_SUSPEND)
+    @activity.defn(name=io.SET_RAYJOB_SUSPEND.name)
     async def set_suspend(self, params: io.SetJobSuspendInput) -> None:
         if bool(self.spec.get("suspend")) != params.suspend:
             self.edit(suspend=params.suspend)
 
-    @activity.defn(name=io.SET_RAYJOB_FINALIZER)
+    @activity.defn(name=io.SET_RAYJOB_FINALIZER.name)
     async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
         if params.present:
             self.finalizers.add("ray.io/rayjob-finalizer")
@@ -295,7 +295,7 @@ class FakeJobWorld:
                 self.clusters.clear()
                 self.submitter = None
 
-    @activity.defn(name=io.RECORD_EVENT)
+    @activity.defn(name=io.RECORD_EVENT.name)
     async def record_event(self, params: io.RecordEventInput) -> None:
         self.events.append(params.event)
 

@@ -32,7 +32,7 @@ class EditedBetweenReads(FakeJobWorld):
 
     refusals = 0
 
-    @activity.defn(name=io.CREATE_SUBMITTER_JOB)
+    @activity.defn(name=io.CREATE_SUBMITTER_JOB.name)
     async def create_submitter(self, params: io.CreateSubmitterInput) -> io.CreateResult:
         self.refusals += 1
         self.edit(runtimeEnvYAML=BOMB_584)

@@ -155,7 +155,7 @@ class FakeServiceWorld:
         cluster = self.clusters.get(name or "")
         return bool(cluster and cluster.apps and all(s == "RUNNING" for s in cluster.apps.values()))
 
-    @activity.defn(name=io.READ_SERVICE)
+    @activity.defn(name=io.READ_SERVICE.name)
     async def read(self, params: io.ReadServiceInput) -> io.ServiceSnapshot:
         if not self.exists:
             return io.ServiceSnapshot(exists=False)
@@ -184,7 +184,7 @@ class FakeServiceWorld:
             owned_objects=owned,
         )
 
-    @activity.defn(name=io.CREATE_SERVICE_CLUSTER)
+    @activity.defn(name=io.CREATE_SERVICE_CLUSTER.name)
     async def create_cluster(
         self, params: io.CreateServiceClusterInput
     ) -> io.CreateServiceClusterResult:
@@ -197,20 +197,20 @@ class FakeServiceWorld:
             self.created.append(params.name)
         return io.CreateServiceClusterResult()
 
-    @activity.defn(name=io.UPDATE_SERVICE_CLUSTER)
+    @activity.defn(name=io.UPDATE_SERVICE_CLUSTER.name)
     async def update_cluster(self, params: io.ClusterNameInput) -> None:
         self.clusters[params.cluster].config = copy.deepcopy(self.spec["rayClusterConfig"])
 
-    @activity.defn(name=io.DELETE_SERVICE_CLUSTER)
+    @activity.defn(name=io.DELETE_SERVICE_CLUSTER.name)
     async def delete_cluster(self, params: io.ClusterNameInput) -> None:
         if self.clusters.pop(params.cluster, None) is not None:
             self.deleted.append((params.cluster, activity.info().current_attempt_scheduled_time))
 
-    @activity.defn(name=io.DELETE_SERVICE_OBJECTS)
+    @activity.defn(name=io.DELETE_SERVICE_OBJECTS.name)
     async def delete_objects(self, params: io.ServiceObjectsInput) -> None:
         self.head_svc = self.serve_svc = None
 
-    @activity.defn(name=io.APPLY_SERVE_CONFIG)
+    @activity.defn(name=io.APPLY_SERVE_CONFIG.name)
     async def apply_serve(self, params: io.ApplyServeConfigInput) -> io.ApplyServeConfigResult:
         cluster = self.clusters[params.cluster]
         if params.keep_deployed and cluster.applied:  # as the activity: what it runs goes back
@@ -228,11 +228,11 @@ class FakeServiceWorld:
             {"applications": {a: {"status": s, "deployments": {}} for a, s in apps.items()}}
         )
 
-    @activity.defn(name=io.READ_SERVE_STATUS)
+    @activity.defn(name=io.READ_SERVE_STATUS.name)
     async def read_serve(self, params: io.ReadServeStatusInput) -> ServeStatus:
         return self._serve(params.cluster)
 
-    @activity.defn(name=io.WAIT_SERVE_HEALTHY)
+    @activity.defn(name=io.WAIT_SERVE_HEALTHY.name)
     async def wait_healthy(self, params: io.WaitServeHealthyInput) -> io.ServeHealth:
         if self.failing_waits > 0:
             self.failing_waits -= 1
@@ -244,15 +244,15 @@ class FakeServiceWorld:
             status=self._serve(params.cluster),
         )
 
-    @activity.defn(name=io.SWITCH_SERVICES)
+    @activity.defn(name=io.SWITCH_SERVICES.name)
     async def switch(self, params: io.SwitchServicesInput) -> None:
         self.head_svc = self.serve_svc = params.cluster
 
-    @activity.defn(name=io.SET_HEAD_SERVE_LABEL)
+    @activity.defn(name=io.SET_HEAD_SERVE_LABEL.name)
     async def serve_label(self, params: io.HeadServeLabelInput) -> None:
         return None
 
-    @activity.defn(name=io.RECONCILE_GATEWAY)
+    @activity.defn(name=io.RECONCILE_GATEWAY.name)
     async def gateway(self, params: io.GatewayInput) -> None:
         if not self.gateway_api:
             message = "The Gateway API CRDs are not installed: no Gateway or HTTPRoute"
@@ -263,7 +263,7 @@ class FakeServiceWorld:
         if not self.routes or self.routes[-1][1] != params.weights:
             self.routes.append((at, dict(params.weights)))
 
-    @activity.defn(name=io.READ_GATEWAY_STATUS)
+    @activity.defn(name=io.READ_GATEWAY_STATUS.name)
     async def read_gateway_status(self, params: io.ServiceObjectsInput) -> io.GatewayRouteStatus:
         self.gateway_reads += 1
         if not self.report_refs or not self.routes:
@@ -273,17 +273,17 @@ class FakeServiceWorld:
         accepted = io.RouteCondition(type="Accepted", status="True")
         return self.gateway_status.model_copy(update={"route": [accepted, refs]})
 
-    @activity.defn(name=io.WRITE_SERVICE_STATUS)
+    @activity.defn(name=io.WRITE_SERVICE_STATUS.name)
     async def write_status(self, params: io.WriteServiceStatusInput) -> None:
         self.status = params.status
         self.written.append(params.status)
 
-    @activity.defn(name=io.SET_SERVICE_SUSPEND)
+    @activity.defn(name=io.SET_SERVICE_SUSPEND.name)
     async def set_suspend(self, params: io.SetServiceSuspendInput) -> None:
         if bool(self.spec.get("suspend")) != params.suspend:
             self.edit(suspend=params.suspend)
 
-    @activity.defn(name=io.SET_SERVICE_FINALIZER)
+    @activity.defn(name=io.SET_SERVICE_FINALIZER.name)
     async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
         if params.present and not self.finalizers:
             self.finalizers.append("ray.io/rayservice-finalizer")
@@ -292,10 +292,10 @@ class FakeServiceWorld:
             if self.deleted_at is not None:
                 self.exists = False
 
-    @activity.defn(name=io.RECORD_ROLLBACK)
+    @activity.defn(name=io.RECORD_ROLLBACK.name)
     async def record_rollback(self, params: io.RollbackAnnotationInput) -> None:
         self.annotations["ray.io/rollback-requested"] = params.goal_hash
 
-    @activity.defn(name=io.RECORD_EVENT)
+    @activity.defn(name=io.RECORD_EVENT.name)
     async def record_event(self, params: io.RecordEventInput) -> None:
         self.events.append(params.event)

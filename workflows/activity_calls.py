@@ -1,0 +1,103 @@
+"""How workflows call activities: by typed reference, under one of a few call policies.
+
+An activity is named by its `ActivityRef` (its contract module), so mypy holds the argument
+to the activity's input type and the result to its result type. A `CallPolicy` is a timeout
+with a retry policy: Kubernetes calls retry without end (an API server comes back); Ray
+dashboard calls retry a few times and then fail to the workflow, which decides what a Ray
+cluster that does not answer means (not healthy yet, a status-check failure) instead of
+blocking on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any, TypeVar, cast
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.contract import ActivityRef
+
+InputT = TypeVar("InputT")
+ResultT = TypeVar("ResultT")
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """How long one attempt may take and how attempts are retried."""
+
+    timeout: timedelta
+    retry: RetryPolicy
+    heartbeat: timedelta | None = None
+
+    def within(self, timeout: timedelta, heartbeat: timedelta | None = None) -> CallPolicy:
+        """The same retries for a call that runs longer (a wait), heartbeating."""
+        return replace(self, timeout=timeout, heartbeat=heartbeat)
+
+
+KUBE = CallPolicy(
+    timedelta(seconds=60),
+    RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=30),
+    ),
+)
+"""A Kubernetes API call: retried until the API server answers."""
+RAY = CallPolicy(
+    timedelta(seconds=30),
+    RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=10),
+        maximum_attempts=3,
+    ),
+)
+"""A Ray dashboard call of a RayService: three attempts, then the workflow decides."""
+RAY_JOB = CallPolicy(
+    timedelta(seconds=60),
+    RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3),
+)
+"""A Ray dashboard call of a RayJob: three attempts, then the status-check clock decides."""
+EVENT = CallPolicy(
+    timedelta(seconds=60), RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5)
+)
+"""An Event about a refused signal: best effort, never blocking the workflow for long."""
+
+
+def _result_type(ref: ActivityRef[Any, Any]) -> type | None:
+    return None if ref.result is type(None) else ref.result
+
+
+async def execute(
+    ref: ActivityRef[InputT, ResultT], arg: InputT, *, summary: str, policy: CallPolicy = KUBE
+) -> ResultT:
+    """Run one activity to its end and return its result."""
+    result = await workflow.execute_activity(
+        ref.name,
+        arg,
+        result_type=_result_type(ref),
+        start_to_close_timeout=policy.timeout,
+        heartbeat_timeout=policy.heartbeat,
+        retry_policy=policy.retry,
+        summary=summary,
+    )
+    return cast(ResultT, result)
+
+
+def start(
+    ref: ActivityRef[InputT, ResultT], arg: InputT, *, summary: str, policy: CallPolicy = KUBE
+) -> workflow.ActivityHandle[ResultT]:
+    """Start one activity; the handle is awaited (or cancelled) by the caller."""
+    handle = workflow.start_activity(
+        ref.name,
+        arg,
+        result_type=_result_type(ref),
+        start_to_close_timeout=policy.timeout,
+        heartbeat_timeout=policy.heartbeat,
+        retry_policy=policy.retry,
+        summary=summary,
+    )
+    return cast(workflow.ActivityHandle[ResultT], handle)
