@@ -23,6 +23,7 @@ COPY crds/ crds/
 COPY bridge/ bridge/
 COPY workflows/ workflows/
 COPY activities/ activities/
+COPY runtime/ runtime/
 COPY worker/ worker/
 COPY devcluster/ devcluster/
 # --no-isolation: the build backend pinned above, not whatever setuptools is newest.

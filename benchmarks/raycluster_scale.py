@@ -33,10 +33,10 @@ from bridge.running import Bridge
 from bridge.signalling import Signaller
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
+from runtime.settings import WorkerSettings
 from tests.worker.ports import free_port
 from worker.running import build_worker
 from worker.search_attributes import ALL_KEYS
-from worker.settings import WorkerSettings
 
 
 def rss_mib() -> float:

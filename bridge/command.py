@@ -14,12 +14,12 @@ from activities.kube.client import connect as connect_kube
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from bridge.state_gauges import cr_state
-from worker.client import connect, exit_without_finalizing
-from worker.health import serving_health
-from worker.logs import configure_logging
-from worker.prometheus import build_telemetry, serving_metrics
-from worker.settings import WorkerSettings, describe_invalid
-from worker.telemetry import Tracing, TracingConfigError, build_tracing
+from runtime.health import serving_health
+from runtime.logs import configure_logging
+from runtime.prometheus import build_telemetry, serving_metrics
+from runtime.settings import WorkerSettings, describe_invalid
+from runtime.telemetry import Tracing, TracingConfigError, build_tracing
+from runtime.temporal_client import connect, exit_without_finalizing
 
 logger = logging.getLogger(__name__)
 

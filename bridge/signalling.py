@@ -13,7 +13,7 @@ the history once per generation actually acted on, not once per signal: a burst 
 costs ten small signals and one spec. It also means the workflow never acts on a stale copy.
 
 Tracing: each delivery is a PRODUCER span, `Deliver:<kind>`, the bridge's part of a trace; the
-client's Temporal interceptor (`worker.telemetry`) carries it in the start and signal headers, so
+client's Temporal interceptor (`runtime.telemetry`) carries it in the start and signal headers, so
 the workflow's spans and its activities' become its descendants. A delivery for a CR that an
 activity created in a trace (`activities.kube.spans.TRACEPARENT_ANNOTATION`) continues that trace.
 """

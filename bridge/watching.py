@@ -169,7 +169,7 @@ def _sketch(obj: Any) -> str:
 
 
 def _workflow_id(target: Target, meta: JSON) -> str | None:
-    """The CR's identity for JSON log lines (`worker.logs`); None for objects a CR owns."""
+    """The CR's identity for JSON log lines (`runtime.logs`); None for objects a CR owns."""
     if not target.primary:
         return None
     # Built without validation: this runs because something about the object was wrong.

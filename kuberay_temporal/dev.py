@@ -28,15 +28,15 @@ from devcluster.kubelet import RUNTIMES, RuntimeUnavailable
 from kuberay_temporal.binaries import BinaryNotFoundError
 from kuberay_temporal.dev_stack import CONTROL_PLANES, Component, DevStack
 from kuberay_temporal.temporal_server import DevServerError, DevServerOptions
-from worker.client import exit_without_finalizing
-from worker.codec import PAYLOAD_KEY_VARIABLE
+from runtime.codec import PAYLOAD_KEY_VARIABLE
+from runtime.logs import configure_logging
+from runtime.settings import WorkerSettings, describe_invalid
+from runtime.telemetry import Tracing, TracingConfigError, build_tracing
+from runtime.temporal_client import exit_without_finalizing
 from worker.codec_server import DEFAULT_PORT as DEFAULT_CODEC_PORT
 from worker.command import settings_from
-from worker.logs import configure_logging
 from worker.running import stop_on_signals
 from worker.search_attributes import ALL_KEYS, SearchAttributeError
-from worker.settings import WorkerSettings, describe_invalid
-from worker.telemetry import Tracing, TracingConfigError, build_tracing
 
 # Errors that mean "the stack could not run"; reported in one line, exit code 1.
 _STACK_ERRORS = (
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     Returns:
         Never returns: the process exits with 0 after a clean stop, 1 if a component
-        failed, 2 for bad settings (see `worker.client.exit_without_finalizing`).
+        failed, 2 for bad settings (see `runtime.temporal_client.exit_without_finalizing`).
     """
     exit_without_finalizing(_run(args))
 

@@ -30,13 +30,13 @@ from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.kubernetes_cluster import run_kubernetes
 from kuberay_temporal.temporal_server import DevServer, DevServerOptions
-from worker.client import connect, payload_codec
+from runtime.prometheus import SeriesSource, Telemetry, build_telemetry, serving_metrics
+from runtime.settings import WorkerSettings
+from runtime.telemetry import Tracing
+from runtime.temporal_client import connect, payload_codec
 from worker.codec_server import dev_ui_origins, serving_codec
-from worker.prometheus import SeriesSource, Telemetry, build_telemetry, serving_metrics
 from worker.running import build_worker
 from worker.search_attributes import ensure_search_attributes
-from worker.settings import WorkerSettings
-from worker.telemetry import Tracing
 
 
 @dataclass
@@ -66,7 +66,7 @@ class DevStack:
     telemetry: Telemetry | None = None
     """The client's runtime and KubeRay's metrics, once the Temporal component is up."""
     tracing: Tracing = field(default_factory=Tracing)
-    """Traces of the bridge, the workflows and the activities (`worker.telemetry`)."""
+    """Traces of the bridge, the workflows and the activities (`runtime.telemetry`)."""
     running: list[str] = field(default_factory=list)
     """One line per running thing, printed once everything is up."""
     failure: str | None = None

@@ -20,10 +20,10 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from crds.constants import KINDS
-from worker.client import connect, exit_without_finalizing
-from worker.codec import ENCODING, PAYLOAD_KEY_VARIABLE, PayloadDecryptionError
+from runtime.codec import ENCODING, PAYLOAD_KEY_VARIABLE, PayloadDecryptionError
+from runtime.settings import WorkerSettings, describe_invalid
+from runtime.temporal_client import connect, exit_without_finalizing
 from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_STATE
-from worker.settings import WorkerSettings, describe_invalid
 from workflows import messages
 
 # Which user signals each kind's workflow accepts.

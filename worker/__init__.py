@@ -1,6 +1,7 @@
-"""The worker process: settings, connection, registration and its command.
+"""The worker process: registration, sandbox, and the `worker` subcommand.
 
 It runs every workflow and activity of the project on one task queue; the `worker`
 subcommand runs it against an existing server, and `kuberay-temporal dev` runs it next to
-the embedded dev server.
+the embedded dev server. What it shares with the bridge (settings, the Temporal client, logs,
+health, metrics, traces) is `runtime`.
 """

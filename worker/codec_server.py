@@ -1,7 +1,7 @@
 """A codec server: lets the Temporal UI (and `temporal` CLI) show encrypted histories in clear.
 
 With `KUBERAY_TEMPORAL_PAYLOAD_KEY` set, every payload in a history is ciphertext
-(`worker.codec`), and the Temporal UI shows it as such. The UI can instead send payloads to a
+(`runtime.codec`), and the Temporal UI shows it as such. The UI can instead send payloads to a
 "remote codec endpoint" from the browser, which answers with them decoded; this is that
 endpoint, holding the same keys as the worker. It speaks Temporal's codec protocol:
 `POST /decode` and `POST /encode` with a `temporal.api.common.v1.Payloads` message in its
@@ -45,7 +45,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import PayloadCodec
 
-from worker.codec import PAYLOAD_KEY_VARIABLE, EncryptionCodec, PayloadDecryptionError, parse_keys
+from runtime.codec import PAYLOAD_KEY_VARIABLE, EncryptionCodec, PayloadDecryptionError, parse_keys
 from worker.running import stop_on_signals
 
 DEFAULT_PORT = 8234

@@ -20,14 +20,14 @@ from temporalio.worker import Worker
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
 from activities.registry import build_activities
-from worker.client import connect, exit_without_finalizing
-from worker.health import serving_health
-from worker.logs import configure_logging
-from worker.prometheus import build_telemetry, serving_metrics
+from runtime.health import serving_health
+from runtime.logs import configure_logging
+from runtime.prometheus import build_telemetry, serving_metrics
+from runtime.settings import WorkerSettings, describe_invalid
+from runtime.telemetry import Tracing, TracingConfigError, build_tracing
+from runtime.temporal_client import connect, exit_without_finalizing
 from worker.running import build_worker, stop_on_signals
 from worker.search_attributes import SearchAttributeError, ensure_search_attributes
-from worker.settings import WorkerSettings, describe_invalid
-from worker.telemetry import Tracing, TracingConfigError, build_tracing
 
 logger = logging.getLogger(__name__)
 

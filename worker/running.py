@@ -17,7 +17,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from worker.settings import WorkerSettings
+from runtime.settings import WorkerSettings
 from workflows.registry import WORKFLOWS
 
 # Modules that are deterministic and side-effect free, so the sandbox may share them

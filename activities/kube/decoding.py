@@ -120,7 +120,7 @@ def _report(answer: Any) -> None:
             name,
             MAX_NESTING,
             shown_path(where),
-            # The CR's identity on JSON log lines (`worker.logs`), as the bridge's lines carry.
+            # The CR's identity on JSON log lines (`runtime.logs`), as the bridge's lines carry.
             extra={"workflow_id": identity} if kind in KINDS and meta.get("uid") else None,
         )
 

@@ -33,6 +33,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from crds.enums import JobStatus
+from runtime.settings import WorkerSettings
 from tests.badinput.budget import MIXED, WORKFLOW
 from tests.badinput.objects import JSON, admit, our_verdict, path_matches
 from tests.badinput.strategies import Broken, broken_objects
@@ -43,7 +44,6 @@ from tests.workflows.raycluster.test_workflow import SPEC as CLUSTER_SPEC
 from tests.workflows.rayjob.test_workflow import job_spec
 from tests.workflows.rayservice.test_workflow import SPEC as SERVICE_SPEC
 from worker.running import build_worker
-from worker.settings import WorkerSettings
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
 from workflows.rayjob.state import RayJobInput

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests.reference import REPO_ROOT
-from worker import telemetry as tracing
-from worker.settings import WorkerSettings
+from runtime import telemetry as tracing
+from runtime.settings import WorkerSettings
 
 COMPOSE = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]

@@ -6,7 +6,7 @@ import asyncio
 
 import aiohttp
 
-from worker.health import HealthServer, serving_health
+from runtime.health import HealthServer, serving_health
 
 
 async def _get(port: int, path: str) -> int:

@@ -23,7 +23,7 @@ from tests.deploy.rendering import (
     kustomize_docs,
     settings_env,
 )
-from worker.settings import WorkerSettings
+from runtime.settings import WorkerSettings
 
 COMPONENTS = ("worker", "bridge")
 VARIABLES = {str(f.validation_alias) for f in WorkerSettings.model_fields.values()}

@@ -37,7 +37,7 @@ from tests.deploy.rendering import (
     settings_env,
 )
 from tests.reference import REPO_ROOT
-from worker.settings import WorkerSettings
+from runtime.settings import WorkerSettings
 
 Renderer = Callable[[], list[Doc]]
 RENDERERS = [pytest.param(kustomize_docs, id="kustomize"), pytest.param(helm_docs, id="helm")]

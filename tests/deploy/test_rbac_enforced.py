@@ -53,7 +53,7 @@ from tests.deploy.rendering import kustomize_docs, settings_env
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
 from worker.running import build_worker
-from worker.settings import WorkerSettings
+from runtime.settings import WorkerSettings
 
 SAMPLES = REPO_ROOT / "samples"
 RAY_KINDS = (kube.RAYCLUSTERS, kube.RAYJOBS, kube.RAYSERVICES)

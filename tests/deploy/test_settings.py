@@ -11,9 +11,9 @@ from temporalio.service import TLSConfig
 
 from tests.deploy.tables import END, START, settings_table
 from tests.reference import REPO_ROOT
-from worker.client import tls_config
+from runtime.temporal_client import tls_config
 from worker.command import settings_from
-from worker.settings import WorkerSettings, describe_invalid
+from runtime.settings import WorkerSettings, describe_invalid
 
 
 def test_the_readme_settings_table_is_the_generated_one() -> None:

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from runtime.codec import ENCODING
 from tests.e2e.conftest import LocalStack, running_stack
 from tests.eventually import eventually
 from tests.history_scan import raw_history
 from tests.reference import REPO_ROOT
-from worker.codec import ENCODING
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -20,7 +20,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
 from kuberay_temporal.cli import main
-from worker.codec import ENCODING, EncryptionCodec
+from runtime.codec import ENCODING, EncryptionCodec
 from worker.codec_server import TOKEN_VARIABLE, exposure_problem, serving_codec, token_from
 
 UI = "http://localhost:8233"

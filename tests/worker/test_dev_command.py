@@ -21,11 +21,11 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from runtime.codec import ENCODING, PAYLOAD_KEY_VARIABLE
+from runtime.settings import WorkerSettings
+from runtime.temporal_client import data_converter
 from tests.worker.ports import free_port
-from worker.client import data_converter
-from worker.codec import ENCODING, PAYLOAD_KEY_VARIABLE
 from worker.search_attributes import RAY_KIND, RAY_NAME
-from worker.settings import WorkerSettings
 from workflows.diagnostics import PingInput, PingWorkflow
 
 T = TypeVar("T")

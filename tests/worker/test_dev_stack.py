@@ -16,8 +16,8 @@ import pytest
 from kuberay_temporal.dev import run_stack
 from kuberay_temporal.dev_stack import Component, DevStack
 from kuberay_temporal.temporal_server import DevServerOptions
+from runtime.settings import WorkerSettings
 from tests.worker.ports import free_port
-from worker.settings import WorkerSettings
 
 
 def recording(

@@ -29,16 +29,16 @@ from temporalio.worker import Worker
 from activities.raycluster import contract as io
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_cli
+from runtime.codec import ENCODING, EncryptionCodec, parse_keys
+from runtime.settings import WorkerSettings
+from runtime.temporal_client import data_converter
 from tests.eventually import eventually
 from tests.history_scan import decoded_history, raw_history
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
-from worker.client import data_converter
-from worker.codec import ENCODING, EncryptionCodec, parse_keys
 from worker.codec_server import serving_codec
 from worker.running import build_sandbox_runner
 from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE
-from worker.settings import WorkerSettings
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from activities.builders import BuildOptions
 from activities.rayjob.contract import JobOperatorOptions
-from worker.settings import WorkerSettings, describe_invalid
+from runtime.settings import WorkerSettings, describe_invalid
 
 KUBERAY_VARIABLES = {
     "CLUSTER_DOMAIN",

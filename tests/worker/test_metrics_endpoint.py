@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
-from worker.client import connect
-from worker.prometheus import build_telemetry, serving_metrics
+from runtime.prometheus import build_telemetry, serving_metrics
+from runtime.settings import WorkerSettings
+from runtime.temporal_client import connect
 from worker.running import build_worker
-from worker.settings import WorkerSettings
 from workflows.diagnostics import PingInput, PingWorkflow
 
 

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from temporalio.testing import WorkflowEnvironment
 
+from runtime.settings import WorkerSettings
 from worker.running import build_worker
-from worker.settings import WorkerSettings
 from workflows.diagnostics import PingInput, PingWorkflow
 
 

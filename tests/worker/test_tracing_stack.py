@@ -45,11 +45,11 @@ from bridge.running import Bridge
 from bridge.signalling import Signaller
 from devcluster.server import DevCluster
 from kuberay_temporal.crd_install import install_crds
+from runtime.settings import WorkerSettings
+from runtime.telemetry import Tracing, tracing_to
+from runtime.temporal_client import connect, data_converter
 from tests.eventually import eventually
-from worker.client import connect, data_converter
 from worker.running import build_sandbox_runner, build_worker
-from worker.settings import WorkerSettings
-from worker.telemetry import Tracing, tracing_to
 from workflows.registry import WORKFLOWS
 
 POD_CALL = "POST /api/v1/namespaces/{namespace}/pods"

@@ -18,8 +18,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from runtime.telemetry import tracing_to
 from worker.running import build_sandbox_runner
-from worker.telemetry import tracing_to
 from workflows.registry import WORKFLOWS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))

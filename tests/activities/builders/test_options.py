@@ -15,6 +15,7 @@ from activities.builders import BuildOptions, build_head_pod, build_worker_pod
 from activities.builders.cluster_services import build_head_service
 from activities.builders.rayjob import build_rayjob_head_service, build_submitter_job
 from activities.builders.redis_cleanup_job import build_redis_cleanup_job
+from runtime.settings import WorkerSettings
 from tests.activities.builders.fixtures import (
     HEAD_POD,
     WORKER_POD,
@@ -25,7 +26,6 @@ from tests.activities.builders.fixtures import (
 )
 from tests.activities.rayjob.test_builders import cluster as job_cluster
 from tests.activities.rayjob.test_builders import rayjob
-from worker.settings import WorkerSettings
 
 PROBES = ("livenessProbe", "readinessProbe")
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from worker.settings import WorkerSettings, describe_invalid
+from runtime.settings import WorkerSettings, describe_invalid
 
 
 def test_defaults_without_environment() -> None:

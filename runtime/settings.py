@@ -30,7 +30,7 @@ from crds.constants import (
     DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
     DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
 )
-from worker.codec import PAYLOAD_KEY_VARIABLE, parse_keys
+from runtime.codec import PAYLOAD_KEY_VARIABLE, parse_keys
 
 
 class WorkerSettings(BaseModel):

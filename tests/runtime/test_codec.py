@@ -13,8 +13,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 
-from worker.client import data_converter
-from worker.codec import (
+from runtime.codec import (
     ENCODING,
     KEY_ID,
     EncryptionCodec,
@@ -22,7 +21,8 @@ from worker.codec import (
     key_id,
     parse_keys,
 )
-from worker.settings import WorkerSettings, describe_invalid
+from runtime.settings import WorkerSettings, describe_invalid
+from runtime.temporal_client import data_converter
 
 MARKER = "marker-7f3a-do-not-store-in-clear"
 

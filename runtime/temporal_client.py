@@ -4,7 +4,7 @@ Every payload in this project is a pydantic model, so every client must use the 
 data converter; connecting in one place keeps the converter from being forgotten, and keeps
 the TLS, mTLS and API-key handling (self-hosted with its own CA, or Temporal Cloud) the same
 for every process. With `KUBERAY_TEMPORAL_PAYLOAD_KEY` set, the converter also encrypts
-every payload (`worker.codec`), so the worker, the bridge and the CLI read each other's.
+every payload (`runtime.codec`), so the worker, the bridge and the CLI read each other's.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from temporalio.converter import DataConverter, DefaultFailureConverterWithEncod
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
-from worker.codec import EncryptionCodec, parse_keys
-from worker.settings import WorkerSettings
+from runtime.codec import EncryptionCodec, parse_keys
+from runtime.settings import WorkerSettings
 
 
 def data_converter(settings: WorkerSettings) -> DataConverter:
@@ -100,10 +100,10 @@ async def connect(
 
     Args:
         settings: Address, namespace, TLS and API key to use.
-        runtime: The SDK runtime (its metrics exporter, see `worker.prometheus`); None: the
+        runtime: The SDK runtime (its metrics exporter, see `runtime.prometheus`); None: the
             default one.
         interceptors: Client interceptors, which workers built on the client inherit (the
-            tracing one of `worker.telemetry`).
+            tracing one of `runtime.telemetry`).
 
     Returns:
         A connected client with the converter of `data_converter(settings)`.

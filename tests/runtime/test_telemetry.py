@@ -18,11 +18,11 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from activities.kube.spans import in_trace
+from runtime.settings import WorkerSettings
+from runtime.telemetry import TracingConfigError, build_tracing
+from runtime.temporal_client import connect
 from tests.worker.otlp import Collector, receiving
-from worker.client import connect
 from worker.running import build_worker
-from worker.settings import WorkerSettings
-from worker.telemetry import TracingConfigError, build_tracing
 from workflows.diagnostics import PingInput, PingWorkflow
 
 

@@ -23,7 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from worker.logs import CRIdentity, JSONFormatter, build_handler, configure_logging, identity_of
+from runtime.logs import CRIdentity, JSONFormatter, build_handler, configure_logging, identity_of
 
 plain_logger = logging.getLogger("tests.worker.plain")
 
