@@ -30,7 +30,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from tests.eventually import eventually
@@ -66,8 +66,8 @@ class RayLikeWorld(FakeJobWorld):
     elapsed: float = 0.0
     waits: int = 0
 
-    @activity.defn(name=io.WAIT_RAY_JOB.name)
-    async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
+    @activity.defn(name=contract.WAIT_RAY_JOB.name)
+    async def wait(self, params: contract.WaitRayJobInput) -> contract.RayJobView:
         self.waits += 1
         view = await FakeJobWorld.wait(self, params)  # heartbeats, reads the job table
         if not view.same_as(params.known) or not view.found or view.status.is_terminal:

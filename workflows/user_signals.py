@@ -20,7 +20,7 @@ from workflows.messages import UserRequest
 
 with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
-    from activities.raycluster import contract as io
+    from activities.raycluster import contract
     from crds.refs import ObjectRef
 
 INVALID_SIGNAL = "InvalidSignal"
@@ -53,10 +53,10 @@ async def accepted(ref: ObjectRef, name: str, inputs: tuple[object, ...]) -> Use
         return request
     message = f"signal {name} refused: {request}; send no input, {{}} or {_EXAMPLE}"
     workflow.logger.warning(message)
-    event = io.EventSpec(type=EventType.WARNING, reason=INVALID_SIGNAL, message=message)
+    event = contract.EventSpec(type=EventType.WARNING, reason=INVALID_SIGNAL, message=message)
     await execute(
-        io.RECORD_EVENT,
-        io.RecordEventInput(ref=ref, event=event),
+        contract.RECORD_EVENT,
+        contract.RecordEventInput(ref=ref, event=event),
         summary=f"record Event {INVALID_SIGNAL}",
         policy=EVENT,
     )

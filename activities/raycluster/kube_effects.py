@@ -30,7 +30,7 @@ from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.kube.vocabulary import EventType, JobConditionType
 from activities.kuberay_metrics import KubeRayMetrics
-from activities.raycluster import contract as io
+from activities.raycluster import contract
 from activities.raycluster.owned_objects import (
     CREATED_REASONS,
     UPDATED_REASONS,
@@ -65,15 +65,15 @@ class ClusterActivities:
         """The bound activity methods, for worker registration."""
         return [self.read, self.apply, self.write_status, self.set_suspend, self.record_event]
 
-    @activity.defn(name=io.READ_CLUSTER.name)
-    async def read(self, params: io.ReadClusterInput) -> io.ClusterSnapshot:
+    @activity.defn(name=contract.READ_CLUSTER.name)
+    async def read(self, params: contract.ReadClusterInput) -> contract.ClusterSnapshot:
         """Read the RayCluster, its Ray pods and its Services in one go."""
         ref = params.ref
         obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
         if obj is None or obj["metadata"].get("uid") != ref.uid:
-            return io.ClusterSnapshot(exists=False)
+            return contract.ClusterSnapshot(exists=False)
         meta = obj["metadata"]
-        snapshot = io.ClusterSnapshot(
+        snapshot = contract.ClusterSnapshot(
             generation=int(meta.get("generation") or 0),
             deleting=bool(meta.get("deletionTimestamp")),
             annotations=_annotations(meta),
@@ -96,7 +96,9 @@ class ClusterActivities:
             await self._observe_deletion(cluster, snapshot)
         return snapshot
 
-    async def _observe_deletion(self, cluster: RayCluster, snapshot: io.ClusterSnapshot) -> None:
+    async def _observe_deletion(
+        self, cluster: RayCluster, snapshot: contract.ClusterSnapshot
+    ) -> None:
         """What the Redis cleanup finalizer needs: the deletion time, the Job, the namespace."""
         meta = cluster.metadata
         snapshot.deleted_at = datetime.fromisoformat(str(meta.deletion_timestamp))
@@ -116,7 +118,7 @@ class ClusterActivities:
         )
 
     async def _observe(
-        self, cluster: RayCluster, snapshot: io.ClusterSnapshot, spec_changed: bool
+        self, cluster: RayCluster, snapshot: contract.ClusterSnapshot, spec_changed: bool
     ) -> None:
         ns = cluster.namespace
         pods = await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
@@ -157,13 +159,13 @@ class ClusterActivities:
         }
         snapshot.resources = builders.desired_resources(cluster)
 
-    @activity.defn(name=io.APPLY_CLUSTER.name)
-    async def apply(self, params: io.ApplyClusterInput) -> io.ApplyClusterResult:
+    @activity.defn(name=contract.APPLY_CLUSTER.name)
+    async def apply(self, params: contract.ApplyClusterInput) -> contract.ApplyClusterResult:
         """Create the missing Services, then delete and create pods as planned."""
         cluster = await self._current(params.ref, params.generation)
         if cluster is None:
-            return io.ApplyClusterResult(stale=True)
-        result = io.ApplyClusterResult()
+            return contract.ApplyClusterResult(stale=True)
+        result = contract.ApplyClusterResult()
         if params.ensure_objects:
             await self._ensure_objects(cluster)
         steps = (self._delete_all, self._delete_pods, self._create_pods)
@@ -253,7 +255,10 @@ class ClusterActivities:
         return stale_policy_names(cluster, existing, desired)
 
     async def _delete_all(
-        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+        self,
+        cluster: RayCluster,
+        params: contract.ApplyClusterInput,
+        result: contract.ApplyClusterResult,
     ) -> None:
         if not params.delete_all_reason:
             return
@@ -275,7 +280,10 @@ class ClusterActivities:
         )
 
     async def _delete_pods(
-        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+        self,
+        cluster: RayCluster,
+        params: contract.ApplyClusterInput,
+        result: contract.ApplyClusterResult,
     ) -> None:
         for deletion in params.deletions:
             head = deletion.group == HEAD_GROUP_VALUE
@@ -294,7 +302,10 @@ class ClusterActivities:
                 await self._event(cluster, EventType.NORMAL, kind, message, deletion.name)
 
     async def _create_pods(
-        self, cluster: RayCluster, params: io.ApplyClusterInput, result: io.ApplyClusterResult
+        self,
+        cluster: RayCluster,
+        params: contract.ApplyClusterInput,
+        result: contract.ApplyClusterResult,
     ) -> None:
         for creation in params.creations:
             pod = self._build(cluster, creation)
@@ -316,7 +327,7 @@ class ClusterActivities:
                 message = f"Created {role} Pod {cluster.namespace}/{creation.name}"
                 await self._event(cluster, EventType.NORMAL, kind, message, creation.name)
 
-    def _build(self, cluster: RayCluster, creation: io.PodCreation) -> kube.JSON:
+    def _build(self, cluster: RayCluster, creation: contract.PodCreation) -> kube.JSON:
         if creation.head:
             return builders.build_head_pod(cluster, creation.name, self._options)
         return builders.build_worker_pod(
@@ -329,8 +340,8 @@ class ClusterActivities:
             options=self._options,
         )
 
-    @activity.defn(name=io.WRITE_CLUSTER_STATUS.name)
-    async def write_status(self, params: io.WriteStatusInput) -> None:
+    @activity.defn(name=contract.WRITE_CLUSTER_STATUS.name)
+    async def write_status(self, params: contract.WriteStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
         ref = params.ref
         current = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
@@ -343,13 +354,13 @@ class ClusterActivities:
         if self._metrics is not None:
             self._metrics.cluster_status_written(current, new)
 
-    @activity.defn(name=io.SET_CLUSTER_SUSPEND.name)
-    async def set_suspend(self, params: io.SetSuspendInput) -> None:
+    @activity.defn(name=contract.SET_CLUSTER_SUSPEND.name)
+    async def set_suspend(self, params: contract.SetSuspendInput) -> None:
         """Write `spec.suspend` (a person's suspend or resume)."""
         await self._patch_ignoring_gone(params.ref, {"spec": {"suspend": params.suspend}})
 
-    @activity.defn(name=io.RECORD_EVENT.name)
-    async def record_event(self, params: io.RecordEventInput) -> None:
+    @activity.defn(name=contract.RECORD_EVENT.name)
+    async def record_event(self, params: contract.RecordEventInput) -> None:
         """Record one Kubernetes Event on a ray.io object."""
         info = activity.info()
         key = f"{info.workflow_run_id}/{info.activity_id}"

@@ -20,7 +20,7 @@ from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeRejected
 from activities.kube.vocabulary import EventType
-from activities.raycluster import contract as io
+from activities.raycluster import contract
 from activities.raycluster.contract import CleanupStep as Step
 from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP, LABEL_CLUSTER
 from crds.raycluster import RayCluster
@@ -38,8 +38,8 @@ class ClusterCleanupActivities:
         """The bound activity methods, for worker registration."""
         return [self.step]
 
-    @activity.defn(name=io.CLEANUP_CLUSTER.name)
-    async def step(self, params: io.CleanupStepInput) -> None:
+    @activity.defn(name=contract.CLEANUP_CLUSTER.name)
+    async def step(self, params: contract.CleanupStepInput) -> None:
         """Do one cleanup step; a step that no longer applies is a no-op."""
         ref = params.ref
         obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)

@@ -31,7 +31,7 @@ from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from activities.rayjob.views import JobViews
 from crds.constants import FINALIZER_RAYJOB, LABEL_CLUSTER
 from crds.enums import JobSubmissionMode
@@ -53,11 +53,11 @@ class JobActivities:
         client: KubeClient,
         options: builders.BuildOptions,
         metrics: KubeRayMetrics | None = None,
-        job_options: io.JobOperatorOptions | None = None,
+        job_options: contract.JobOperatorOptions | None = None,
     ) -> None:
         self._kube = client
         self._options = options
-        self._job_options = job_options or io.JobOperatorOptions()
+        self._job_options = job_options or contract.JobOperatorOptions()
         self._metrics = metrics
         self._views = JobViews(client, options.cluster_domain)
 
@@ -82,16 +82,16 @@ class JobActivities:
 
     # --- the snapshot ---------------------------------------------------------------------------
 
-    @activity.defn(name=io.READ_RAYJOB.name)
-    async def read(self, params: io.ReadJobInput) -> io.JobSnapshot:
+    @activity.defn(name=contract.READ_RAYJOB.name)
+    async def read(self, params: contract.ReadJobInput) -> contract.JobSnapshot:
         """Read the RayJob, the attempt's RayCluster (pods, head Service) and its submitter."""
         ref = params.ref
         obj = await self._own(ref)
         if obj is None:
-            return io.JobSnapshot(exists=False)
+            return contract.JobSnapshot(exists=False)
         meta = obj["metadata"]
         finalizers = meta.get("finalizers") or []
-        snap = io.JobSnapshot(
+        snap = contract.JobSnapshot(
             options=self._job_options,
             generation=int(meta.get("generation") or 0),
             deleting=bool(meta.get("deletionTimestamp")),
@@ -124,12 +124,12 @@ class JobActivities:
 
     # --- creates --------------------------------------------------------------------------------
 
-    @activity.defn(name=io.CREATE_RAYJOB_CLUSTER.name)
-    async def create_cluster(self, params: io.CreateClusterInput) -> io.CreateResult:
+    @activity.defn(name=contract.CREATE_RAYJOB_CLUSTER.name)
+    async def create_cluster(self, params: contract.CreateClusterInput) -> contract.CreateResult:
         """Create the attempt's RayCluster from the RayJob's `rayClusterSpec` (J3, J9)."""
         rayjob = await self._rayjob(params.ref)
         if rayjob is None:
-            return io.CreateResult(created=False)
+            return contract.CreateResult(created=False)
         try:
             manifest = build_rayjob_cluster(
                 rayjob,
@@ -150,26 +150,28 @@ class JobActivities:
             await self._event(
                 params.ref,
                 EventType.WARNING,
-                io.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER,
+                contract.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER,
                 message,
             )
             raise
         if created:
             message = f"Created RayCluster {ns}/{name}"
             await self._event(
-                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_RAY_CLUSTER, message
+                params.ref, EventType.NORMAL, contract.JobEventReason.CREATED_RAY_CLUSTER, message
             )
-        return io.CreateResult(created=created)
+        return contract.CreateResult(created=created)
 
-    @activity.defn(name=io.CREATE_SUBMITTER_JOB.name)
-    async def create_submitter(self, params: io.CreateSubmitterInput) -> io.CreateResult:
+    @activity.defn(name=contract.CREATE_SUBMITTER_JOB.name)
+    async def create_submitter(
+        self, params: contract.CreateSubmitterInput
+    ) -> contract.CreateResult:
         """Create the K8sJobMode submitter Job `<rayjob>` for the attempt (J5, J6)."""
         rayjob = await self._rayjob(params.ref)
         ns = params.ref.namespace
         obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
         if rayjob is None or obj is None:
             # The RayJob is gone, or its cluster vanished: the next pass decides what now.
-            return io.CreateResult(created=False)
+            return contract.CreateResult(created=False)
         cluster = RayCluster.model_validate(obj)
         try:
             job = build_submitter_job(
@@ -183,18 +185,21 @@ class JobActivities:
         except KubeRejected as err:
             message = f"Failed to create new Kubernetes Job {ns}/{name}: {err}"
             await self._event(
-                params.ref, EventType.WARNING, io.JobEventReason.FAILED_TO_CREATE_SUBMITTER, message
+                params.ref,
+                EventType.WARNING,
+                contract.JobEventReason.FAILED_TO_CREATE_SUBMITTER,
+                message,
             )
             raise
         if created:
             message = f"Created Kubernetes Job {ns}/{name}"
             await self._event(
-                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_SUBMITTER, message
+                params.ref, EventType.NORMAL, contract.JobEventReason.CREATED_SUBMITTER, message
             )
-        return io.CreateResult(created=created)
+        return contract.CreateResult(created=created)
 
-    @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE.name)
-    async def ensure_head_service(self, params: io.EnsureHeadServiceInput) -> None:
+    @activity.defn(name=contract.ENSURE_RAYJOB_HEAD_SERVICE.name)
+    async def ensure_head_service(self, params: contract.EnsureHeadServiceInput) -> None:
         """Create `<rayjob>-head-svc`, or re-point it when the cluster changed (J15)."""
         rayjob = await self._rayjob(params.ref)
         ns = params.ref.namespace
@@ -207,7 +212,7 @@ class JobActivities:
         if created:
             message = f"Created the service {ns}/{name}"
             await self._event(
-                params.ref, EventType.NORMAL, io.JobEventReason.CREATED_SERVICE, message
+                params.ref, EventType.NORMAL, contract.JobEventReason.CREATED_SERVICE, message
             )
             return
         spec = existing.get("spec") or {}
@@ -220,16 +225,20 @@ class JobActivities:
         updated = {**existing, "spec": {**spec, **new_spec}}
         await self._kube.request("PUT", kube.SERVICES.path(ns, name), body=updated)
         message = f"Updated the service {ns}/{name}"
-        await self._event(params.ref, EventType.NORMAL, io.JobEventReason.UPDATED_SERVICE, message)
+        await self._event(
+            params.ref, EventType.NORMAL, contract.JobEventReason.UPDATED_SERVICE, message
+        )
 
     # --- deletes --------------------------------------------------------------------------------
 
-    @activity.defn(name=io.DELETE_ATTEMPT.name)
-    async def delete_attempt(self, params: io.DeleteAttemptInput) -> io.DeleteAttemptResult:
+    @activity.defn(name=contract.DELETE_ATTEMPT.name)
+    async def delete_attempt(
+        self, params: contract.DeleteAttemptInput
+    ) -> contract.DeleteAttemptResult:
         """Delete the attempt's RayCluster and/or submitter Job; report what is still there."""
         ref = params.ref
         ns = ref.namespace
-        result = io.DeleteAttemptResult()
+        result = contract.DeleteAttemptResult()
         if params.delete_cluster and params.cluster_name:
             obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
             # Only a cluster this RayJob created: never one borrowed through clusterSelector.
@@ -239,7 +248,7 @@ class JobActivities:
                     kube.RAYCLUSTERS, ns, params.cluster_name
                 ):
                     message = f"Deleted cluster {ns}/{params.cluster_name}"
-                    reason = io.JobEventReason.DELETED_RAY_CLUSTER
+                    reason = contract.JobEventReason.DELETED_RAY_CLUSTER
                     await self._event(ref, EventType.NORMAL, reason, message)
                 result.remaining.append(f"RayCluster/{params.cluster_name}")
             pods = await self._kube.list_all(
@@ -255,13 +264,13 @@ class JobActivities:
                 ):
                     message = f"Deleted submitter K8s Job {ns}/{name}"
                     await self._event(
-                        ref, EventType.NORMAL, io.JobEventReason.DELETED_SUBMITTER, message
+                        ref, EventType.NORMAL, contract.JobEventReason.DELETED_SUBMITTER, message
                     )
                 result.remaining.append(f"Job/{name}")
         return result
 
-    @activity.defn(name=io.SUSPEND_WORKERS.name)
-    async def suspend_workers(self, params: io.SuspendWorkersInput) -> None:
+    @activity.defn(name=contract.SUSPEND_WORKERS.name)
+    async def suspend_workers(self, params: contract.SuspendWorkersInput) -> None:
         """The DeleteWorkers policy: `suspend: true` on every worker group (J17)."""
         ns, name = params.ref.namespace, params.cluster_name
         obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, name)
@@ -276,11 +285,11 @@ class JobActivities:
         await self._kube.request("PUT", kube.RAYCLUSTERS.path(ns, name), body=obj)
         message = f"Set the `suspend` field to true for all worker groups in cluster {ns}/{name}"
         await self._event(
-            params.ref, EventType.NORMAL, io.JobEventReason.UPDATED_RAY_CLUSTER, message
+            params.ref, EventType.NORMAL, contract.JobEventReason.UPDATED_RAY_CLUSTER, message
         )
 
-    @activity.defn(name=io.DELETE_RAYJOB.name)
-    async def delete_rayjob(self, params: io.RayJobRef) -> None:
+    @activity.defn(name=contract.DELETE_RAYJOB.name)
+    async def delete_rayjob(self, params: contract.RayJobRef) -> None:
         """The DeleteSelf policy: delete the RayJob (its children follow by garbage collection)."""
         ref = params.ref
         if await self._own(ref) is not None:
@@ -288,8 +297,8 @@ class JobActivities:
 
     # --- writes to the RayJob -------------------------------------------------------------------
 
-    @activity.defn(name=io.WRITE_RAYJOB_STATUS.name)
-    async def write_status(self, params: io.WriteJobStatusInput) -> None:
+    @activity.defn(name=contract.WRITE_RAYJOB_STATUS.name)
+    async def write_status(self, params: contract.WriteJobStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
         current = await self._own(params.ref)
         if current is None:
@@ -301,14 +310,14 @@ class JobActivities:
         if self._metrics is not None:
             self._metrics.job_status_written(current, new)
 
-    @activity.defn(name=io.SET_RAYJOB_SUSPEND.name)
-    async def set_suspend(self, params: io.SetJobSuspendInput) -> None:
+    @activity.defn(name=contract.SET_RAYJOB_SUSPEND.name)
+    async def set_suspend(self, params: contract.SetJobSuspendInput) -> None:
         """Write `spec.suspend` (a person's suspend or resume signal)."""
         if await self._own(params.ref) is not None:
             await self._patch(params.ref, {"spec": {"suspend": params.suspend}})
 
-    @activity.defn(name=io.SET_RAYJOB_FINALIZER.name)
-    async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
+    @activity.defn(name=contract.SET_RAYJOB_FINALIZER.name)
+    async def set_finalizer(self, params: contract.SetFinalizerInput) -> None:
         """Add or remove `ray.io/rayjob-finalizer` (read-modify-write on the resourceVersion)."""
         obj = await self._own(params.ref)
         if obj is None:
@@ -358,4 +367,4 @@ def _controlled_by(obj: kube.JSON, ref: ObjectRef) -> bool:
 
 def _refused(err: InvalidJobSpecError) -> ApplicationError:
     """Never retried: the same RayJob builds the same way (the workflow's next read says why)."""
-    return ApplicationError(str(err), type=io.INVALID_SPEC_ERROR, non_retryable=True)
+    return ApplicationError(str(err), type=contract.INVALID_SPEC_ERROR, non_retryable=True)

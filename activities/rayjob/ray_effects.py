@@ -38,7 +38,7 @@ from activities.dashboard.client import (
 from activities.dashboard.contract import JobInfo, JobSubmission
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from activities.rayjob.dashboard_access import DashboardConnector
 from crds.enums import JobStatus
 from crds.raycluster import RayCluster
@@ -59,30 +59,30 @@ class RayJobActivities:
         """The bound activity methods, for worker registration."""
         return [self.submit, self.wait, self.stop]
 
-    @activity.defn(name=io.SUBMIT_RAY_JOB.name)
-    async def submit(self, params: io.SubmitRayJobInput) -> io.SubmitRayJobResult:
+    @activity.defn(name=contract.SUBMIT_RAY_JOB.name)
+    async def submit(self, params: contract.SubmitRayJobInput) -> contract.SubmitRayJobResult:
         """`POST /api/jobs/` under the attempt's submission id; a duplicate is success (J7)."""
         rayjob, cluster = await self._read(params.ref)
         if rayjob is None:
-            return io.SubmitRayJobResult(submitted=False, error="the RayJob no longer exists")
+            return contract.SubmitRayJobResult(submitted=False, error="the RayJob no longer exists")
         try:
             submission = job_submission(rayjob.spec, params.job_id)
         except InvalidJobSpecError as err:
             raise ApplicationError(
-                str(err), type=io.INVALID_SPEC_ERROR, non_retryable=True
+                str(err), type=contract.INVALID_SPEC_ERROR, non_retryable=True
             ) from None
         try:
             async with self._connector.open(params.dashboard_url, cluster) as dashboard:
                 result = await dashboard.submit_job(submission)
         except (DashboardError, ValueError) as err:
-            return io.SubmitRayJobResult(submitted=False, error=_short(err))
+            return contract.SubmitRayJobResult(submitted=False, error=_short(err))
         activity.logger.info(
             "Ray job %s %s", params.job_id, "already known" if result.duplicate else "submitted"
         )
-        return io.SubmitRayJobResult(duplicate=result.duplicate)
+        return contract.SubmitRayJobResult(duplicate=result.duplicate)
 
-    @activity.defn(name=io.WAIT_RAY_JOB.name)
-    async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
+    @activity.defn(name=contract.WAIT_RAY_JOB.name)
+    async def wait(self, params: contract.WaitRayJobInput) -> contract.RayJobView:
         """Poll the job until its view changes, it is terminal, or the wait is up."""
         _, cluster = await self._read(params.ref)
         bound = time.monotonic() + max(params.max_wait_seconds, 0)
@@ -97,8 +97,8 @@ class RayJobActivities:
                     left = min(left, (params.return_by - datetime.now(UTC)).total_seconds())
                 await asyncio.sleep(max(0.0, min(params.poll_seconds, left)))
 
-    @activity.defn(name=io.STOP_RAY_JOB.name)
-    async def stop(self, params: io.StopRayJobInput) -> None:
+    @activity.defn(name=contract.STOP_RAY_JOB.name)
+    async def stop(self, params: contract.StopRayJobInput) -> None:
         """`POST /api/jobs/<id>/stop`, best effort (the RayJob finalizer, J26)."""
         _, cluster = await self._read(params.ref)
         async with self._connector.open(params.dashboard_url, cluster) as dashboard:
@@ -138,26 +138,26 @@ def job_submission(spec: RayJobSpec, job_id: str) -> JobSubmission:
     )
 
 
-async def job_view(dashboard: RayDashboardClient, job_id: str) -> io.RayJobView:
+async def job_view(dashboard: RayDashboardClient, job_id: str) -> contract.RayJobView:
     """One `GET /api/jobs/<id>` as the state machine sees it."""
     try:
         info = await dashboard.job_info(job_id)
     except JobNotFound:
-        return io.RayJobView(found=False)
+        return contract.RayJobView(found=False)
     except DashboardUnavailable as err:
-        return io.RayJobView(reachable=False, error=_short(err))
+        return contract.RayJobView(reachable=False, error=_short(err))
     except DashboardError as err:
-        return io.RayJobView(reachable=False, error=_short(err))
+        return contract.RayJobView(reachable=False, error=_short(err))
     return view_of(info)
 
 
-def view_of(info: JobInfo) -> io.RayJobView:
+def view_of(info: JobInfo) -> contract.RayJobView:
     """A dashboard `JobInfo` reduced to the view (an unknown newer status counts as PENDING)."""
     try:
         status = JobStatus(info.status)
     except ValueError:
         status = JobStatus.PENDING
-    return io.RayJobView(
+    return contract.RayJobView(
         found=True,
         status=status,
         message=info.message,
@@ -170,7 +170,9 @@ def _ms(moment: datetime | None) -> int:
     return 0 if moment is None else int(moment.timestamp() * 1000)
 
 
-def _worth_returning(view: io.RayJobView, params: io.WaitRayJobInput, bound: float) -> bool:
+def _worth_returning(
+    view: contract.RayJobView, params: contract.WaitRayJobInput, bound: float
+) -> bool:
     if not view.same_as(params.known) or (view.found and view.status.is_terminal):
         return True
     if params.return_by is not None and datetime.now(UTC) >= params.return_by:

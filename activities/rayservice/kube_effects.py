@@ -24,7 +24,7 @@ from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeUnavailable
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
-from activities.rayservice import contract as io
+from activities.rayservice import contract
 from crds import constants as k
 from crds.enums import ClusterState, ConditionStatus
 from crds.enums import RayClusterConditionType as ClusterCond
@@ -103,15 +103,15 @@ class ServiceActivities:
 
     # --- the snapshot ---------------------------------------------------------------------
 
-    @activity.defn(name=io.READ_SERVICE.name)
-    async def read(self, params: io.ReadServiceInput) -> io.ServiceSnapshot:
+    @activity.defn(name=contract.READ_SERVICE.name)
+    async def read(self, params: contract.ReadServiceInput) -> contract.ServiceSnapshot:
         """Read the RayService, its clusters, Services, endpoints and routes in one go."""
         ref = params.ref
         obj = await self._kube.get_or_none(kube.RAYSERVICES, ref.namespace, ref.name)
         if obj is None or obj["metadata"].get("uid") != ref.uid:
-            return io.ServiceSnapshot(exists=False)
+            return contract.ServiceSnapshot(exists=False)
         meta = obj["metadata"]
-        snap = io.ServiceSnapshot(
+        snap = contract.ServiceSnapshot(
             zero_downtime=self._zero_downtime,
             generation=int(meta.get("generation") or 0),
             deleting=bool(meta.get("deletionTimestamp")),
@@ -152,7 +152,7 @@ class ServiceActivities:
         await self._observe_objects(service, snap)
         return snap
 
-    def _view(self, obj: kube.JSON, service: RayService | None) -> io.ClusterView:
+    def _view(self, obj: kube.JSON, service: RayService | None) -> contract.ClusterView:
         meta = obj["metadata"]
         annotations = meta.get("annotations") or {}
         groups = int(annotations.get(k.ANNOTATION_NUM_WORKER_GROUPS) or 0)
@@ -168,7 +168,7 @@ class ServiceActivities:
             c.type == ClusterCond.HEAD_POD_READY and c.status == ConditionStatus.TRUE
             for c in status.conditions or []
         )
-        return io.ClusterView(
+        return contract.ClusterView(
             name=meta["name"],
             spec_hash=annotations.get(k.ANNOTATION_HASH_WITHOUT_REPLICAS, ""),
             goal_prefix_hash=prefix,
@@ -181,7 +181,7 @@ class ServiceActivities:
             status=status,
         )
 
-    async def _observe_objects(self, service: RayService, snap: io.ServiceSnapshot) -> None:
+    async def _observe_objects(self, service: RayService, snap: contract.ServiceSnapshot) -> None:
         ns, uid = service.namespace, service.metadata.uid or ""
         head_name, serve_name = rs.head_service_name(service), rs.serve_service_name(service)
         head = await self._kube.get_or_none(kube.SERVICES, ns, head_name)
@@ -215,21 +215,21 @@ class ServiceActivities:
 
     # --- clusters ---------------------------------------------------------------------------
 
-    @activity.defn(name=io.CREATE_SERVICE_CLUSTER.name)
+    @activity.defn(name=contract.CREATE_SERVICE_CLUSTER.name)
     async def create_cluster(
-        self, params: io.CreateServiceClusterInput
-    ) -> io.CreateServiceClusterResult:
+        self, params: contract.CreateServiceClusterInput
+    ) -> contract.CreateServiceClusterResult:
         """Create the pending RayCluster from the current spec, unless the spec moved on."""
         ref = params.ref
         loaded = await self._store.load(ref)
         if loaded is None or loaded[0]["metadata"].get("deletionTimestamp"):
-            return io.CreateServiceClusterResult(stale=True)
+            return contract.CreateServiceClusterResult(stale=True)
         obj, service = loaded
         existing = await self._store.owned_cluster(ref, params.name)
         if existing is not None:
-            return io.CreateServiceClusterResult()  # a retry after the create went through
+            return contract.CreateServiceClusterResult()  # a retry after the create went through
         if rs.goal_hash(service.spec.ray_cluster_config) != params.goal_hash:
-            return io.CreateServiceClusterResult(stale=True)
+            return contract.CreateServiceClusterResult(stale=True)
         manifest = rs.build_service_cluster(
             service,
             obj["spec"]["rayClusterConfig"],
@@ -244,10 +244,10 @@ class ServiceActivities:
             await self._store.event(
                 ref, EventType.NORMAL, "CreatedRayCluster", message, params.name
             )
-        return io.CreateServiceClusterResult()
+        return contract.CreateServiceClusterResult()
 
-    @activity.defn(name=io.UPDATE_SERVICE_CLUSTER.name)
-    async def update_cluster(self, params: io.ClusterNameInput) -> None:
+    @activity.defn(name=contract.UPDATE_SERVICE_CLUSTER.name)
+    async def update_cluster(self, params: contract.ClusterNameInput) -> None:
         """Replace the cluster's spec with the goal, keeping its `suspend` (S11)."""
         ref = params.ref
         loaded = await self._store.load(ref)
@@ -268,8 +268,8 @@ class ServiceActivities:
             ref, EventType.NORMAL, "UpdatedRayCluster", message, f"{params.cluster}/{version}"
         )
 
-    @activity.defn(name=io.DELETE_SERVICE_CLUSTER.name)
-    async def delete_cluster(self, params: io.ClusterNameInput) -> None:
+    @activity.defn(name=contract.DELETE_SERVICE_CLUSTER.name)
+    async def delete_cluster(self, params: contract.ClusterNameInput) -> None:
         """Delete one of the RayService's clusters (background propagation, 404 is done)."""
         ref = params.ref
         if await self._store.owned_cluster(ref, params.cluster) is None:
@@ -282,8 +282,8 @@ class ServiceActivities:
 
     # --- the CR itself ------------------------------------------------------------------------
 
-    @activity.defn(name=io.WRITE_SERVICE_STATUS.name)
-    async def write_status(self, params: io.WriteServiceStatusInput) -> None:
+    @activity.defn(name=contract.WRITE_SERVICE_STATUS.name)
+    async def write_status(self, params: contract.WriteServiceStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
         ref = params.ref
         current = await self._kube.get_or_none(kube.RAYSERVICES, ref.namespace, ref.name)
@@ -292,13 +292,13 @@ class ServiceActivities:
         patch = replacing_patch(current.get("status") or {}, params.status.to_json_dict())
         await self._patch(ref, {"status": patch}, sub="status")
 
-    @activity.defn(name=io.SET_SERVICE_SUSPEND.name)
-    async def set_suspend(self, params: io.SetServiceSuspendInput) -> None:
+    @activity.defn(name=contract.SET_SERVICE_SUSPEND.name)
+    async def set_suspend(self, params: contract.SetServiceSuspendInput) -> None:
         """Write `spec.suspend` (a person's suspend or resume)."""
         await self._patch(params.ref, {"spec": {"suspend": params.suspend}})
 
-    @activity.defn(name=io.SET_SERVICE_FINALIZER.name)
-    async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
+    @activity.defn(name=contract.SET_SERVICE_FINALIZER.name)
+    async def set_finalizer(self, params: contract.SetFinalizerInput) -> None:
         """Add or remove `ray.io/rayservice-finalizer`, leaving other finalizers alone."""
         ref = params.ref
         current = await self._kube.get_or_none(kube.RAYSERVICES, ref.namespace, ref.name)
@@ -319,8 +319,8 @@ class ServiceActivities:
         }
         await self._patch(ref, patch)
 
-    @activity.defn(name=io.RECORD_ROLLBACK.name)
-    async def record_rollback(self, params: io.RollbackAnnotationInput) -> None:
+    @activity.defn(name=contract.RECORD_ROLLBACK.name)
+    async def record_rollback(self, params: contract.RollbackAnnotationInput) -> None:
         """Write `ray.io/rollback-requested`: the rolled-back goal hash survives restarts."""
         patch = {"metadata": {"annotations": {k.ANNOTATION_ROLLBACK_REQUESTED: params.goal_hash}}}
         await self._patch(params.ref, patch)

@@ -36,7 +36,7 @@ from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.vocabulary import PodPhase
 from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
-from activities.rayservice import contract as io
+from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceStore
 from crds import constants as k
 from crds.raycluster import RayCluster
@@ -57,10 +57,10 @@ class ServeActivities:
         """The bound activity methods, for worker registration."""
         return [self.apply_serve_config, self.read_serve_status, self.wait_serve_healthy]
 
-    @activity.defn(name=io.APPLY_SERVE_CONFIG.name)
+    @activity.defn(name=contract.APPLY_SERVE_CONFIG.name)
     async def apply_serve_config(
-        self, params: io.ApplyServeConfigInput
-    ) -> io.ApplyServeConfigResult:
+        self, params: contract.ApplyServeConfigInput
+    ) -> contract.ApplyServeConfigResult:
         """PUT the RayService's current `serveConfigV2` (with `target_capacity` if given).
 
         With `keep_deployed`, the config the cluster runs goes back with the new
@@ -86,10 +86,10 @@ class ServeActivities:
                 await dashboard.put_serve_applications(config, params.target_capacity)
         except DashboardError as err:
             raise _failure(err, _secrets_of(config)) from None
-        return io.ApplyServeConfigResult(config_hash=applied)
+        return contract.ApplyServeConfigResult(config_hash=applied)
 
-    @activity.defn(name=io.READ_SERVE_STATUS.name)
-    async def read_serve_status(self, params: io.ReadServeStatusInput) -> ServeStatus:
+    @activity.defn(name=contract.READ_SERVE_STATUS.name)
+    async def read_serve_status(self, params: contract.ReadServeStatusInput) -> ServeStatus:
         """GET the declarative Serve status of one cluster."""
         cluster = await self._cluster(params.ref, params.cluster)
         try:
@@ -98,8 +98,10 @@ class ServeActivities:
         except DashboardError as err:
             raise _failure(err, []) from None
 
-    @activity.defn(name=io.WAIT_SERVE_HEALTHY.name)
-    async def wait_serve_healthy(self, params: io.WaitServeHealthyInput) -> io.ServeHealth:
+    @activity.defn(name=contract.WAIT_SERVE_HEALTHY.name)
+    async def wait_serve_healthy(
+        self, params: contract.WaitServeHealthyInput
+    ) -> contract.ServeHealth:
         """Poll until `consecutive` healthy polls in a row, or until the bound has passed."""
         cluster = await self._cluster(params.ref, params.cluster)
         bound = time.monotonic() + max(params.bound_seconds, 0)
@@ -115,7 +117,9 @@ class ServeActivities:
                 streak = streak + 1 if healthy else 0
                 activity.heartbeat(streak)
                 if streak >= params.consecutive or time.monotonic() >= bound:
-                    return io.ServeHealth(healthy=healthy, consecutive_healthy=streak, status=last)
+                    return contract.ServeHealth(
+                        healthy=healthy, consecutive_healthy=streak, status=last
+                    )
                 await asyncio.sleep(params.interval_seconds)
 
     # --- shared -------------------------------------------------------------------------------
@@ -156,8 +160,8 @@ class HeadLabeler:
         """The bound activity methods, for worker registration."""
         return [self.set_head_serve_label]
 
-    @activity.defn(name=io.SET_HEAD_SERVE_LABEL.name)
-    async def set_head_serve_label(self, params: io.HeadServeLabelInput) -> None:
+    @activity.defn(name=contract.SET_HEAD_SERVE_LABEL.name)
+    async def set_head_serve_label(self, params: contract.HeadServeLabelInput) -> None:
         """Probe the head's Serve proxy and write `ray.io/serve` accordingly."""
         await self.label(params.ref, params.cluster, params.exclude_head)
 

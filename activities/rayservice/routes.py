@@ -32,7 +32,7 @@ from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound
 from activities.kube.vocabulary import EventType
-from activities.rayservice import contract as io
+from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceStore
 from activities.rayservice.ray_effects import HeadLabeler
 from crds import constants as k
@@ -61,8 +61,8 @@ class RouteActivities:
             self.read_gateway_status,
         ]
 
-    @activity.defn(name=io.SWITCH_SERVICES.name)
-    async def switch_services(self, params: io.SwitchServicesInput) -> None:
+    @activity.defn(name=contract.SWITCH_SERVICES.name)
+    async def switch_services(self, params: contract.SwitchServicesInput) -> None:
         """Create or re-point `<rs>-head-svc` and `<rs>-serve-svc` at `cluster` (S8)."""
         ref = params.ref
         loaded = await self._store.load(ref)
@@ -104,8 +104,8 @@ class RouteActivities:
             ref, EventType.NORMAL, "UpdatedService", message, f"{name}/{cluster}"
         )
 
-    @activity.defn(name=io.DELETE_SERVICE_OBJECTS.name)
-    async def delete_service_objects(self, params: io.ServiceObjectsInput) -> None:
+    @activity.defn(name=contract.DELETE_SERVICE_OBJECTS.name)
+    async def delete_service_objects(self, params: contract.ServiceObjectsInput) -> None:
         """Delete the RayService's Services, Gateway and HTTPRoute (suspend, S19)."""
         ref = params.ref
         loaded = await self._store.load(ref)
@@ -134,8 +134,8 @@ class RouteActivities:
         message = f"Deleted {kind} {ref.namespace}/{name}"
         await self._store.event(ref, EventType.NORMAL, f"Deleted{kind}", message, name)
 
-    @activity.defn(name=io.RECONCILE_GATEWAY.name)
-    async def reconcile_gateway(self, params: io.GatewayInput) -> None:
+    @activity.defn(name=contract.RECONCILE_GATEWAY.name)
+    async def reconcile_gateway(self, params: contract.GatewayInput) -> None:
         """Ensure the per-cluster serve Services, the Gateway and the route's weights."""
         ref = params.ref
         loaded = await self._store.load(ref)
@@ -178,15 +178,17 @@ class RouteActivities:
             name = route["metadata"]["name"]
             await self._kube.request("PUT", kube.HTTPROUTES.path(ns, name), body=updated)
 
-    @activity.defn(name=io.READ_GATEWAY_STATUS.name)
-    async def read_gateway_status(self, params: io.ServiceObjectsInput) -> io.GatewayRouteStatus:
+    @activity.defn(name=contract.READ_GATEWAY_STATUS.name)
+    async def read_gateway_status(
+        self, params: contract.ServiceObjectsInput
+    ) -> contract.GatewayRouteStatus:
         """The conditions reported on the Gateway and on the route's parent entry for it."""
         ref, ns = params.ref, params.ref.namespace
         name = gw.gateway_name(ref.name)
         # None also when the Gateway API CRDs are not installed (404 on the collection).
         gateway = await self._kube.get_or_none(kube.GATEWAYS, ns, name)
         route = await self._kube.get_or_none(kube.HTTPROUTES, ns, gw.httproute_name(ref.name))
-        return io.GatewayRouteStatus.model_validate(
+        return contract.GatewayRouteStatus.model_validate(
             {
                 "gateway": gw.gateway_conditions(gateway),
                 "route": gw.route_parent_conditions(route, name, ns),
@@ -212,7 +214,7 @@ class RouteActivities:
         await self._store.event(
             ref, EventType.WARNING, f"FailedToCreate{kind}", message, "gateway-api"
         )
-        raise ApplicationError(message, type=io.GATEWAY_API_MISSING, non_retryable=True)
+        raise ApplicationError(message, type=contract.GATEWAY_API_MISSING, non_retryable=True)
 
     async def _spec_update(
         self, ref: ObjectRef, manifest: kube.JSON, existing: kube.JSON, created: bool

@@ -24,11 +24,11 @@ from temporalio.testing import ActivityEnvironment
 from activities.builders import DEFAULT_OPTIONS
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.raycluster import contract as cluster_models
+from activities.raycluster import contract as cluster_contract
 from activities.raycluster.kube_effects import ClusterActivities
-from activities.rayjob import contract as job_models
+from activities.rayjob import contract as job_contract
 from activities.rayjob.kube_effects import JobActivities
-from activities.rayservice import contract as service_models
+from activities.rayservice import contract as service_contract
 from activities.rayservice.kube_effects import ServiceActivities
 from crds.enums import JobDeploymentStatus
 from crds.raycluster import RayClusterStatus
@@ -101,17 +101,17 @@ class Kind:
 
 def _read_cluster(client: KubeClient, ref: ObjectRef) -> Awaitable[Any]:
     read = ClusterActivities(client, DEFAULT_OPTIONS).read
-    return ActivityEnvironment().run(read, cluster_models.ReadClusterInput(ref=ref))
+    return ActivityEnvironment().run(read, cluster_contract.ReadClusterInput(ref=ref))
 
 
 def _read_job(client: KubeClient, ref: ObjectRef) -> Awaitable[Any]:
     read = JobActivities(client, DEFAULT_OPTIONS).read
-    return ActivityEnvironment().run(read, job_models.ReadJobInput(ref=ref))
+    return ActivityEnvironment().run(read, job_contract.ReadJobInput(ref=ref))
 
 
 def _read_service(client: KubeClient, ref: ObjectRef) -> Awaitable[Any]:
     read = ServiceActivities(client).read
-    return ActivityEnvironment().run(read, service_models.ReadServiceInput(ref=ref))
+    return ActivityEnvironment().run(read, service_contract.ReadServiceInput(ref=ref))
 
 
 KINDS = [
@@ -176,7 +176,7 @@ async def test_its_status_and_finalizer_can_still_be_written(tmp_path: Path) -> 
         write = ClusterActivities(clients.worker, DEFAULT_OPTIONS).write_status
         status = RayClusterStatus(state="failed", reason="invalid")
         await ActivityEnvironment().run(
-            write, cluster_models.WriteStatusInput(ref=cluster, status=status)
+            write, cluster_contract.WriteStatusInput(ref=cluster, status=status)
         )
 
         job_spec = {"entrypoint": "python x.py", "rayClusterSpec": cluster_spec}
@@ -184,11 +184,11 @@ async def test_its_status_and_finalizer_can_still_be_written(tmp_path: Path) -> 
         jobs = JobActivities(clients.worker, DEFAULT_OPTIONS)
         failed = RayJobStatus(job_deployment_status=JobDeploymentStatus.VALIDATION_FAILED)
         await ActivityEnvironment().run(
-            jobs.write_status, job_models.WriteJobStatusInput(ref=job, status=failed)
+            jobs.write_status, job_contract.WriteJobStatusInput(ref=job, status=failed)
         )
-        finalizer = job_models.SetFinalizerInput(ref=job, present=True)
+        finalizer = job_contract.SetFinalizerInput(ref=job, present=True)
         await ActivityEnvironment().run(jobs.set_finalizer, finalizer)
-        finalizer = job_models.SetFinalizerInput(ref=job, present=False)
+        finalizer = job_contract.SetFinalizerInput(ref=job, present=False)
         await ActivityEnvironment().run(jobs.set_finalizer, finalizer)
 
         stored_cluster = await clients.store.get(kube.RAYCLUSTERS, "default", cluster.name)

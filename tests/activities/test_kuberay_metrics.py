@@ -20,7 +20,7 @@ from activities.kuberay_metrics import (
     job_execution_duration,
     render,
 )
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from activities.rayjob.kube_effects import JobActivities
 from bridge.state_gauges import cr_state
 from crds.enums import JobDeploymentStatus
@@ -201,9 +201,9 @@ async def test_the_status_write_sets_the_duration_until_the_rayjob_is_gone(
     ref = ObjectRef(kind="RayJob", namespace="default", name=meta["name"], uid=meta["uid"])
     done = RayJobStatus(job_deployment_status=JobDeploymentStatus.COMPLETE, start_time=started)
     env = ActivityEnvironment()
-    await env.run(acts.write_status, io.WriteJobStatusInput(ref=ref, status=done))
+    await env.run(acts.write_status, contract.WriteJobStatusInput(ref=ref, status=done))
     # The retried write sees no transition and leaves the observation alone.
-    await env.run(acts.write_status, io.WriteJobStatusInput(ref=ref, status=done))
+    await env.run(acts.write_status, contract.WriteJobStatusInput(ref=ref, status=done))
 
     key = (
         f'kuberay_job_execution_duration_seconds{{name="{meta["name"]}",namespace="default",'

@@ -23,9 +23,9 @@ from typing import Any
 from temporalio import activity
 
 from activities.builders import rayservice as rs
-from activities.raycluster import contract as cluster_io
-from activities.rayjob import contract as job_io
-from activities.rayservice import contract as service_io
+from activities.raycluster import contract as cluster_contract
+from activities.rayjob import contract as job_contract
+from activities.rayservice import contract as service_contract
 from crds.loading import parse_ray_object
 from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError, Violation
@@ -56,11 +56,13 @@ class StoredCluster(FakeCluster):
         self.doc = doc
         self.annotations = dict(_meta(doc).get("annotations") or {})
 
-    @activity.defn(name=cluster_io.READ_CLUSTER.name)
-    async def read(self, params: cluster_io.ReadClusterInput) -> cluster_io.ClusterSnapshot:
+    @activity.defn(name=cluster_contract.READ_CLUSTER.name)
+    async def read(
+        self, params: cluster_contract.ReadClusterInput
+    ) -> cluster_contract.ClusterSnapshot:
         problems = _schema_violations(self.doc)
         if problems:
-            return cluster_io.ClusterSnapshot(
+            return cluster_contract.ClusterSnapshot(
                 generation=self.generation,
                 annotations=dict(self.annotations),
                 labels=dict(_meta(self.doc).get("labels") or {}),
@@ -78,12 +80,14 @@ class StoredJob(FakeJobWorld):
         super().__init__(str(_meta(doc).get("name")), doc.get("spec"))  # type: ignore[arg-type]
         self.doc = doc
 
-    @activity.defn(name=job_io.READ_RAYJOB.name)
-    async def read(self, params: job_io.ReadJobInput) -> job_io.JobSnapshot:
+    @activity.defn(name=job_contract.READ_RAYJOB.name)
+    async def read(self, params: job_contract.ReadJobInput) -> job_contract.JobSnapshot:
         meta = _meta(self.doc)
         problems = _schema_violations(self.doc)
         if problems:
-            snapshot = job_io.JobSnapshot(generation=self.generation, schema_violations=problems)
+            snapshot = job_contract.JobSnapshot(
+                generation=self.generation, schema_violations=problems
+            )
         else:
             snapshot = await super().read(params)
         snapshot.labels = dict(meta.get("labels") or {})
@@ -99,11 +103,13 @@ class StoredService(FakeServiceWorld):
         self.doc = doc
         self.annotations = dict(_meta(doc).get("annotations") or {})
 
-    @activity.defn(name=service_io.READ_SERVICE.name)
-    async def read(self, params: service_io.ReadServiceInput) -> service_io.ServiceSnapshot:
+    @activity.defn(name=service_contract.READ_SERVICE.name)
+    async def read(
+        self, params: service_contract.ReadServiceInput
+    ) -> service_contract.ServiceSnapshot:
         problems = _schema_violations(self.doc)
         if problems:
-            return service_io.ServiceSnapshot(
+            return service_contract.ServiceSnapshot(
                 generation=self.generation,
                 finalizers=list(self.finalizers),
                 annotations=dict(self.annotations),

@@ -26,7 +26,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.raycluster import contract as io
+from activities.raycluster import contract
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_cli
 from runtime.codec import ENCODING, EncryptionCodec, parse_keys
@@ -51,8 +51,8 @@ class FailingOnceCluster(FakeCluster):
 
     failed = False
 
-    @activity.defn(name=io.WRITE_CLUSTER_STATUS.name)
-    async def write_status(self, params: io.WriteStatusInput) -> None:
+    @activity.defn(name=contract.WRITE_CLUSTER_STATUS.name)
+    async def write_status(self, params: contract.WriteStatusInput) -> None:
         if not self.failed:
             self.failed = True
             raise RuntimeError(f"status write refused for image {MARKER}")

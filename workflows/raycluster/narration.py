@@ -6,7 +6,7 @@ words end up in the Temporal UI, `kuberay-temporal status` and Kubernetes Events
 
 from __future__ import annotations
 
-from activities.raycluster import contract as io
+from activities.raycluster import contract
 from workflows.raycluster.plans import PodPlan, SuspendPhase
 
 
@@ -41,7 +41,7 @@ def describe_plan(plan: PodPlan) -> str:
     return "; ".join(parts) or "create missing owned objects"
 
 
-def decision_lines(plan: PodPlan, result: io.ApplyClusterResult) -> list[str]:
+def decision_lines(plan: PodPlan, result: contract.ApplyClusterResult) -> list[str]:
     """What the plan did, for the decision log: only the pods the apply really touched."""
     lines = []
     if plan.delete_all_reason:

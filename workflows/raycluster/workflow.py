@@ -15,7 +15,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
-    from activities.raycluster import contract as io
+    from activities.raycluster import contract
     from crds import constants
     from crds.common import ObjectMeta
     from crds.enums import RayClusterConditionType, RayNodeType
@@ -117,8 +117,8 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         state.passes += 1
         known = state.generation if state.spec is not None else None
         snap = await execute(
-            io.READ_CLUSTER,
-            io.ReadClusterInput(ref=self._ref, known_generation=known),
+            contract.READ_CLUSTER,
+            contract.ReadClusterInput(ref=self._ref, known_generation=known),
             summary="read the RayCluster, its pods and Services",
         )
         if not snap.exists:
@@ -137,7 +137,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             return
         await self._act(snap)
 
-    async def _finalize(self, snap: io.ClusterSnapshot) -> None:
+    async def _finalize(self, snap: contract.ClusterSnapshot) -> None:
         """The Redis cleanup finalizer: add it, or run the deletion steps (`cleanup`)."""
         state = self._state
         if state.spec is None:
@@ -157,15 +157,17 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         decision = cleanup.cleanup_step(facts, workflow.now())
         state.wake_at = decision.deadline
         if decision.step != cleanup.CleanupStep.NONE:
-            step = io.CleanupStepInput(ref=self._ref, step=decision.step, reason=decision.reason)
+            step = contract.CleanupStepInput(
+                ref=self._ref, step=decision.step, reason=decision.reason
+            )
             summary = f"{decision.step}: {decision.reason}"
-            await execute(io.CLEANUP_CLUSTER, step, summary=summary)
+            await execute(contract.CLEANUP_CLUSTER, step, summary=summary)
             state.remember(f"finalizer: {summary}")
         if snap.deleting:
             reason = decision.reason or "Kubernetes to collect the pods"
             self._set_waiting([f"deletion: {reason}"])
 
-    def _absorb(self, snap: io.ClusterSnapshot) -> None:
+    def _absorb(self, snap: contract.ClusterSnapshot) -> None:
         state = self._state
         if snap.spec is not None:
             state.spec = snap.spec
@@ -190,7 +192,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             self._set_waiting([f"a valid RayCluster (see the {reason} Event)"])
         return not violations
 
-    async def _act(self, snap: io.ClusterSnapshot) -> None:
+    async def _act(self, snap: contract.ClusterSnapshot) -> None:
         state, spec = self._state, self._state.spec
         assert spec is not None
         now = workflow.now()
@@ -231,8 +233,8 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         )
         if status_changed(previous, status):
             await execute(
-                io.WRITE_CLUSTER_STATUS,
-                io.WriteStatusInput(ref=self._ref, status=status),
+                contract.WRITE_CLUSTER_STATUS,
+                contract.WriteStatusInput(ref=self._ref, status=status),
                 summary="write the RayCluster status",
             )
         state.status = status
@@ -244,13 +246,13 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._set_waiting(waiting)
         self._publish_state()
 
-    async def _apply(self, plan: PodPlan, missing_objects: bool) -> io.ApplyClusterResult:
+    async def _apply(self, plan: PodPlan, missing_objects: bool) -> contract.ApplyClusterResult:
         """Run the plan (when there is anything to do) and remember what it did."""
         if plan.empty and not missing_objects:
-            return io.ApplyClusterResult()
+            return contract.ApplyClusterResult()
         result = await execute(
-            io.APPLY_CLUSTER,
-            io.ApplyClusterInput(
+            contract.APPLY_CLUSTER,
+            contract.ApplyClusterInput(
                 ref=self._ref,
                 generation=self._state.generation,
                 ensure_objects=missing_objects,
@@ -270,7 +272,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             self._state.remember(line)
         return result
 
-    def _expect(self, plan: PodPlan, result: io.ApplyClusterResult) -> None:
+    def _expect(self, plan: PodPlan, result: contract.ApplyClusterResult) -> None:
         now = workflow.now()
         groups: dict[str, Expectation] = {}
         for creation in plan.creations:
@@ -289,8 +291,8 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         assert wanted is not None
         verb = "suspend" if wanted else "resume"
         await execute(
-            io.SET_CLUSTER_SUSPEND,
-            io.SetSuspendInput(ref=self._ref, suspend=wanted),
+            contract.SET_CLUSTER_SUSPEND,
+            contract.SetSuspendInput(ref=self._ref, suspend=wanted),
             summary=f"write spec.suspend={str(wanted).lower()} ({verb} signal)",
         )
         self._state.remember(f"{verb} requested by signal: spec.suspend set to {wanted}")
@@ -298,10 +300,10 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
     # --- helpers --------------------------------------------------------------------------------
 
     async def _event(self, kind: EventType, reason: str, message: str) -> None:
-        event = io.EventSpec(type=kind, reason=reason, message=message)
+        event = contract.EventSpec(type=kind, reason=reason, message=message)
         await execute(
-            io.RECORD_EVENT,
-            io.RecordEventInput(ref=self._ref, event=event),
+            contract.RECORD_EVENT,
+            contract.RecordEventInput(ref=self._ref, event=event),
             summary=f"record Event {reason}",
         )
 

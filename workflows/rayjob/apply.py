@@ -17,7 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.contract import ActivityRef
-    from activities.rayjob import contract as io
+    from activities.rayjob import contract
     from crds.enums import DeletionPolicyType
     from crds.rayjob import RayJobStatus
     from crds.refs import ObjectRef
@@ -36,14 +36,14 @@ class Applier:
     def __init__(self, ref: ObjectRef, state: RayJobState) -> None:
         self._ref, self._state = ref, state
 
-    async def read(self) -> io.JobSnapshot:
+    async def read(self) -> contract.JobSnapshot:
         """One snapshot of the RayJob, its cluster and its submitter."""
         state = self._state
         known = state.generation if state.spec is not None else None
         cluster = state.status.ray_cluster_name if state.status else None
         return await execute(
-            io.READ_RAYJOB,
-            io.ReadJobInput(ref=self._ref, known_generation=known, cluster_name=cluster),
+            contract.READ_RAYJOB,
+            contract.ReadJobInput(ref=self._ref, known_generation=known, cluster_name=cluster),
             summary="read the RayJob, its RayCluster and its submitter",
         )
 
@@ -65,23 +65,23 @@ class Applier:
 
     async def write_status(self, status: RayJobStatus) -> None:
         """Replace the RayJob's status subresource."""
-        params = io.WriteJobStatusInput(ref=self._ref, status=status)
+        params = contract.WriteJobStatusInput(ref=self._ref, status=status)
         summary = f"write status {status.job_deployment_status or 'New'}"
-        await execute(io.WRITE_RAYJOB_STATUS, params, summary=summary)
+        await execute(contract.WRITE_RAYJOB_STATUS, params, summary=summary)
 
     async def set_finalizer(self, present: bool) -> None:
         """Add or remove the RayJob finalizer."""
-        params = io.SetFinalizerInput(ref=self._ref, present=present)
+        params = contract.SetFinalizerInput(ref=self._ref, present=present)
         verb = "add" if present else "remove"
-        await execute(io.SET_RAYJOB_FINALIZER, params, summary=f"{verb} the finalizer")
+        await execute(contract.SET_RAYJOB_FINALIZER, params, summary=f"{verb} the finalizer")
         self._state.has_finalizer = present
 
     async def set_suspend(self, wanted: bool) -> None:
         """Write a person's suspend/resume to `spec.suspend`, so kubectl agrees."""
         verb = "suspend" if wanted else "resume"
-        params = io.SetJobSuspendInput(ref=self._ref, suspend=wanted)
+        params = contract.SetJobSuspendInput(ref=self._ref, suspend=wanted)
         summary = f"write spec.suspend={str(wanted).lower()} ({verb} signal)"
-        await execute(io.SET_RAYJOB_SUSPEND, params, summary=summary)
+        await execute(contract.SET_RAYJOB_SUSPEND, params, summary=summary)
         self._state.remember(f"{verb} requested by signal: spec.suspend set to {wanted}")
 
     # --- one function per action --------------------------------------------------------------
@@ -91,32 +91,32 @@ class Applier:
         return False
 
     async def _ensure_head_service(self, action: act.EnsureHeadService) -> bool:
-        params = io.EnsureHeadServiceInput(ref=self._ref, cluster_name=action.cluster_name)
+        params = contract.EnsureHeadServiceInput(ref=self._ref, cluster_name=action.cluster_name)
         summary = f"point {self._ref.name}-head-svc at {action.cluster_name}"
-        await execute(io.ENSURE_RAYJOB_HEAD_SERVICE, params, summary=summary)
+        await execute(contract.ENSURE_RAYJOB_HEAD_SERVICE, params, summary=summary)
         return False
 
     async def _record_event(self, action: act.RecordEvent) -> bool:
-        event = io.EventSpec(type=action.type, reason=action.reason, message=action.message)
-        params = io.RecordEventInput(ref=self._ref, event=event)
-        await execute(io.RECORD_EVENT, params, summary=f"record Event {action.reason}")
+        event = contract.EventSpec(type=action.type, reason=action.reason, message=action.message)
+        params = contract.RecordEventInput(ref=self._ref, event=event)
+        await execute(contract.RECORD_EVENT, params, summary=f"record Event {action.reason}")
         return False
 
     async def _create_cluster(self, action: act.CreateCluster) -> bool:
-        params = io.CreateClusterInput(
+        params = contract.CreateClusterInput(
             ref=self._ref,
             cluster_name=action.cluster_name,
             job_id=action.job_id,
             attempt=self._state.attempt.number,
         )
         summary = f"create RayCluster {action.cluster_name}"
-        result = await self._create(io.CREATE_RAYJOB_CLUSTER, params, summary)
+        result = await self._create(contract.CREATE_RAYJOB_CLUSTER, params, summary)
         if result.created:
             self._remember(f"created RayCluster {action.cluster_name}")
         return False
 
     async def _create_submitter(self, action: act.CreateSubmitter) -> bool:
-        params = io.CreateSubmitterInput(
+        params = contract.CreateSubmitterInput(
             ref=self._ref,
             cluster_name=action.cluster_name,
             job_id=action.job_id,
@@ -124,25 +124,28 @@ class Applier:
             dashboard_url=action.dashboard_url,
         )
         summary = f"create the submitter Job for {action.job_id}"
-        result = await self._create(io.CREATE_SUBMITTER_JOB, params, summary)
+        result = await self._create(contract.CREATE_SUBMITTER_JOB, params, summary)
         if result.created:
             self._remember(f"created the submitter Job for job {action.job_id}")
         return False
 
     async def _submit(self, action: act.SubmitJob) -> bool:
         state = self._state
-        params = io.SubmitRayJobInput(
+        params = contract.SubmitRayJobInput(
             ref=self._ref, dashboard_url=action.dashboard_url, job_id=action.job_id
         )
         try:
             result = await execute(
-                io.SUBMIT_RAY_JOB, params, summary=f"submit Ray job {action.job_id}", policy=RAY_JOB
+                contract.SUBMIT_RAY_JOB,
+                params,
+                summary=f"submit Ray job {action.job_id}",
+                policy=RAY_JOB,
             )
         except ActivityError as err:
-            result = io.SubmitRayJobResult(submitted=False, error=str(err.cause or err))
+            result = contract.SubmitRayJobResult(submitted=False, error=str(err.cause or err))
         if not result.submitted:
             # The state machine starts (or keeps) the status-check failure clock.
-            view = io.RayJobView(reachable=False, error=result.error)
+            view = contract.RayJobView(reachable=False, error=result.error)
             state.attempt = state.attempt.model_copy(update={"ray_job": view})
             state.poll_at = workflow.now() + timedelta(seconds=3)
             return False
@@ -153,29 +156,31 @@ class Applier:
         return True
 
     async def _delete_attempt(self, action: act.DeleteAttempt) -> bool:
-        params = io.DeleteAttemptInput(
+        params = contract.DeleteAttemptInput(
             ref=self._ref,
             cluster_name=action.cluster_name,
             delete_cluster=action.delete_cluster,
             delete_submitter=action.delete_submitter,
         )
         summary = f"delete attempt {self._state.attempt.number} ({action.cluster_name})"
-        result = await execute(io.DELETE_ATTEMPT, params, summary=summary)
+        result = await execute(contract.DELETE_ATTEMPT, params, summary=summary)
         return not result.remaining
 
     async def _deletion_rule(self, action: act.ApplyDeletionRule) -> bool:
         name = action.cluster_name or ""
         if action.policy == Policy.DELETE_WORKERS:
-            workers = io.SuspendWorkersInput(ref=self._ref, cluster_name=name)
-            await execute(io.SUSPEND_WORKERS, workers, summary=f"suspend workers of {name}")
+            workers = contract.SuspendWorkersInput(ref=self._ref, cluster_name=name)
+            await execute(contract.SUSPEND_WORKERS, workers, summary=f"suspend workers of {name}")
         elif action.policy == Policy.DELETE_CLUSTER:
-            cluster = io.DeleteAttemptInput(
+            cluster = contract.DeleteAttemptInput(
                 ref=self._ref, cluster_name=name, delete_cluster=True, delete_submitter=False
             )
-            await execute(io.DELETE_ATTEMPT, cluster, summary=f"delete {name}")
+            await execute(contract.DELETE_ATTEMPT, cluster, summary=f"delete {name}")
         elif action.policy == Policy.DELETE_SELF:
             await execute(
-                io.DELETE_RAYJOB, io.RayJobRef(ref=self._ref), summary="delete the RayJob"
+                contract.DELETE_RAYJOB,
+                contract.RayJobRef(ref=self._ref),
+                summary="delete the RayJob",
             )
         self._remember(f"cleanup {action.policy} ({action.source})")
         return action.policy != Policy.DELETE_NONE
@@ -183,8 +188,8 @@ class Applier:
     # --- helpers --------------------------------------------------------------------------------
 
     async def _create(
-        self, ref: ActivityRef[InputT, io.CreateResult], params: InputT, summary: str
-    ) -> io.CreateResult:
+        self, ref: ActivityRef[InputT, contract.CreateResult], params: InputT, summary: str
+    ) -> contract.CreateResult:
         """A create whose activity builds from the RayJob as it reads it, edited or not.
 
         An edit made since this pass validated the spec can make that build impossible (an
@@ -196,10 +201,12 @@ class Applier:
             return await execute(ref, params, summary=summary)
         except ActivityError as err:
             cause = err.cause
-            if not (isinstance(cause, ApplicationError) and cause.type == io.INVALID_SPEC_ERROR):
+            if not (
+                isinstance(cause, ApplicationError) and cause.type == contract.INVALID_SPEC_ERROR
+            ):
                 raise
             self._remember(f"{summary}: refused, {cause.message}")
-            return io.CreateResult(created=False)
+            return contract.CreateResult(created=False)
 
     def _remember(self, line: str) -> None:
         self._state.remember(f"attempt {self._state.attempt.number}: {line}")

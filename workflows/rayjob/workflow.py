@@ -18,7 +18,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.rayjob import contract as io
+    from activities.rayjob import contract
     from crds import constants
     from crds.common import ObjectMeta
     from crds.enums import JobDeploymentStatus as Deploy
@@ -223,8 +223,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._nudged = False
         known = state.attempt.ray_job
         wait = start(
-            io.WAIT_RAY_JOB,
-            io.WaitRayJobInput(
+            contract.WAIT_RAY_JOB,
+            contract.WaitRayJobInput(
                 ref=self._ref,
                 dashboard_url=status.dashboard_url or "",
                 job_id=status.job_id or "",
@@ -247,7 +247,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         try:
             view = wait.result()
         except ActivityError as err:
-            view = io.RayJobView(reachable=False, error=str(err.cause or err))
+            view = contract.RayJobView(reachable=False, error=str(err.cause or err))
         state.attempt = state.attempt.model_copy(update={"ray_job": view})
         changed = not view.same_as(known)
         # A long wait already paced itself; quick unchanged answers back off (up to a minute).
@@ -264,8 +264,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         if status.job_id and status.dashboard_url and not (job_status and job_status.is_terminal):
             with contextlib.suppress(ActivityError):
                 await execute(
-                    io.STOP_RAY_JOB,
-                    io.StopRayJobInput(
+                    contract.STOP_RAY_JOB,
+                    contract.StopRayJobInput(
                         ref=self._ref, dashboard_url=status.dashboard_url, job_id=status.job_id
                     ),
                     summary=f"stop Ray job {status.job_id} (the RayJob is being deleted)",
@@ -284,7 +284,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
 
     # --- helpers --------------------------------------------------------------------------------
 
-    def _absorb(self, snap: io.JobSnapshot) -> None:
+    def _absorb(self, snap: contract.JobSnapshot) -> None:
         state = self._state
         if snap.spec is not None:
             state.spec, state.generation = snap.spec, snap.generation

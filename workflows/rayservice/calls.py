@@ -12,7 +12,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
-    from activities.rayservice import contract as io
+    from activities.rayservice import contract
     from crds.refs import ObjectRef
     from workflows.activity_calls import RAY, execute
 
@@ -23,12 +23,12 @@ WAIT_BOUND = timedelta(seconds=60)
 
 async def wait_healthy(
     ref: ObjectRef, cluster: str, consecutive: int, bound: timedelta
-) -> io.ServeHealth:
+) -> contract.ServeHealth:
     """Poll one cluster's Serve status inside a heartbeating activity, not one per poll."""
     bound = max(min(bound, WAIT_BOUND), timedelta(seconds=1))
     return await execute(
-        io.WAIT_SERVE_HEALTHY,
-        io.WaitServeHealthyInput(
+        contract.WAIT_SERVE_HEALTHY,
+        contract.WaitServeHealthyInput(
             ref=ref, cluster=cluster, consecutive=consecutive, bound_seconds=bound.total_seconds()
         ),
         summary=f"wait until {cluster}'s Serve apps all run ({consecutive} polls in a row)",
@@ -38,7 +38,7 @@ async def wait_healthy(
 
 async def event(ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
     """Record a Kubernetes Event on the RayService."""
-    record = io.RecordEventInput(
-        ref=ref, event=io.EventSpec(type=kind, reason=reason, message=message)
+    record = contract.RecordEventInput(
+        ref=ref, event=contract.EventSpec(type=kind, reason=reason, message=message)
     )
-    await execute(io.RECORD_EVENT, record, summary=f"record Event {reason}")
+    await execute(contract.RECORD_EVENT, record, summary=f"record Event {reason}")

@@ -15,7 +15,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
     from activities.dashboard.contract import ServeStatus
     from activities.kube.vocabulary import EventType
-    from activities.rayservice import contract as io
+    from activities.rayservice import contract
     from crds.rayservice import RayServiceStatuses
     from workflows.activity_calls import RAY, execute
     from workflows.rayservice.calls import event
@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
 class ServingMixin(UpgradingMixin):
     """Serving-cluster and cleanup steps; an upgrade starts through `UpgradingMixin`."""
 
-    async def _serve_active(self, snap: io.ServiceSnapshot) -> ServeStatus | None:
+    async def _serve_active(self, snap: contract.ServiceSnapshot) -> ServeStatus | None:
         """Keep the serving cluster as the spec wants it; start an upgrade when needed."""
         state = self._state
         assert state.spec is not None
@@ -39,22 +39,26 @@ class ServingMixin(UpgradingMixin):
             if move in (ClusterMove.CREATE_FIRST, ClusterMove.UPGRADE):
                 await self._start_upgrade(active.name if active else None)
             elif move == ClusterMove.UPDATE_IN_PLACE and active is not None:
-                update = io.ClusterNameInput(
+                update = contract.ClusterNameInput(
                     ref=self._ref, cluster=active.name, reason="worker groups appended"
                 )
                 await execute(
-                    io.UPDATE_SERVICE_CLUSTER, update, summary=f"update {active.name} in place"
+                    contract.UPDATE_SERVICE_CLUSTER,
+                    update,
+                    summary=f"update {active.name} in place",
                 )
                 state.remember(f"updated {active.name} in place")
         if active is None or not active.head_pod_ready:
             return None
-        label = io.HeadServeLabelInput(
+        label = contract.HeadServeLabelInput(
             ref=self._ref,
             cluster=active.name,
             exclude_head=bool(state.spec.exclude_head_pod_from_serve_svc),
         )
         await execute(
-            io.SET_HEAD_SERVE_LABEL, label, summary=f"ray.io/serve label on {active.name}'s head"
+            contract.SET_HEAD_SERVE_LABEL,
+            label,
+            summary=f"ray.io/serve label on {active.name}'s head",
         )
         serve = await self._read_serve(active.name)
         if serve is None:
@@ -71,9 +75,9 @@ class ServingMixin(UpgradingMixin):
         healthy = serve.all_running
         state.streaks = {active.name: rules.next_streak(state.streaks.get(active.name, 0), healthy)}
         if healthy and state.upgrade is None and snap.serve_service_cluster != active.name:
-            switch = io.SwitchServicesInput(ref=self._ref, cluster=active.name)
+            switch = contract.SwitchServicesInput(ref=self._ref, cluster=active.name)
             await execute(
-                io.SWITCH_SERVICES,
+                contract.SWITCH_SERVICES,
                 switch,
                 summary=f"point the RayService's Services at {active.name}",
             )
@@ -82,8 +86,8 @@ class ServingMixin(UpgradingMixin):
     async def _read_serve(self, cluster: str) -> ServeStatus | None:
         try:
             return await execute(
-                io.READ_SERVE_STATUS,
-                io.ReadServeStatusInput(ref=self._ref, cluster=cluster),
+                contract.READ_SERVE_STATUS,
+                contract.ReadServeStatusInput(ref=self._ref, cluster=cluster),
                 summary=f"read Serve status of {cluster}",
                 policy=RAY,
             )
@@ -92,10 +96,10 @@ class ServingMixin(UpgradingMixin):
             return None
 
     async def _apply_serve(self, cluster: str, reason: str) -> None:
-        arg = io.ApplyServeConfigInput(ref=self._ref, cluster=cluster)
+        arg = contract.ApplyServeConfigInput(ref=self._ref, cluster=cluster)
         try:
             done = await execute(
-                io.APPLY_SERVE_CONFIG,
+                contract.APPLY_SERVE_CONFIG,
                 arg,
                 summary=f"PUT serveConfigV2 to {cluster}: {reason}",
                 policy=RAY,
@@ -114,7 +118,7 @@ class ServingMixin(UpgradingMixin):
             f"Updated serve applications to the RayCluster {cluster}",
         )
 
-    async def _retire(self, snap: io.ServiceSnapshot) -> None:
+    async def _retire(self, snap: contract.ServiceSnapshot) -> None:
         """Delete clusters that are neither active nor pending once their delay passed (S16)."""
         state = self._state
         assert state.spec is not None
@@ -139,9 +143,9 @@ class ServingMixin(UpgradingMixin):
 
     async def _delete_clusters(self, names: list[str], reason: str) -> None:
         for name in names:
-            arg = io.ClusterNameInput(ref=self._ref, cluster=name, reason=reason)
+            arg = contract.ClusterNameInput(ref=self._ref, cluster=name, reason=reason)
             await execute(
-                io.DELETE_SERVICE_CLUSTER, arg, summary=f"delete RayCluster {name}: {reason}"
+                contract.DELETE_SERVICE_CLUSTER, arg, summary=f"delete RayCluster {name}: {reason}"
             )
             self._state.remember(f"deleted RayCluster {name} ({reason})")
 

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.calls as calls
     import workflows.rayservice.incremental as incremental
     from activities.dashboard.contract import ServeStatus
-    from activities.rayservice import contract as io
+    from activities.rayservice import contract
     from workflows import messages
     from workflows.activity_calls import RAY, execute
     from workflows.rayservice.decisions import serve_apply_reason
@@ -60,7 +60,7 @@ class _Stopped(Exception):
 def _gateway_api_missing(err: ActivityError) -> str | None:
     """The activity's message when it failed because the Gateway API CRDs are missing."""
     cause = err.cause
-    if isinstance(cause, ApplicationError) and cause.type == io.GATEWAY_API_MISSING:
+    if isinstance(cause, ApplicationError) and cause.type == contract.GATEWAY_API_MISSING:
         return cause.message
     return None
 
@@ -116,11 +116,13 @@ class RayServiceUpgradeWorkflow:
         p = self._p
         if p.incremental and p.active:
             await self._route({p.active: 100, p.pending: 0})
-        create = io.CreateServiceClusterInput(
+        create = contract.CreateServiceClusterInput(
             ref=p.ref, name=p.pending, goal_hash=p.goal_hash, autoscale_from_min=p.incremental
         )
         created = await execute(
-            io.CREATE_SERVICE_CLUSTER, create, summary=f"create pending RayCluster {p.pending}"
+            contract.CREATE_SERVICE_CLUSTER,
+            create,
+            summary=f"create pending RayCluster {p.pending}",
         )
         if created.stale:
             return await self._undo(
@@ -142,8 +144,8 @@ class RayServiceUpgradeWorkflow:
             if (stop := await self._interrupted()) is not None:
                 return stop
             snap = await execute(
-                io.READ_SERVICE,
-                io.ReadServiceInput(ref=self._p.ref, clusters_only=True),
+                contract.READ_SERVICE,
+                contract.ReadServiceInput(ref=self._p.ref, clusters_only=True),
                 summary=f"look at pending RayCluster {self._p.pending}",
             )
             view = snap.cluster(self._p.pending)
@@ -163,8 +165,8 @@ class RayServiceUpgradeWorkflow:
         if p.incremental:
             await self._route({p.pending: 100})  # the very first cluster of an incremental service
         await execute(
-            io.SWITCH_SERVICES,
-            io.SwitchServicesInput(ref=p.ref, cluster=p.pending),
+            contract.SWITCH_SERVICES,
+            contract.SwitchServicesInput(ref=p.ref, cluster=p.pending),
             summary=f"point the RayService's Services at {p.pending}",
         )
         return self._result(Outcome.PROMOTED, "services switched")
@@ -187,7 +189,7 @@ class RayServiceUpgradeWorkflow:
             except ActivityError:
                 if not workflow.patched(WAIT_FAILURE_PATCH):
                     raise
-                health = io.ServeHealth(healthy=False)
+                health = contract.ServeHealth(healthy=False)
             apps = len(health.status.applications)
             self._healthy = health.healthy and health.consecutive_healthy >= p.healthy_observations
             await self._report("waiting for Serve to run on the pending cluster", health.status)
@@ -220,8 +222,8 @@ class RayServiceUpgradeWorkflow:
             if move.kind == MoveKind.DONE:
                 await self._route({p.pending: 100})
                 await execute(
-                    io.SWITCH_SERVICES,
-                    io.SwitchServicesInput(ref=p.ref, cluster=p.pending),
+                    contract.SWITCH_SERVICES,
+                    contract.SwitchServicesInput(ref=p.ref, cluster=p.pending),
                     summary=f"point the RayService's Services at {p.pending}",
                 )
                 return self._result(Outcome.PROMOTED, "all traffic on the new cluster")
@@ -266,8 +268,8 @@ class RayServiceUpgradeWorkflow:
         Only forward steps wait: a rollback returns traffic to the cluster that served it.
         """
         reported = await execute(
-            io.READ_GATEWAY_STATUS,
-            io.ServiceObjectsInput(ref=self._p.ref),
+            contract.READ_GATEWAY_STATUS,
+            contract.ServiceObjectsInput(ref=self._p.ref),
             summary="read the Gateway's and the HTTPRoute's conditions",
         )
         why = incremental.traffic_gate(reported)
@@ -303,8 +305,8 @@ class RayServiceUpgradeWorkflow:
                     await self._apply(p.active, 100)
             self._progress.traffic = Traffic()
         await execute(
-            io.DELETE_SERVICE_CLUSTER,
-            io.ClusterNameInput(ref=p.ref, cluster=p.pending, reason=reason),
+            contract.DELETE_SERVICE_CLUSTER,
+            contract.ClusterNameInput(ref=p.ref, cluster=p.pending, reason=reason),
             summary=f"delete pending RayCluster {p.pending}: {reason}",
         )
         return self._result(outcome, reason)
@@ -325,7 +327,7 @@ class RayServiceUpgradeWorkflow:
         in KubeRay, even when the new spec changed the Serve config too.
         """
         active = cluster == self._p.active
-        arg = io.ApplyServeConfigInput(
+        arg = contract.ApplyServeConfigInput(
             ref=self._p.ref, cluster=cluster, target_capacity=capacity, keep_deployed=active
         )
         summary = f"PUT serveConfigV2 to {cluster}"
@@ -334,7 +336,7 @@ class RayServiceUpgradeWorkflow:
         if capacity is not None:
             summary += f" (target_capacity {capacity})"
         try:
-            result = await execute(io.APPLY_SERVE_CONFIG, arg, summary=summary, policy=RAY)
+            result = await execute(contract.APPLY_SERVE_CONFIG, arg, summary=summary, policy=RAY)
         except ActivityError:
             return  # the dashboard is not up yet: the next health poll decides again
         if result.config_hash:
@@ -347,8 +349,8 @@ class RayServiceUpgradeWorkflow:
         while True:
             try:
                 await execute(
-                    io.RECONCILE_GATEWAY,
-                    io.GatewayInput(ref=self._p.ref, weights=weights),
+                    contract.RECONCILE_GATEWAY,
+                    contract.GatewayInput(ref=self._p.ref, weights=weights),
                     summary=f"HTTPRoute weights: {split}",
                 )
             except ActivityError as err:

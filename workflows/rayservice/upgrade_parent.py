@@ -16,7 +16,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.decisions as rules
     import workflows.rayservice.status as st
     from activities.kube.vocabulary import EventType
-    from activities.rayservice import contract as io
+    from activities.rayservice import contract
     from crds.rayservice import RayServiceStatus, RayServiceStatuses
     from crds.refs import ObjectRef
     from workflows import messages
@@ -64,11 +64,13 @@ class UpgradingMixin:
                     self._ref, EventType.NORMAL, "RollbackIgnored", "No upgrade in progress"
                 )
                 return
-            record = io.RollbackAnnotationInput(
+            record = contract.RollbackAnnotationInput(
                 ref=self._ref, goal_hash=upgrade.goal_hash, reason=reason, at=workflow.now()
             )
             await execute(
-                io.RECORD_ROLLBACK, record, summary="write the ray.io/rollback-requested annotation"
+                contract.RECORD_ROLLBACK,
+                record,
+                summary="write the ray.io/rollback-requested annotation",
             )
             message = f"Rolling back upgrade {upgrade.number} ({upgrade.pending}): {reason}"
             await event(self._ref, EventType.NORMAL, "RollbackRequested", message)

@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.status as st
     from activities.dashboard.contract import ServeStatus
     from activities.kube.vocabulary import EventType
-    from activities.rayservice import contract as io
+    from activities.rayservice import contract
     from crds import constants
     from crds.common import ObjectMeta
     from crds.rayservice import RayService, RayServiceStatuses
@@ -153,8 +153,8 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
         state.passes += 1
         known = state.generation if state.spec is not None else None
         snap = await execute(
-            io.READ_SERVICE,
-            io.ReadServiceInput(ref=self._ref, known_generation=known),
+            contract.READ_SERVICE,
+            contract.ReadServiceInput(ref=self._ref, known_generation=known),
             summary="read the RayService, its clusters, Services and routes",
         )
         if not snap.exists:
@@ -165,9 +165,9 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
             await self._delete_everything(snap)
             return
         if constants.FINALIZER_RAYSERVICE not in snap.finalizers:
-            finalizer = io.SetFinalizerInput(ref=self._ref, present=True)
+            finalizer = contract.SetFinalizerInput(ref=self._ref, present=True)
             await execute(
-                io.SET_SERVICE_FINALIZER, finalizer, summary="add the RayService finalizer"
+                contract.SET_SERVICE_FINALIZER, finalizer, summary="add the RayService finalizer"
             )
         if state.spec is None and workflow.patched(UNREADABLE_PATCH):
             # Never readable (a looser CRD let it in): refuse it, naming the fields.
@@ -190,7 +190,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
         await self._retire(snap)
         await self._write_status(snap, active_serve)
 
-    def _absorb(self, snap: io.ServiceSnapshot) -> None:
+    def _absorb(self, snap: contract.ServiceSnapshot) -> None:
         state = self._state
         if snap.spec is not None:
             state.spec, state.generation = snap.spec, snap.generation
@@ -233,7 +233,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
         )
         return [str(v) for v in validate(RayService(metadata=meta, spec=state.spec))]
 
-    async def _suspension(self, snap: io.ServiceSnapshot) -> bool:
+    async def _suspension(self, snap: contract.ServiceSnapshot) -> bool:
         """KubeRay's atomic suspend (S19); True while it keeps the rest of the pass away."""
         state = self._state
         assert state.spec is not None
@@ -255,8 +255,8 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
                 [c.name for c in snap.clusters if not c.deleting], "suspend"
             )
             await execute(
-                io.DELETE_SERVICE_OBJECTS,
-                io.ServiceObjectsInput(ref=self._ref),
+                contract.DELETE_SERVICE_OBJECTS,
+                contract.ServiceObjectsInput(ref=self._ref),
                 summary="delete Services and routes",
             )
             if workflow.patched(SUSPEND_PROGRESS_PATCH):
@@ -278,7 +278,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
 
     # --- cleanup --------------------------------------------------------------------------------
 
-    async def _delete_everything(self, snap: io.ServiceSnapshot) -> None:
+    async def _delete_everything(self, snap: contract.ServiceSnapshot) -> None:
         """The CR is being deleted: clusters go at once, then the finalizer (S3)."""
         if await self._abort_upgrade("the RayService is being deleted", None):
             return
@@ -288,16 +288,16 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
             self._set_waiting([f"{len(snap.clusters)} RayCluster(s) to go before the finalizer"])
             return
         if constants.FINALIZER_RAYSERVICE in snap.finalizers:
-            finalizer = io.SetFinalizerInput(ref=self._ref, present=False)
+            finalizer = contract.SetFinalizerInput(ref=self._ref, present=False)
             await execute(
-                io.SET_SERVICE_FINALIZER, finalizer, summary="remove the RayService finalizer"
+                contract.SET_SERVICE_FINALIZER, finalizer, summary="remove the RayService finalizer"
             )
             self._state.dirty = True
 
     # --- status ---------------------------------------------------------------------------------
 
     async def _write_status(
-        self, snap: io.ServiceSnapshot, active_serve: ServeStatus | None
+        self, snap: contract.ServiceSnapshot, active_serve: ServeStatus | None
     ) -> None:
         state = self._state
         assert state.spec is not None
@@ -323,12 +323,12 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
 
     async def _write(self, status: RayServiceStatuses) -> None:
         if st.status_changed(self._state.status, status):
-            arg = io.WriteServiceStatusInput(ref=self._ref, status=status)
-            await execute(io.WRITE_SERVICE_STATUS, arg, summary="write the RayService status")
+            arg = contract.WriteServiceStatusInput(ref=self._ref, status=status)
+            await execute(contract.WRITE_SERVICE_STATUS, arg, summary="write the RayService status")
         self._state.status = status
         self._publish_state()
 
-    def _waiting(self, snap: io.ServiceSnapshot) -> list[str]:
+    def _waiting(self, snap: contract.ServiceSnapshot) -> list[str]:
         state = self._state
         if state.upgrade is not None:
             return [f"upgrade {state.upgrade.number}: {state.upgrade.progress.phase}"]
@@ -340,9 +340,9 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
     async def _write_user_suspend(self) -> None:
         wanted, self._state.user_suspend = self._state.user_suspend, None
         assert wanted is not None
-        arg = io.SetServiceSuspendInput(ref=self._ref, suspend=wanted)
+        arg = contract.SetServiceSuspendInput(ref=self._ref, suspend=wanted)
         await execute(
-            io.SET_SERVICE_SUSPEND, arg, summary=f"write spec.suspend={str(wanted).lower()}"
+            contract.SET_SERVICE_SUSPEND, arg, summary=f"write spec.suspend={str(wanted).lower()}"
         )
         self._state.remember(f"spec.suspend set to {wanted} by signal")
 

@@ -26,7 +26,7 @@ from activities.kube.spans import (
     stamp_trace_context,
     traceparent_of,
 )
-from activities.rayservice import contract as service_io
+from activities.rayservice import contract as service_contract
 from activities.rayservice.kube_effects import ServiceActivities
 from devcluster.server import DevCluster
 from kuberay_temporal.crd_install import install_crds
@@ -180,9 +180,9 @@ async def test_a_rayservice_cluster_carries_the_trace_that_created_it(
             await install_crds(client)
             acts = ServiceActivities(client)
             ref = await make_service(client)
-            goal = (await run(acts.read, service_io.ReadServiceInput(ref=ref))).goal_hash
+            goal = (await run(acts.read, service_contract.ReadServiceInput(ref=ref))).goal_hash
             name = f"{ref.name}-abcde"
-            create = service_io.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+            create = service_contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
             with tracer.start_as_current_span("RunActivity") as span:
                 await run(acts.create_cluster, create)
             created = await client.get(kube.RAYCLUSTERS, "default", name)

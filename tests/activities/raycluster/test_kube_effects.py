@@ -11,7 +11,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.raycluster import contract as io
+from activities.raycluster import contract
 from activities.raycluster.kube_effects import ClusterActivities
 from activities.raycluster.redis_cleanup import ClusterCleanupActivities
 from crds.raycluster import RayClusterStatus
@@ -54,45 +54,47 @@ def run(activity: Any, arg: Any) -> Any:
 async def test_read_a_missing_cluster(client: KubeClient) -> None:
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     ref = ObjectRef(kind="RayCluster", namespace="default", name="nope", uid="x")
-    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
     assert not snap.exists
 
 
 async def test_read_reports_whether_redis_cleanup_is_on(client: KubeClient) -> None:
     ref = await make_cluster(client)
     default = await run(
-        ClusterActivities(client, DEFAULT_OPTIONS).read, io.ReadClusterInput(ref=ref)
+        ClusterActivities(client, DEFAULT_OPTIONS).read, contract.ReadClusterInput(ref=ref)
     )
     off = ClusterActivities(client, BuildOptions(gcs_ft_redis_cleanup=False))
-    snap = await run(off.read, io.ReadClusterInput(ref=ref))
+    snap = await run(off.read, contract.ReadClusterInput(ref=ref))
     assert default.redis_cleanup and not snap.redis_cleanup
 
 
 async def test_read_reports_the_deterministic_head_name(client: KubeClient) -> None:
     ref = await make_cluster(client)
     default = await run(
-        ClusterActivities(client, DEFAULT_OPTIONS).read, io.ReadClusterInput(ref=ref)
+        ClusterActivities(client, DEFAULT_OPTIONS).read, contract.ReadClusterInput(ref=ref)
     )
     fixed = ClusterActivities(client, BuildOptions(deterministic_head_pod_name=True))
-    snap = await run(fixed.read, io.ReadClusterInput(ref=ref))
+    snap = await run(fixed.read, contract.ReadClusterInput(ref=ref))
     assert default.head_name == "" and snap.head_name == f"{ref.name}-head"
 
 
 async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) -> None:
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client)
-    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
     assert snap.exists and snap.spec is not None and snap.generation == 1
     assert snap.missing_objects == [f"Service/{ref.name}-head-svc"] and snap.pods == []
     assert snap.head_prefix == f"{ref.name}-head-"
     assert snap.worker_prefixes == {"small": f"{ref.name}-small-worker-"}
-    plan = io.ApplyClusterInput(
+    plan = contract.ApplyClusterInput(
         ref=ref,
         generation=1,
         ensure_objects=True,
         creations=[
-            io.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True),
-            io.PodCreation(name=f"{ref.name}-small-worker-fghij", group="small", replica_index=0),
+            contract.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True),
+            contract.PodCreation(
+                name=f"{ref.name}-small-worker-fghij", group="small", replica_index=0
+            ),
         ],
     )
     first = await run(acts.apply, plan)
@@ -106,7 +108,7 @@ async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) 
     assert service["spec"]["clusterIP"] == "None"
     reasons = sorted(e["reason"] for e in await client.list_all(kube.EVENTS, "default"))
     assert reasons.count("CreatedHeadPod") == 1 and reasons.count("CreatedWorkerPod") == 1
-    after = await run(acts.read, io.ReadClusterInput(ref=ref, known_generation=1))
+    after = await run(acts.read, contract.ReadClusterInput(ref=ref, known_generation=1))
     assert after.spec is None and after.missing_objects == []
     assert sorted(p.node_type for p in after.pods) == ["head", "worker"]
 
@@ -115,9 +117,9 @@ async def test_a_plan_for_an_old_generation_is_refused(client: KubeClient) -> No
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client)
     await client.patch(kube.RAYCLUSTERS, "default", ref.name, {"spec": {"rayVersion": "2.9.0"}})
-    creation = io.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True)
+    creation = contract.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True)
     result = await run(
-        acts.apply, io.ApplyClusterInput(ref=ref, generation=1, creations=[creation])
+        acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, creations=[creation])
     )
     assert (
         result.stale
@@ -128,8 +130,10 @@ async def test_a_plan_for_an_old_generation_is_refused(client: KubeClient) -> No
 async def test_a_rejected_pod_is_a_replica_failure_with_a_warning(client: KubeClient) -> None:
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client)
-    bad = io.PodCreation(name="Not_A_Valid_Name", group="small", replica_index=0)
-    result = await run(acts.apply, io.ApplyClusterInput(ref=ref, generation=1, creations=[bad]))
+    bad = contract.PodCreation(name="Not_A_Valid_Name", group="small", replica_index=0)
+    result = await run(
+        acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, creations=[bad])
+    )
     assert result.failure is not None and result.failure.reason == "FailedCreateWorkerPod"
     events = await client.list_all(kube.EVENTS, "default")
     assert [e["type"] for e in events if e["reason"] == "FailedToCreateWorkerPod"] == ["Warning"]
@@ -140,14 +144,15 @@ async def test_status_is_replaced_and_suspend_written(client: KubeClient) -> Non
     ref = await make_cluster(client)
     await run(
         acts.write_status,
-        io.WriteStatusInput(ref=ref, status=RayClusterStatus(state="ready", reason="x")),
+        contract.WriteStatusInput(ref=ref, status=RayClusterStatus(state="ready", reason="x")),
     )
     await run(
-        acts.write_status, io.WriteStatusInput(ref=ref, status=RayClusterStatus(state="ready"))
+        acts.write_status,
+        contract.WriteStatusInput(ref=ref, status=RayClusterStatus(state="ready")),
     )
     stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
     assert stored["status"] == {"state": "ready"} and stored["metadata"]["generation"] == 1
-    await run(acts.set_suspend, io.SetSuspendInput(ref=ref, suspend=True))
+    await run(acts.set_suspend, contract.SetSuspendInput(ref=ref, suspend=True))
     stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
     assert stored["spec"]["suspend"] is True and stored["metadata"]["generation"] == 2
 
@@ -160,11 +165,11 @@ FT = {
 async def test_the_snapshot_never_carries_an_inline_password(client: KubeClient) -> None:
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client, **FT)
-    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
     assert snap.spec is not None and "s3cret" not in snap.model_dump_json()
     # ...while the pods built from the CR still get the value the user wrote.
-    creation = io.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True)
-    await run(acts.apply, io.ApplyClusterInput(ref=ref, generation=1, creations=[creation]))
+    creation = contract.PodCreation(name=f"{ref.name}-head-abcde", group="headgroup", head=True)
+    await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, creations=[creation]))
     pod = await client.get(kube.PODS, "default", creation.name)
     env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
     assert env["REDIS_PASSWORD"] == "s3cret"
@@ -186,7 +191,7 @@ async def test_legacy_passwords_stay_out_of_the_snapshot_but_count_as_changes(
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     first = await make_cluster(client, **with_legacy_secrets("s3cret-one"))
     second = await make_cluster(client, **with_legacy_secrets("s3cret-two"))
-    snaps = [await run(acts.read, io.ReadClusterInput(ref=ref)) for ref in (first, second)]
+    snaps = [await run(acts.read, contract.ReadClusterInput(ref=ref)) for ref in (first, second)]
     assert all("s3cret" not in snap.model_dump_json() for snap in snaps)
     # The workflow sees the same spec, yet a password change still changes the recreate hash.
     assert snaps[0].spec == snaps[1].spec
@@ -197,22 +202,22 @@ async def test_the_finalizer_steps(client: KubeClient) -> None:
     reads = ClusterActivities(client, DEFAULT_OPTIONS)
     steps = ClusterCleanupActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client, **FT)
-    await run(steps.step, io.CleanupStepInput(ref=ref, step="AddFinalizer"))
-    await run(steps.step, io.CleanupStepInput(ref=ref, step="AddFinalizer"))  # retried
+    await run(steps.step, contract.CleanupStepInput(ref=ref, step="AddFinalizer"))
+    await run(steps.step, contract.CleanupStepInput(ref=ref, step="AddFinalizer"))  # retried
     stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
     assert stored["metadata"]["finalizers"] == ["ray.io/gcs-ft-redis-cleanup-finalizer"]
     await client.delete(kube.RAYCLUSTERS, "default", ref.name)
-    snap = await run(reads.read, io.ReadClusterInput(ref=ref))
+    snap = await run(reads.read, contract.ReadClusterInput(ref=ref))
     assert snap.deleting and snap.deleted_at is not None and not snap.cleanup_job_exists
-    await run(steps.step, io.CleanupStepInput(ref=ref, step="CreateJob"))
+    await run(steps.step, contract.CleanupStepInput(ref=ref, step="CreateJob"))
     job = await client.get(kube.JOBS, "default", f"{ref.name}-redis-cleanup")
     assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 300
     assert job["metadata"]["labels"]["ray.io/node-type"] == "redis-cleanup"
     assert "cleanup_redis_storage" in job["spec"]["template"]["spec"]["containers"][0]["args"][0]
     assert "s3cret" not in str(job["spec"]["template"]["spec"]["containers"][0]["args"])
-    snap = await run(reads.read, io.ReadClusterInput(ref=ref, known_generation=1))
+    snap = await run(reads.read, contract.ReadClusterInput(ref=ref, known_generation=1))
     assert snap.cleanup_job_exists and snap.cleanup_job_finished is None
-    step = io.CleanupStepInput(ref=ref, step="ForceRemoveFinalizer", reason="test")
+    step = contract.CleanupStepInput(ref=ref, step="ForceRemoveFinalizer", reason="test")
     await run(steps.step, step)
     assert await client.get_or_none(kube.RAYCLUSTERS, "default", ref.name) is None
     warnings = [e for e in await client.list_all(kube.EVENTS, "default") if e["type"] == "Warning"]
@@ -227,7 +232,7 @@ async def test_autoscaler_rbac_and_gcs_pvc_are_owned_objects(client: KubeClient)
         enableInTreeAutoscaling=True,
         gcsFaultToleranceOptions={"backend": "rocksdb"},
     )
-    snap = await run(acts.read, io.ReadClusterInput(ref=ref))
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
     assert snap.missing_objects == [
         f"ServiceAccount/{ref.name}",
         f"Role/{ref.name}",
@@ -235,8 +240,8 @@ async def test_autoscaler_rbac_and_gcs_pvc_are_owned_objects(client: KubeClient)
         f"Service/{ref.name}-head-svc",
         f"PersistentVolumeClaim/{ref.name}-gcs-pvc",
     ]
-    await run(acts.apply, io.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
-    again = await run(acts.read, io.ReadClusterInput(ref=ref, known_generation=1))
+    await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
+    again = await run(acts.read, contract.ReadClusterInput(ref=ref, known_generation=1))
     assert again.missing_objects == []
     role = await client.get(kube.ROLES, "default", ref.name)
     assert {

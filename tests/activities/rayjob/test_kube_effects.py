@@ -11,7 +11,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.builders import DEFAULT_OPTIONS
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from activities.rayjob.kube_effects import JobActivities
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobStatus
@@ -59,29 +59,29 @@ async def test_read_a_missing_or_recreated_rayjob(client: KubeClient) -> None:
     acts = JobActivities(client, DEFAULT_OPTIONS)
     ref = await make_rayjob(client)
     other = ref.model_copy(update={"uid": "someone-else"})
-    assert not (await run(acts.read, io.ReadJobInput(ref=other))).exists
+    assert not (await run(acts.read, contract.ReadJobInput(ref=other))).exists
 
 
 async def test_read_returns_spec_status_and_the_cluster_view(client: KubeClient) -> None:
     acts = JobActivities(client, DEFAULT_OPTIONS)
     ref = await make_rayjob(client)
-    snap = await run(acts.read, io.ReadJobInput(ref=ref, cluster_name="c1"))
+    snap = await run(acts.read, contract.ReadJobInput(ref=ref, cluster_name="c1"))
     assert snap.exists and snap.generation == 1 and snap.spec is not None
     assert snap.labels == {"team": "a"} and not snap.has_finalizer
-    assert snap.cluster == io.ClusterView(name="c1", exists=False)
+    assert snap.cluster == contract.ClusterView(name="c1", exists=False)
     assert snap.submitter is None
-    again = await run(acts.read, io.ReadJobInput(ref=ref, known_generation=1))
+    again = await run(acts.read, contract.ReadJobInput(ref=ref, known_generation=1))
     assert again.spec is None and again.status is None
-    assert snap.options == again.options == io.JobOperatorOptions()
+    assert snap.options == again.options == contract.JobOperatorOptions()
 
 
 async def test_read_reports_the_operator_options_it_was_built_with(client: KubeClient) -> None:
-    options = io.JobOperatorOptions(
+    options = contract.JobOperatorOptions(
         delete_rayjob_cr_after_job_finishes=True, status_check_timeout_seconds=30
     )
     acts = JobActivities(client, DEFAULT_OPTIONS, job_options=options)
     ref = await make_rayjob(client)
-    snap = await run(acts.read, io.ReadJobInput(ref=ref, known_generation=1))
+    snap = await run(acts.read, contract.ReadJobInput(ref=ref, known_generation=1))
     assert snap.options == options
 
 
@@ -93,7 +93,7 @@ async def test_the_snapshot_carries_no_inline_secret(client: KubeClient) -> None
     env = [{"name": "HF_TOKEN", "value": "s3cret-submitter"}]
     submitter = {"spec": {"containers": [{"name": "s", "image": IMAGE, "env": env}]}}
     ref = await make_rayjob(client, rayClusterSpec=cluster, submitterPodTemplate=submitter)
-    snap = await run(JobActivities(client, DEFAULT_OPTIONS).read, io.ReadJobInput(ref=ref))
+    snap = await run(JobActivities(client, DEFAULT_OPTIONS).read, contract.ReadJobInput(ref=ref))
     assert snap.spec is not None and "s3cret" not in snap.model_dump_json()
     assert snap.spec.submitter_pod_template is not None
 
@@ -101,7 +101,9 @@ async def test_the_snapshot_carries_no_inline_secret(client: KubeClient) -> None
 async def test_create_cluster_is_idempotent_and_recorded(client: KubeClient) -> None:
     acts = JobActivities(client, DEFAULT_OPTIONS)
     ref = await make_rayjob(client)
-    params = io.CreateClusterInput(ref=ref, cluster_name=f"{ref.name}-abcde", job_id="x", attempt=1)
+    params = contract.CreateClusterInput(
+        ref=ref, cluster_name=f"{ref.name}-abcde", job_id="x", attempt=1
+    )
     assert (await run(acts.create_cluster, params)).created
     assert not (await run(acts.create_cluster, params)).created
     cluster = await client.get(kube.RAYCLUSTERS, "default", params.cluster_name)
@@ -119,7 +121,7 @@ async def test_create_cluster_is_idempotent_and_recorded(client: KubeClient) -> 
         "spec": {"ports": [{"name": "dashboard", "port": 8265}]},
     }
     await client.create(kube.SERVICES, "default", service)
-    snap = await run(acts.read, io.ReadJobInput(ref=ref, cluster_name=params.cluster_name))
+    snap = await run(acts.read, contract.ReadJobInput(ref=ref, cluster_name=params.cluster_name))
     assert snap.cluster is not None and snap.cluster.exists and not snap.cluster.ready
     expected = f"{params.cluster_name}-head-svc.default.svc.cluster.local:8265"
     assert snap.cluster.dashboard_url == expected
@@ -132,9 +134,9 @@ async def test_submitter_job_and_head_service(client: KubeClient) -> None:
     first = f"{ref.name}-aaaaa"
     await run(
         acts.create_cluster,
-        io.CreateClusterInput(ref=ref, cluster_name=first, job_id="x", attempt=1),
+        contract.CreateClusterInput(ref=ref, cluster_name=first, job_id="x", attempt=1),
     )
-    params = io.CreateSubmitterInput(
+    params = contract.CreateSubmitterInput(
         ref=ref, cluster_name=first, job_id="x", attempt=1, dashboard_url="svc.default.svc:8265"
     )
     assert (await run(acts.create_submitter, params)).created
@@ -142,19 +144,25 @@ async def test_submitter_job_and_head_service(client: KubeClient) -> None:
     job = await client.get(kube.JOBS, "default", ref.name)
     assert job["metadata"]["labels"]["app.kubernetes.io/created-by"] == "kuberay-operator"
     assert job["metadata"]["ownerReferences"][0]["controller"] is True
-    snap = await run(acts.read, io.ReadJobInput(ref=ref, cluster_name=first))
+    snap = await run(acts.read, contract.ReadJobInput(ref=ref, cluster_name=first))
     assert snap.submitter is not None and snap.submitter.finished_at is None
 
-    await run(acts.ensure_head_service, io.EnsureHeadServiceInput(ref=ref, cluster_name=first))
-    await run(acts.ensure_head_service, io.EnsureHeadServiceInput(ref=ref, cluster_name=first))
+    await run(
+        acts.ensure_head_service, contract.EnsureHeadServiceInput(ref=ref, cluster_name=first)
+    )
+    await run(
+        acts.ensure_head_service, contract.EnsureHeadServiceInput(ref=ref, cluster_name=first)
+    )
     service = await client.get(kube.SERVICES, "default", f"{ref.name}-head-svc")
     assert service["spec"]["selector"]["ray.io/cluster"] == first
     second = f"{ref.name}-bbbbb"
     await run(
         acts.create_cluster,
-        io.CreateClusterInput(ref=ref, cluster_name=second, job_id="y", attempt=2),
+        contract.CreateClusterInput(ref=ref, cluster_name=second, job_id="y", attempt=2),
     )
-    await run(acts.ensure_head_service, io.EnsureHeadServiceInput(ref=ref, cluster_name=second))
+    await run(
+        acts.ensure_head_service, contract.EnsureHeadServiceInput(ref=ref, cluster_name=second)
+    )
     service = await client.get(kube.SERVICES, "default", f"{ref.name}-head-svc")
     assert service["spec"]["selector"]["ray.io/cluster"] == second
     assert await reasons(client, ref) == [
@@ -172,7 +180,7 @@ async def test_delete_attempt_only_deletes_what_the_rayjob_owns(client: KubeClie
     mine = f"{ref.name}-aaaaa"
     await run(
         acts.create_cluster,
-        io.CreateClusterInput(ref=ref, cluster_name=mine, job_id="x", attempt=1),
+        contract.CreateClusterInput(ref=ref, cluster_name=mine, job_id="x", attempt=1),
     )
     borrowed = {
         "apiVersion": "ray.io/v1",
@@ -181,11 +189,11 @@ async def test_delete_attempt_only_deletes_what_the_rayjob_owns(client: KubeClie
         "spec": copy.deepcopy(CLUSTER_SPEC),
     }
     await client.create(kube.RAYCLUSTERS, "default", borrowed)
-    params = io.DeleteAttemptInput(ref=ref, cluster_name="borrowed")
+    params = contract.DeleteAttemptInput(ref=ref, cluster_name="borrowed")
     assert (await run(acts.delete_attempt, params)).remaining == []
     assert await client.get_or_none(kube.RAYCLUSTERS, "default", "borrowed") is not None
 
-    params = io.DeleteAttemptInput(ref=ref, cluster_name=mine)
+    params = contract.DeleteAttemptInput(ref=ref, cluster_name=mine)
     await run(acts.delete_attempt, params)
     await run(acts.delete_attempt, params)
     assert await client.get_or_none(kube.RAYCLUSTERS, "default", mine) is None
@@ -199,17 +207,17 @@ async def test_suspend_workers_and_delete_self(client: KubeClient) -> None:
     name = f"{ref.name}-aaaaa"
     await run(
         acts.create_cluster,
-        io.CreateClusterInput(ref=ref, cluster_name=name, job_id="x", attempt=1),
+        contract.CreateClusterInput(ref=ref, cluster_name=name, job_id="x", attempt=1),
     )
-    await run(acts.suspend_workers, io.SuspendWorkersInput(ref=ref, cluster_name=name))
-    await run(acts.suspend_workers, io.SuspendWorkersInput(ref=ref, cluster_name=name))
+    await run(acts.suspend_workers, contract.SuspendWorkersInput(ref=ref, cluster_name=name))
+    await run(acts.suspend_workers, contract.SuspendWorkersInput(ref=ref, cluster_name=name))
     cluster = await client.get(kube.RAYCLUSTERS, "default", name)
     assert cluster["spec"]["workerGroupSpecs"][0]["suspend"] is True
-    snap = await run(acts.read, io.ReadJobInput(ref=ref, cluster_name=name))
+    snap = await run(acts.read, contract.ReadJobInput(ref=ref, cluster_name=name))
     assert snap.cluster is not None and snap.cluster.workers_suspended
     assert (await reasons(client, ref)).count("UpdatedRayCluster") == 1
-    await run(acts.delete_rayjob, io.RayJobRef(ref=ref))
-    await run(acts.delete_rayjob, io.RayJobRef(ref=ref))
+    await run(acts.delete_rayjob, contract.RayJobRef(ref=ref))
+    await run(acts.delete_rayjob, contract.RayJobRef(ref=ref))
     assert await client.get_or_none(kube.RAYJOBS, "default", ref.name) is None
 
 
@@ -219,24 +227,26 @@ async def test_status_suspend_and_finalizer_writes(client: KubeClient) -> None:
     status = RayJobStatus(
         job_id="x", job_status=JobStatus.RUNNING, job_deployment_status=JobDeploymentStatus.RUNNING
     )
-    await run(acts.write_status, io.WriteJobStatusInput(ref=ref, status=status))
+    await run(acts.write_status, contract.WriteJobStatusInput(ref=ref, status=status))
     await run(
         acts.write_status,
-        io.WriteJobStatusInput(ref=ref, status=RayJobStatus(job_deployment_status="Suspended")),
+        contract.WriteJobStatusInput(
+            ref=ref, status=RayJobStatus(job_deployment_status="Suspended")
+        ),
     )
     stored = (await client.get(kube.RAYJOBS, "default", ref.name))["status"]
     # Replaced, not merged: the old jobId is gone (the CRD defaults the counters to 0).
     assert stored["jobDeploymentStatus"] == "Suspended" and "jobId" not in stored
 
-    await run(acts.set_suspend, io.SetJobSuspendInput(ref=ref, suspend=True))
-    await run(acts.set_finalizer, io.SetFinalizerInput(ref=ref, present=True))
-    await run(acts.set_finalizer, io.SetFinalizerInput(ref=ref, present=True))
+    await run(acts.set_suspend, contract.SetJobSuspendInput(ref=ref, suspend=True))
+    await run(acts.set_finalizer, contract.SetFinalizerInput(ref=ref, present=True))
+    await run(acts.set_finalizer, contract.SetFinalizerInput(ref=ref, present=True))
     obj = await client.get(kube.RAYJOBS, "default", ref.name)
     assert obj["spec"]["suspend"] is True
     assert obj["metadata"]["finalizers"] == ["ray.io/rayjob-finalizer"]
-    snap = await run(acts.read, io.ReadJobInput(ref=ref))
+    snap = await run(acts.read, contract.ReadJobInput(ref=ref))
     assert snap.has_finalizer and snap.status is not None
     await client.delete(kube.RAYJOBS, "default", ref.name)
-    assert (await run(acts.read, io.ReadJobInput(ref=ref))).deleting
-    await run(acts.set_finalizer, io.SetFinalizerInput(ref=ref, present=False))
+    assert (await run(acts.read, contract.ReadJobInput(ref=ref))).deleting
+    await run(acts.set_finalizer, contract.SetFinalizerInput(ref=ref, present=False))
     assert await client.get_or_none(kube.RAYJOBS, "default", ref.name) is None

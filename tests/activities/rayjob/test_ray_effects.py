@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from activities.kube.client import KubeClient
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
 from activities.rayjob.ray_effects import RayJobActivities
 from crds.enums import JobStatus
@@ -85,8 +85,8 @@ def activities(client: KubeClient, dashboard: Dashboard) -> RayJobActivities:
     return RayJobActivities(client, DashboardConnector(client, DashboardAccess.PROXY, transport))
 
 
-def wait_input(ref: ObjectRef, known: io.RayJobView | None = None, **fields: Any) -> Any:
-    return io.WaitRayJobInput(
+def wait_input(ref: ObjectRef, known: contract.RayJobView | None = None, **fields: Any) -> Any:
+    return contract.WaitRayJobInput(
         ref=ref, dashboard_url=URL, job_id="job-x-1", known=known, poll_seconds=0.01, **fields
     )
 
@@ -97,7 +97,7 @@ def wait_input(ref: ObjectRef, known: io.RayJobView | None = None, **fields: Any
 async def test_submit_posts_the_attempts_submission_id(client: KubeClient) -> None:
     ref = await make_rayjob(client, submissionMode="HTTPMode", metadata={"team": "a"})
     dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
-    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
     result = await run(activities(client, dashboard).submit, params)
     assert (result.submitted, result.duplicate) == (True, False)
     (request,) = dashboard.requests
@@ -109,7 +109,7 @@ async def test_submit_posts_the_attempts_submission_id(client: KubeClient) -> No
 async def test_a_duplicate_submission_is_success_not_a_second_job(client: KubeClient) -> None:
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     dashboard = Dashboard(**{"POST /api/jobs/": [answer(500, text=DUPLICATE)]})
-    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
     result = await run(activities(client, dashboard).submit, params)
     assert (result.submitted, result.duplicate) == (True, True)
     assert dashboard.calls("POST") == 1
@@ -129,7 +129,7 @@ async def test_submission_failures_are_data_not_exceptions(
 ) -> None:
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     dashboard = Dashboard(**{"POST /api/jobs/": [reply]})
-    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
     result = await run(activities(client, dashboard).submit, params)
     assert not result.submitted and fragment in result.error
 
@@ -138,7 +138,7 @@ async def test_submit_for_a_recreated_rayjob_sends_nothing(client: KubeClient) -
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     stale = ref.model_copy(update={"uid": "another-uid"})
     dashboard = Dashboard()
-    params = io.SubmitRayJobInput(ref=stale, dashboard_url=URL, job_id="job-x-1")
+    params = contract.SubmitRayJobInput(ref=stale, dashboard_url=URL, job_id="job-x-1")
     result = await run(activities(client, dashboard).submit, params)
     assert not result.submitted and "no longer exists" in result.error
     assert dashboard.requests == []
@@ -153,7 +153,7 @@ async def test_wait_returns_when_the_status_changes(client: KubeClient) -> None:
     dashboard = Dashboard(
         **{path: [answer(200, job("RUNNING"))] * 3 + [answer(200, job("SUCCEEDED"))]}
     )
-    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
     view = await run(activities(client, dashboard).wait, wait_input(ref, known))
     assert view.found and view.status == JobStatus.SUCCEEDED and view.end_time_ms
     assert dashboard.calls("GET") == 4
@@ -164,7 +164,7 @@ async def test_wait_reports_an_unreachable_dashboard_once_it_stops_answering(
 ) -> None:
     ref = await make_rayjob(client)
     dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING")), refused]})
-    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
     view = await run(activities(client, dashboard).wait, wait_input(ref, known))
     assert not view.reachable and "refused" in view.error
 
@@ -173,7 +173,7 @@ async def test_wait_reports_a_job_ray_does_not_know(client: KubeClient) -> None:
     ref = await make_rayjob(client)
     not_found = answer(404, text="Job job-x-1 does not exist")
     dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [not_found]})
-    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
     view = await run(activities(client, dashboard).wait, wait_input(ref, known))
     assert view.reachable and not view.found
 
@@ -181,7 +181,7 @@ async def test_wait_reports_a_job_ray_does_not_know(client: KubeClient) -> None:
 async def test_wait_returns_at_the_workflows_deadline_with_nothing_new(client: KubeClient) -> None:
     ref = await make_rayjob(client)
     dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
-    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
     soon = datetime.now(UTC) + timedelta(milliseconds=200)
     view = await run(activities(client, dashboard).wait, wait_input(ref, known, return_by=soon))
     assert view.same_as(known)
@@ -191,7 +191,7 @@ async def test_wait_returns_at_the_workflows_deadline_with_nothing_new(client: K
 async def test_a_peek_asks_once(client: KubeClient) -> None:
     ref = await make_rayjob(client)
     dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
-    known = io.RayJobView(found=True, status=JobStatus.RUNNING)
+    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
     view = await run(activities(client, dashboard).wait, wait_input(ref, known, max_wait_seconds=0))
     assert view.same_as(known) and dashboard.calls("GET") == 1
 
@@ -207,7 +207,7 @@ async def test_stop_posts_stop(client: KubeClient) -> None:
             "GET /api/jobs/job-x-1": [answer(200, job("STOPPED"))],
         }
     )
-    params = io.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
     await run(activities(client, dashboard).stop, params)
     assert dashboard.calls("POST") == 1
 
@@ -219,7 +219,7 @@ async def test_stop_of_a_job_ray_does_not_know_is_not_an_error(client: KubeClien
     dashboard = Dashboard(
         **{"POST /api/jobs/job-x-1/stop": [not_found], "GET /api/jobs/job-x-1": [not_found]}
     )
-    params = io.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
     await run(activities(client, dashboard).stop, params)
     assert dashboard.calls("POST") == 1
 
@@ -242,7 +242,7 @@ async def test_dashboard_calls_build_their_tls_settings_once(
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
     rayjob = activities(client, dashboard)
-    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
     for _ in range(3):
         assert (await run(rayjob.submit, params)).submitted
 

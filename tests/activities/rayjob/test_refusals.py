@@ -15,7 +15,7 @@ from activities.builders import DEFAULT_OPTIONS
 from activities.builders.rayjob import InvalidJobSpecError
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from activities.rayjob.kube_effects import JobActivities
 from activities.rayjob.ray_effects import job_submission
 from crds.rayjob import RayJobSpec
@@ -29,7 +29,7 @@ REFUSED = f"spec.runtimeEnvYAML: runtimeEnvYAML {EXPANDS}"
 
 def assert_refused_for_good(err: pytest.ExceptionInfo[ApplicationError], message: str) -> None:
     assert err.value.non_retryable
-    assert err.value.type == io.INVALID_SPEC_ERROR
+    assert err.value.type == contract.INVALID_SPEC_ERROR
     assert err.value.message == message
 
 
@@ -40,11 +40,11 @@ async def test_create_submitter_refuses_an_alias_bomb(client: KubeClient, bomb: 
     cluster = f"{ref.name}-aaaaa"
     await run(
         acts.create_cluster,
-        io.CreateClusterInput(ref=ref, cluster_name=cluster, job_id="x", attempt=1),
+        contract.CreateClusterInput(ref=ref, cluster_name=cluster, job_id="x", attempt=1),
     )
     # Edited after the workflow validated it.
     await client.patch(kube.RAYJOBS, "default", ref.name, {"spec": {"runtimeEnvYAML": bomb}})
-    params = io.CreateSubmitterInput(
+    params = contract.CreateSubmitterInput(
         ref=ref, cluster_name=cluster, job_id="x", attempt=1, dashboard_url="svc.default.svc:8265"
     )
     with pytest.raises(ApplicationError) as err:
@@ -56,7 +56,9 @@ async def test_create_submitter_refuses_an_alias_bomb(client: KubeClient, bomb: 
 async def test_create_cluster_refuses_an_alias_bomb_for_the_sidecar(client: KubeClient) -> None:
     acts = JobActivities(client, DEFAULT_OPTIONS)
     ref = await make_rayjob(client, submissionMode="SidecarMode", runtimeEnvYAML=BOMB_584)
-    params = io.CreateClusterInput(ref=ref, cluster_name=f"{ref.name}-aaaaa", job_id="x", attempt=1)
+    params = contract.CreateClusterInput(
+        ref=ref, cluster_name=f"{ref.name}-aaaaa", job_id="x", attempt=1
+    )
     with pytest.raises(ApplicationError) as err:
         await run(acts.create_cluster, params)
     assert_refused_for_good(err, REFUSED)
@@ -66,7 +68,7 @@ async def test_create_cluster_refuses_an_alias_bomb_for_the_sidecar(client: Kube
 async def test_submit_refuses_an_alias_bomb_without_calling_ray(client: KubeClient) -> None:
     ref = await make_rayjob(client, submissionMode="HTTPMode", runtimeEnvYAML=SMALL_BOMB)
     dashboard = Dashboard()
-    params = io.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
     with pytest.raises(ApplicationError) as err:
         await run(activities(client, dashboard).submit, params)
     assert_refused_for_good(err, REFUSED)

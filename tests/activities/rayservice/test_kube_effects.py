@@ -16,7 +16,7 @@ from activities.builders import rayservice as rs
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.rayjob.dashboard_access import DashboardConnector
-from activities.rayservice import contract as io
+from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceActivities
 from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
 from activities.rayservice.routes import RouteActivities
@@ -73,21 +73,21 @@ async def reasons(client: KubeClient) -> list[str]:
 async def test_read_a_missing_service(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = ObjectRef(kind="RayService", namespace="default", name="nope", uid="x")
-    assert not (await run(acts.read, io.ReadServiceInput(ref=ref))).exists
+    assert not (await run(acts.read, contract.ReadServiceInput(ref=ref))).exists
 
 
 async def test_read_reports_enable_zero_downtime(client: KubeClient) -> None:
     ref = await make_service(client)
-    on = await run(ServiceActivities(client).read, io.ReadServiceInput(ref=ref))
+    on = await run(ServiceActivities(client).read, contract.ReadServiceInput(ref=ref))
     acts = ServiceActivities(client, BuildOptions(zero_downtime=False))
-    off = await run(acts.read, io.ReadServiceInput(ref=ref))
+    off = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert on.zero_downtime and not off.zero_downtime
 
 
 async def test_read_leaves_the_serve_config_out_and_hashes_it(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client)
-    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert snap.exists and snap.generation == 1 and snap.spec is not None
     assert snap.spec.serve_config_v2 is None
     assert snap.serve_config_hash == rs.serve_config_hash(SERVE_CONFIG)
@@ -95,7 +95,7 @@ async def test_read_leaves_the_serve_config_out_and_hashes_it(client: KubeClient
     assert snap.head_service_cluster is None and snap.serve_endpoints == {
         f"{ref.name}-serve-svc": 0
     }
-    light = await run(acts.read, io.ReadServiceInput(ref=ref, known_generation=1))
+    light = await run(acts.read, contract.ReadServiceInput(ref=ref, known_generation=1))
     assert light.spec is None and light.status is None
 
 
@@ -112,7 +112,7 @@ async def test_passwords_stay_out_of_the_snapshot_but_change_the_goal(client: Ku
         await make_service(client, rayClusterConfig=with_head_password(password))
         for password in ("s3cret-one", "s3cret-two")
     ]
-    snaps = [await run(acts.read, io.ReadServiceInput(ref=ref)) for ref in refs]
+    snaps = [await run(acts.read, contract.ReadServiceInput(ref=ref)) for ref in refs]
     assert all("s3cret" not in snap.model_dump_json() for snap in snaps)
     # KubeRay upgrades a RayService whose password changed; so does the workflow.
     assert snaps[0].spec == snaps[1].spec
@@ -122,7 +122,7 @@ async def test_passwords_stay_out_of_the_snapshot_but_change_the_goal(client: Ku
 async def test_a_serve_config_that_is_not_a_mapping_is_a_violation(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client, serveConfigV2="- just\n- a list\n")
-    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert snap.schema_violations == [
         "spec.serveConfigV2: serveConfigV2 must be a YAML mapping, not list"
     ]
@@ -131,9 +131,9 @@ async def test_a_serve_config_that_is_not_a_mapping_is_a_violation(client: KubeC
 async def test_create_cluster_once_with_kuberay_labels(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client)
-    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
     name = f"{ref.name}-abcde"
-    create = io.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+    create = contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
     assert not (await run(acts.create_cluster, create)).stale
     assert not (await run(acts.create_cluster, create)).stale  # a retried activity
     cluster = await client.get(kube.RAYCLUSTERS, "default", name)
@@ -149,34 +149,38 @@ async def test_create_cluster_once_with_kuberay_labels(client: KubeClient) -> No
     assert [o["uid"] for o in meta["ownerReferences"]] == [ref.uid]
     assert cluster["spec"]["workerGroupSpecs"][0]["replicas"] == 1
     assert (await reasons(client)).count("CreatedRayCluster") == 1
-    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert [(c.name, c.spec_hash == goal, c.num_worker_groups) for c in snap.clusters] == [
         (name, True, 1)
     ]
-    stale = io.CreateServiceClusterInput(ref=ref, name=f"{ref.name}-fghij", goal_hash="old")
+    stale = contract.CreateServiceClusterInput(ref=ref, name=f"{ref.name}-fghij", goal_hash="old")
     assert (await run(acts.create_cluster, stale)).stale
 
 
 async def test_appended_worker_group_is_an_in_place_update(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client)
-    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
     name = f"{ref.name}-abcde"
-    await run(acts.create_cluster, io.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal))
+    await run(
+        acts.create_cluster, contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+    )
     await client.patch(kube.RAYCLUSTERS, "default", name, {"spec": {"suspend": True}})
     extra = {**GROUP, "groupName": "big"}
     groups = {"workerGroupSpecs": [GROUP, extra]}
     await client.patch(
         kube.RAYSERVICES, "default", ref.name, {"spec": {"rayClusterConfig": groups}}
     )
-    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
     view = snap.clusters[0]
     assert view.spec_hash == goal != snap.goal_hash and view.goal_prefix_hash == goal
-    await run(acts.update_cluster, io.ClusterNameInput(ref=ref, cluster=name, reason="appended"))
+    await run(
+        acts.update_cluster, contract.ClusterNameInput(ref=ref, cluster=name, reason="appended")
+    )
     updated = await client.get(kube.RAYCLUSTERS, "default", name)
     assert [g["groupName"] for g in updated["spec"]["workerGroupSpecs"]] == ["small", "big"]
     assert updated["spec"]["suspend"] is True
-    after = await run(acts.read, io.ReadServiceInput(ref=ref))
+    after = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert after.clusters[0].spec_hash == after.goal_hash
     assert after.clusters[0].num_worker_groups == 2
 
@@ -184,9 +188,9 @@ async def test_appended_worker_group_is_an_in_place_update(client: KubeClient) -
 async def test_autoscaling_clusters_start_without_replicas(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client)
-    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
     name = f"{ref.name}-abcde"
-    create = io.CreateServiceClusterInput(
+    create = contract.CreateServiceClusterInput(
         ref=ref, name=name, goal_hash=goal, autoscale_from_min=True
     )
     await run(acts.create_cluster, create)
@@ -198,10 +202,12 @@ async def test_autoscaling_clusters_start_without_replicas(client: KubeClient) -
 async def test_delete_cluster_tolerates_a_second_run(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client)
-    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
     name = f"{ref.name}-abcde"
-    await run(acts.create_cluster, io.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal))
-    delete = io.ClusterNameInput(ref=ref, cluster=name, reason="retired")
+    await run(
+        acts.create_cluster, contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+    )
+    delete = contract.ClusterNameInput(ref=ref, cluster=name, reason="retired")
     await run(acts.delete_cluster, delete)
     await run(acts.delete_cluster, delete)
     assert await client.get_or_none(kube.RAYCLUSTERS, "default", name) is None
@@ -216,24 +222,24 @@ async def test_status_finalizer_suspend_and_rollback_writes(client: KubeClient) 
         num_serve_endpoints=1,
         active_service_status=RayServiceStatus(ray_cluster_name="x"),
     )
-    await run(acts.write_status, io.WriteServiceStatusInput(ref=ref, status=status))
+    await run(acts.write_status, contract.WriteServiceStatusInput(ref=ref, status=status))
     await run(
         acts.write_status,
-        io.WriteServiceStatusInput(ref=ref, status=RayServiceStatuses(num_serve_endpoints=0)),
+        contract.WriteServiceStatusInput(ref=ref, status=RayServiceStatuses(num_serve_endpoints=0)),
     )
     stored = await client.get(kube.RAYSERVICES, "default", ref.name)
     assert stored["status"] == {"numServeEndpoints": 0}
     cleared = RayServiceStatuses(active_service_status=RayServiceStatus())
-    await run(acts.write_status, io.WriteServiceStatusInput(ref=ref, status=status))
-    await run(acts.write_status, io.WriteServiceStatusInput(ref=ref, status=cleared))
+    await run(acts.write_status, contract.WriteServiceStatusInput(ref=ref, status=status))
+    await run(acts.write_status, contract.WriteServiceStatusInput(ref=ref, status=cleared))
     stored = await client.get(kube.RAYSERVICES, "default", ref.name)
     assert stored["status"] in ({"activeServiceStatus": {}}, {})
     for present in (True, True, False):
-        await run(acts.set_finalizer, io.SetFinalizerInput(ref=ref, present=present))
+        await run(acts.set_finalizer, contract.SetFinalizerInput(ref=ref, present=present))
         meta = (await client.get(kube.RAYSERVICES, "default", ref.name))["metadata"]
         assert meta.get("finalizers", []) == (["ray.io/rayservice-finalizer"] if present else [])
-    await run(acts.set_suspend, io.SetServiceSuspendInput(ref=ref, suspend=True))
-    rollback = io.RollbackAnnotationInput(ref=ref, goal_hash="H", at=datetime.now(UTC))
+    await run(acts.set_suspend, contract.SetServiceSuspendInput(ref=ref, suspend=True))
+    rollback = contract.RollbackAnnotationInput(ref=ref, goal_hash="H", at=datetime.now(UTC))
     await run(acts.record_rollback, rollback)
     stored = await client.get(kube.RAYSERVICES, "default", ref.name)
     assert stored["spec"]["suspend"] is True
@@ -247,32 +253,32 @@ async def test_switch_services_keeps_the_cluster_ip(client: KubeClient) -> None:
     ref = await make_service(
         client, serveService={"spec": {"ports": [{"name": "serve", "port": 9000}]}}
     )
-    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
     blue, green = f"{ref.name}-bbbbb", f"{ref.name}-ggggg"
     for name in (blue, green):
-        create = io.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+        create = contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
         await run(acts.create_cluster, create)
-    await run(routes.switch_services, io.SwitchServicesInput(ref=ref, cluster=blue))
+    await run(routes.switch_services, contract.SwitchServicesInput(ref=ref, cluster=blue))
     serve_svc = await client.get(kube.SERVICES, "default", f"{ref.name}-serve-svc")
     assert serve_svc["spec"]["selector"] == {"ray.io/cluster": blue, "ray.io/serve": "true"}
     assert [(p["name"], p["port"]) for p in serve_svc["spec"]["ports"]] == [("serve", 9000)]
     assert serve_svc["metadata"]["labels"]["ray.io/serve"] == f"{ref.name}-serve"
     cluster_ip = serve_svc["spec"].get("clusterIP")
-    await run(routes.switch_services, io.SwitchServicesInput(ref=ref, cluster=green))
-    await run(routes.switch_services, io.SwitchServicesInput(ref=ref, cluster=green))
+    await run(routes.switch_services, contract.SwitchServicesInput(ref=ref, cluster=green))
+    await run(routes.switch_services, contract.SwitchServicesInput(ref=ref, cluster=green))
     switched = await client.get(kube.SERVICES, "default", f"{ref.name}-serve-svc")
     assert switched["spec"]["selector"]["ray.io/cluster"] == green
     assert switched["spec"].get("clusterIP") == cluster_ip
-    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert snap.head_service_cluster == snap.serve_service_cluster == green
     assert sorted(snap.owned_objects) == [
         f"Service/{ref.name}-head-svc",
         f"Service/{ref.name}-serve-svc",
     ]
     assert (await reasons(client)).count("UpdatedService") == 2
-    await run(routes.delete_service_objects, io.ServiceObjectsInput(ref=ref))
-    await run(routes.delete_service_objects, io.ServiceObjectsInput(ref=ref))
-    assert (await run(acts.read, io.ReadServiceInput(ref=ref))).owned_objects == []
+    await run(routes.delete_service_objects, contract.ServiceObjectsInput(ref=ref))
+    await run(routes.delete_service_objects, contract.ServiceObjectsInput(ref=ref))
+    assert (await run(acts.read, contract.ReadServiceInput(ref=ref))).owned_objects == []
 
 
 async def test_serve_endpoints_count_unique_ready_pods(client: KubeClient) -> None:
@@ -302,7 +308,7 @@ async def test_serve_endpoints_count_unique_ready_pods(client: KubeClient) -> No
                 "endpoints": [endpoint("a", True, ip), endpoint("b", False, ip)],
             },
         )
-    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert snap.serve_endpoints == {svc: 1}
 
 
@@ -363,15 +369,16 @@ async def test_gateway_route_weights_and_cleanup(client: KubeClient) -> None:
         },
     }
     ref = await make_service(client, upgradeStrategy=strategy)
-    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
     blue, green = f"{ref.name}-bbbbb", f"{ref.name}-ggggg"
     for name in (blue, green):
         await run(
-            acts.create_cluster, io.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+            acts.create_cluster,
+            contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal),
         )
     for weights in ({blue: 100, green: 0}, {blue: 75, green: 25}, {blue: 75, green: 25}):
-        await run(routes.reconcile_gateway, io.GatewayInput(ref=ref, weights=weights))
-    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+        await run(routes.reconcile_gateway, contract.GatewayInput(ref=ref, weights=weights))
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert snap.route_weights == {blue: 75, green: 25} and not snap.gateway_ready
     assert set(snap.serve_endpoints) == {
         f"{ref.name}-serve-svc",
@@ -386,8 +393,8 @@ async def test_gateway_route_weights_and_cleanup(client: KubeClient) -> None:
     ]
     found = await reasons(client)
     assert found.count("CreatedGateway") == found.count("CreatedHTTPRoute") == 1
-    objects = io.ServiceObjectsInput(ref=ref)
-    assert await run(routes.read_gateway_status, objects) == io.GatewayRouteStatus()
+    objects = contract.ServiceObjectsInput(ref=ref)
+    assert await run(routes.read_gateway_status, objects) == contract.GatewayRouteStatus()
     await report_route_status(client, ref)
     reported = await run(routes.read_gateway_status, objects)
     assert [(c.type, c.status, c.current) for c in reported.gateway] == [
@@ -395,8 +402,8 @@ async def test_gateway_route_weights_and_cleanup(client: KubeClient) -> None:
         ("Programmed", "False", True),
     ]
     assert [(c.type, c.current) for c in reported.route] == [("Accepted", False)]
-    await run(routes.delete_service_objects, io.ServiceObjectsInput(ref=ref))
-    assert (await run(acts.read, io.ReadServiceInput(ref=ref))).owned_objects == []
+    await run(routes.delete_service_objects, contract.ServiceObjectsInput(ref=ref))
+    assert (await run(acts.read, contract.ReadServiceInput(ref=ref))).owned_objects == []
 
 
 async def test_missing_gateway_api_is_a_warning_and_a_final_failure(client: KubeClient) -> None:
@@ -414,13 +421,15 @@ async def test_missing_gateway_api_is_a_warning_and_a_final_failure(client: Kube
         },
     }
     ref = await make_service(client, upgradeStrategy=strategy)
-    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
     blue = f"{ref.name}-bbbbb"
-    await run(acts.create_cluster, io.CreateServiceClusterInput(ref=ref, name=blue, goal_hash=goal))
+    await run(
+        acts.create_cluster, contract.CreateServiceClusterInput(ref=ref, name=blue, goal_hash=goal)
+    )
     for _ in range(2):  # a second run records no second Event
         with pytest.raises(ApplicationError) as raised:
-            await run(routes.reconcile_gateway, io.GatewayInput(ref=ref, weights={blue: 100}))
-        assert raised.value.type == io.GATEWAY_API_MISSING and raised.value.non_retryable
+            await run(routes.reconcile_gateway, contract.GatewayInput(ref=ref, weights={blue: 100}))
+        assert raised.value.type == contract.GATEWAY_API_MISSING and raised.value.non_retryable
     assert "serves no Gateway (gateway.networking.k8s.io/v1)" in raised.value.message
     events = [e for e in await client.list_all(kube.EVENTS, "default") if e["type"] == "Warning"]
     (event,) = events
@@ -429,6 +438,6 @@ async def test_missing_gateway_api_is_a_warning_and_a_final_failure(client: Kube
     assert "Gateway API CRDs are not installed" in event["message"]
     assert "'istio'" in event["message"]
     # The snapshot and the suspend cleanup still work without the API.
-    snap = await run(acts.read, io.ReadServiceInput(ref=ref))
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
     assert snap.route_weights is None and not snap.gateway_ready
-    await run(routes.delete_service_objects, io.ServiceObjectsInput(ref=ref))
+    await run(routes.delete_service_objects, contract.ServiceObjectsInput(ref=ref))

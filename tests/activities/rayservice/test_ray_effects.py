@@ -15,7 +15,7 @@ from activities.builders import rayservice as rs
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.rayjob.dashboard_access import DashboardConnector
-from activities.rayservice import contract as io
+from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceActivities
 from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
 from crds.refs import ObjectRef
@@ -36,9 +36,11 @@ Handler = Callable[[httpx.Request], httpx.Response]
 async def service_with_cluster(client: KubeClient, **spec: Any) -> tuple[ObjectRef, str]:
     acts = ServiceActivities(client)
     ref = await make_service(client, **spec)
-    goal = (await run(acts.read, io.ReadServiceInput(ref=ref))).goal_hash
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
     name = f"{ref.name}-abcde"
-    await run(acts.create_cluster, io.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal))
+    await run(
+        acts.create_cluster, contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+    )
     return ref, name
 
 
@@ -62,7 +64,7 @@ async def test_apply_puts_the_config_and_returns_only_its_hash(client: KubeClien
         return httpx.Response(200)
 
     acts = serve_acts(client, handler)
-    arg = io.ApplyServeConfigInput(ref=ref, cluster=cluster, target_capacity=20)
+    arg = contract.ApplyServeConfigInput(ref=ref, cluster=cluster, target_capacity=20)
     result = await run(acts.apply_serve_config, arg)
     spec = (await client.get(kube.RAYSERVICES, "default", ref.name))["spec"]
     assert result.config_hash == rs.serve_config_hash(spec["serveConfigV2"])
@@ -106,7 +108,9 @@ async def test_keep_deployed_puts_back_what_the_cluster_runs_with_a_new_capacity
         return httpx.Response(200)
 
     acts = serve_acts(client, handler)
-    arg = io.ApplyServeConfigInput(ref=ref, cluster=cluster, target_capacity=40, keep_deployed=True)
+    arg = contract.ApplyServeConfigInput(
+        ref=ref, cluster=cluster, target_capacity=40, keep_deployed=True
+    )
     result = await run(acts.apply_serve_config, arg)
     assert result.config_hash == ""  # nothing of the spec went there
     assert puts == [
@@ -132,7 +136,7 @@ async def test_keep_deployed_on_a_cluster_running_nothing_puts_the_spec(
         return httpx.Response(200)
 
     acts = serve_acts(client, handler)
-    arg = io.ApplyServeConfigInput(
+    arg = contract.ApplyServeConfigInput(
         ref=ref, cluster=cluster, target_capacity=100, keep_deployed=True
     )
     result = await run(acts.apply_serve_config, arg)
@@ -149,7 +153,7 @@ async def test_a_rejected_config_fails_without_its_secrets(client: KubeClient) -
 
     acts = serve_acts(client, handler)
     with pytest.raises(ApplicationError) as failure:
-        await run(acts.apply_serve_config, io.ApplyServeConfigInput(ref=ref, cluster=cluster))
+        await run(acts.apply_serve_config, contract.ApplyServeConfigInput(ref=ref, cluster=cluster))
     assert failure.value.non_retryable and failure.value.type == "DashboardRejected"
     assert "s3cr3t" not in str(failure.value) and "<redacted>" in str(failure.value)
 
@@ -163,12 +167,16 @@ async def test_read_status_and_wait_for_consecutive_healthy_polls(client: KubeCl
         return apps(next(answers))
 
     acts = serve_acts(client, handler)
-    status = await run(acts.read_serve_status, io.ReadServeStatusInput(ref=ref, cluster=cluster))
+    status = await run(
+        acts.read_serve_status, contract.ReadServeStatusInput(ref=ref, cluster=cluster)
+    )
     assert status.applications["app"].status == "DEPLOYING"
     env = ActivityEnvironment()
     beats: list[Any] = []
     env.on_heartbeat = lambda *details: beats.append(details[0])
-    wait = io.WaitServeHealthyInput(ref=ref, cluster=cluster, consecutive=2, interval_seconds=0)
+    wait = contract.WaitServeHealthyInput(
+        ref=ref, cluster=cluster, consecutive=2, interval_seconds=0
+    )
     health = await env.run(acts.wait_serve_healthy, wait)
     assert health.healthy and health.consecutive_healthy == 2 and beats == [1, 2]
 
@@ -176,7 +184,7 @@ async def test_read_status_and_wait_for_consecutive_healthy_polls(client: KubeCl
 async def test_wait_reports_unhealthy_at_its_bound(client: KubeClient) -> None:
     ref, cluster = await service_with_cluster(client)
     acts = serve_acts(client, lambda request: httpx.Response(503))
-    wait = io.WaitServeHealthyInput(ref=ref, cluster=cluster, bound_seconds=0)
+    wait = contract.WaitServeHealthyInput(ref=ref, cluster=cluster, bound_seconds=0)
     health = await run(acts.wait_serve_healthy, wait)
     assert not health.healthy and health.consecutive_healthy == 0
 
@@ -203,7 +211,7 @@ async def test_head_serve_label_follows_the_proxy_health(client: KubeClient) -> 
     labeler = HeadLabeler(client, serve_acts(client, handler))
 
     async def label(exclude: bool = False) -> str:
-        arg = io.HeadServeLabelInput(ref=ref, cluster=cluster, exclude_head=exclude)
+        arg = contract.HeadServeLabelInput(ref=ref, cluster=cluster, exclude_head=exclude)
         await run(labeler.set_head_serve_label, arg)
         stored = await client.get(kube.PODS, "default", pod)
         return str(stored["metadata"]["labels"]["ray.io/serve"])

@@ -16,7 +16,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.contract import DesiredResources, PodView, ServiceView
-from activities.raycluster import contract as io
+from activities.raycluster import contract
 from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP as FINALIZER
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 
@@ -35,7 +35,7 @@ class FakeCluster:
         self.head_service: ServiceView | None = None
         self.status: RayClusterStatus | None = None
         self.status_writes = 0
-        self.events: list[io.EventSpec] = []
+        self.events: list[contract.EventSpec] = []
         self.created: list[str] = []
         self.fail_creates = False
         self.finalizers: list[str] = []
@@ -92,8 +92,8 @@ class FakeCluster:
         else:
             self.exists = False
 
-    @activity.defn(name=io.CLEANUP_CLUSTER.name)
-    async def cleanup_step(self, params: io.CleanupStepInput) -> None:
+    @activity.defn(name=contract.CLEANUP_CLUSTER.name)
+    async def cleanup_step(self, params: contract.CleanupStepInput) -> None:
         if params.step == "AddFinalizer":
             self.finalizers.append(FINALIZER)
         elif params.step == "DeletePods":
@@ -106,19 +106,19 @@ class FakeCluster:
             if params.step == "ForceRemoveFinalizer":
                 reason = "ForceDeletedStuckCluster"
                 self.events.append(
-                    io.EventSpec(type="Warning", reason=reason, message=params.reason)
+                    contract.EventSpec(type="Warning", reason=reason, message=params.reason)
                 )
             if self.deleted_at is not None and not self.finalizers:
                 self.exists = False
 
-    @activity.defn(name=io.READ_CLUSTER.name)
-    async def read(self, params: io.ReadClusterInput) -> io.ClusterSnapshot:
+    @activity.defn(name=contract.READ_CLUSTER.name)
+    async def read(self, params: contract.ReadClusterInput) -> contract.ClusterSnapshot:
         if not self.exists:
-            return io.ClusterSnapshot(exists=False)
+            return contract.ClusterSnapshot(exists=False)
         spec = RayClusterSpec.model_validate(self.spec)
         same = params.known_generation == self.generation
         groups = [g.group_name for g in spec.worker_group_specs or []]
-        return io.ClusterSnapshot(
+        return contract.ClusterSnapshot(
             generation=self.generation,
             deleting=self.deleted_at is not None,
             deleted_at=self.deleted_at,
@@ -139,11 +139,11 @@ class FakeCluster:
             missing_objects=[] if self.head_service else [f"Service/{self.name}-head-svc"],
         )
 
-    @activity.defn(name=io.APPLY_CLUSTER.name)
-    async def apply(self, params: io.ApplyClusterInput) -> io.ApplyClusterResult:
+    @activity.defn(name=contract.APPLY_CLUSTER.name)
+    async def apply(self, params: contract.ApplyClusterInput) -> contract.ApplyClusterResult:
         if params.generation != self.generation:
-            return io.ApplyClusterResult(stale=True)
-        result = io.ApplyClusterResult()
+            return contract.ApplyClusterResult(stale=True)
+        result = contract.ApplyClusterResult()
         if params.ensure_objects:
             self.head_service = ServiceView(name=f"{self.name}-head-svc", cluster_ip="None")
         if params.delete_all_reason:
@@ -180,16 +180,16 @@ class FakeCluster:
     def _terminate(self, name: str) -> None:
         self.pods[name] = self.pods[name].model_copy(update={"terminating": True})
 
-    @activity.defn(name=io.WRITE_CLUSTER_STATUS.name)
-    async def write_status(self, params: io.WriteStatusInput) -> None:
+    @activity.defn(name=contract.WRITE_CLUSTER_STATUS.name)
+    async def write_status(self, params: contract.WriteStatusInput) -> None:
         self.status = params.status
         self.status_writes += 1
 
-    @activity.defn(name=io.SET_CLUSTER_SUSPEND.name)
-    async def set_suspend(self, params: io.SetSuspendInput) -> None:
+    @activity.defn(name=contract.SET_CLUSTER_SUSPEND.name)
+    async def set_suspend(self, params: contract.SetSuspendInput) -> None:
         if bool(self.spec.get("suspend")) != params.suspend:
             self.edit(suspend=params.suspend)
 
-    @activity.defn(name=io.RECORD_EVENT.name)
-    async def record_event(self, params: io.RecordEventInput) -> None:
+    @activity.defn(name=contract.RECORD_EVENT.name)
+    async def record_event(self, params: contract.RecordEventInput) -> None:
         self.events.append(params.event)

@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from crds.enums import JobStatus
 from crds.raycluster import RayClusterStatus
 from crds.rayjob import RayJobSpec, RayJobStatus
@@ -69,12 +69,12 @@ class FakeJobWorld:
     dashboard_up: bool = True
     refused: int = 0
     """Submissions the dashboard refused while down."""
-    events: list[io.EventSpec] = field(default_factory=list)
+    events: list[contract.EventSpec] = field(default_factory=list)
     deleted_self: bool = False
     sidecar_end: datetime | None = None
     gc_on_delete: bool = True
     """Deleted clusters vanish at once (else they linger until `collect`)."""
-    options: io.JobOperatorOptions = field(default_factory=io.JobOperatorOptions)
+    options: contract.JobOperatorOptions = field(default_factory=contract.JobOperatorOptions)
     """The operator switches the read activity reports, as the real one does from settings."""
 
     # --- what tests do ------------------------------------------------------------------------
@@ -143,12 +143,12 @@ class FakeJobWorld:
             self.record_event,
         ]
 
-    @activity.defn(name=io.READ_RAYJOB.name)
-    async def read(self, params: io.ReadJobInput) -> io.JobSnapshot:
+    @activity.defn(name=contract.READ_RAYJOB.name)
+    async def read(self, params: contract.ReadJobInput) -> contract.JobSnapshot:
         if not self.exists:
-            return io.JobSnapshot(exists=False)
+            return contract.JobSnapshot(exists=False)
         same = params.known_generation == self.generation
-        return io.JobSnapshot(
+        return contract.JobSnapshot(
             options=self.options,
             generation=self.generation,
             deleting=self.deleting,
@@ -159,11 +159,11 @@ class FakeJobWorld:
             submitter=self._submitter_view(params.cluster_name),
         )
 
-    def _cluster_view(self, name: str | None) -> io.ClusterView | None:
+    def _cluster_view(self, name: str | None) -> contract.ClusterView | None:
         cluster = self.clusters.get(name or "")
         if cluster is None:
-            return None if name is None else io.ClusterView(name=name, exists=False)
-        return io.ClusterView(
+            return None if name is None else contract.ClusterView(name=name, exists=False)
+        return contract.ClusterView(
             name=cluster.name,
             deleting=cluster.deleting,
             status=RayClusterStatus(state=cluster.state or None),
@@ -173,47 +173,51 @@ class FakeJobWorld:
             workers_suspended=cluster.workers_suspended,
         )
 
-    def _submitter_view(self, cluster_name: str | None) -> io.SubmitterView | None:
+    def _submitter_view(self, cluster_name: str | None) -> contract.SubmitterView | None:
         if self.mode == "SidecarMode":
             cluster = self.clusters.get(cluster_name or "")
             record = self.ray_jobs.get(cluster.job_id) if cluster else None
             if record is None or not record.status.is_terminal:
                 return None
             failed = record.status == JobStatus.FAILED
-            return io.SubmitterView(finished_at=self.sidecar_end, failed=failed)
+            return contract.SubmitterView(finished_at=self.sidecar_end, failed=failed)
         if self.submitter is None:
             return None
-        return io.SubmitterView(
+        return contract.SubmitterView(
             finished_at=self.submitter.finished_at,
             failed=self.submitter.failed,
             reason="BackoffLimitExceeded" if self.submitter.failed else "",
         )
 
-    @activity.defn(name=io.CREATE_RAYJOB_CLUSTER.name)
-    async def create_cluster(self, params: io.CreateClusterInput) -> io.CreateResult:
+    @activity.defn(name=contract.CREATE_RAYJOB_CLUSTER.name)
+    async def create_cluster(self, params: contract.CreateClusterInput) -> contract.CreateResult:
         if params.cluster_name in self.clusters:
-            return io.CreateResult(created=False)
+            return contract.CreateResult(created=False)
         self.clusters[params.cluster_name] = FakeRayCluster(
             params.cluster_name, params.attempt, params.job_id
         )
         self.created_clusters.append(params.cluster_name)
         self._event("CreatedRayCluster", f"Created RayCluster default/{params.cluster_name}")
-        return io.CreateResult()
+        return contract.CreateResult()
 
-    @activity.defn(name=io.CREATE_SUBMITTER_JOB.name)
-    async def create_submitter(self, params: io.CreateSubmitterInput) -> io.CreateResult:
+    @activity.defn(name=contract.CREATE_SUBMITTER_JOB.name)
+    async def create_submitter(
+        self, params: contract.CreateSubmitterInput
+    ) -> contract.CreateResult:
         if self.submitter is not None:
-            return io.CreateResult(created=False)
+            return contract.CreateResult(created=False)
         self.submitter = FakeSubmitter(params.job_id, params.attempt)
         self.submitters_created += 1
         self._event("CreatedRayJobSubmitter", f"Created Kubernetes Job default/{self.name}")
         if params.job_id not in self.ray_jobs:  # the submitter's `ray job submit`
             self.ray_jobs[params.job_id] = RayRecord()
             self.submissions.append(params.job_id)
-        return io.CreateResult()
+        return contract.CreateResult()
 
-    @activity.defn(name=io.DELETE_ATTEMPT.name)
-    async def delete_attempt(self, params: io.DeleteAttemptInput) -> io.DeleteAttemptResult:
+    @activity.defn(name=contract.DELETE_ATTEMPT.name)
+    async def delete_attempt(
+        self, params: contract.DeleteAttemptInput
+    ) -> contract.DeleteAttemptResult:
         cluster = self.clusters.get(params.cluster_name or "")
         if params.delete_cluster and cluster is not None and not cluster.deleting:
             cluster.deleting = True
@@ -224,42 +228,42 @@ class FakeJobWorld:
         if self.gc_on_delete:
             self.collect()
         remaining = [n for n in self.clusters if n == params.cluster_name]
-        return io.DeleteAttemptResult(remaining=remaining)
+        return contract.DeleteAttemptResult(remaining=remaining)
 
-    @activity.defn(name=io.SUSPEND_WORKERS.name)
-    async def suspend_workers(self, params: io.SuspendWorkersInput) -> None:
+    @activity.defn(name=contract.SUSPEND_WORKERS.name)
+    async def suspend_workers(self, params: contract.SuspendWorkersInput) -> None:
         self.clusters[params.cluster_name].workers_suspended = True
         self._event("UpdatedRayCluster", f"Set suspend on workers of {params.cluster_name}")
 
-    @activity.defn(name=io.DELETE_RAYJOB.name)
-    async def delete_rayjob(self, params: io.RayJobRef) -> None:
+    @activity.defn(name=contract.DELETE_RAYJOB.name)
+    async def delete_rayjob(self, params: contract.RayJobRef) -> None:
         self.deleted_self = True
         self.deleting = True
 
-    @activity.defn(name=io.ENSURE_RAYJOB_HEAD_SERVICE.name)
-    async def ensure_head_service(self, params: io.EnsureHeadServiceInput) -> None:
+    @activity.defn(name=contract.ENSURE_RAYJOB_HEAD_SERVICE.name)
+    async def ensure_head_service(self, params: contract.EnsureHeadServiceInput) -> None:
         pass
 
-    @activity.defn(name=io.SUBMIT_RAY_JOB.name)
-    async def submit(self, params: io.SubmitRayJobInput) -> io.SubmitRayJobResult:
+    @activity.defn(name=contract.SUBMIT_RAY_JOB.name)
+    async def submit(self, params: contract.SubmitRayJobInput) -> contract.SubmitRayJobResult:
         if not self.dashboard_up:
             self.refused += 1
-            return io.SubmitRayJobResult(submitted=False, error="connection refused")
+            return contract.SubmitRayJobResult(submitted=False, error="connection refused")
         if params.job_id in self.ray_jobs:
-            return io.SubmitRayJobResult(duplicate=True)
+            return contract.SubmitRayJobResult(duplicate=True)
         self.ray_jobs[params.job_id] = RayRecord()
         self.submissions.append(params.job_id)
-        return io.SubmitRayJobResult()
+        return contract.SubmitRayJobResult()
 
-    @activity.defn(name=io.WAIT_RAY_JOB.name)
-    async def wait(self, params: io.WaitRayJobInput) -> io.RayJobView:
+    @activity.defn(name=contract.WAIT_RAY_JOB.name)
+    async def wait(self, params: contract.WaitRayJobInput) -> contract.RayJobView:
         activity.heartbeat()
         if not self.dashboard_up:
-            return io.RayJobView(reachable=False, error="connection refused")
+            return contract.RayJobView(reachable=False, error="connection refused")
         record = self.ray_jobs.get(params.job_id)
         if record is None:
-            return io.RayJobView(found=False)
-        return io.RayJobView(
+            return contract.RayJobView(found=False)
+        return contract.RayJobView(
             found=True,
             status=record.status,
             message=record.message,
@@ -267,24 +271,24 @@ class FakeJobWorld:
             end_time_ms=record.end_ms,
         )
 
-    @activity.defn(name=io.STOP_RAY_JOB.name)
-    async def stop(self, params: io.StopRayJobInput) -> None:
+    @activity.defn(name=contract.STOP_RAY_JOB.name)
+    async def stop(self, params: contract.StopRayJobInput) -> None:
         self.stopped.append(params.job_id)
         if params.job_id in self.ray_jobs:
             self.ray_jobs[params.job_id].status = JobStatus.STOPPED
 
-    @activity.defn(name=io.WRITE_RAYJOB_STATUS.name)
-    async def write_status(self, params: io.WriteJobStatusInput) -> None:
+    @activity.defn(name=contract.WRITE_RAYJOB_STATUS.name)
+    async def write_status(self, params: contract.WriteJobStatusInput) -> None:
         self.status = params.status
         self.status_writes.append(params.status)
 
-    @activity.defn(name=io.SET_RAYJOB_SUSPEND.name)
-    async def set_suspend(self, params: io.SetJobSuspendInput) -> None:
+    @activity.defn(name=contract.SET_RAYJOB_SUSPEND.name)
+    async def set_suspend(self, params: contract.SetJobSuspendInput) -> None:
         if bool(self.spec.get("suspend")) != params.suspend:
             self.edit(suspend=params.suspend)
 
-    @activity.defn(name=io.SET_RAYJOB_FINALIZER.name)
-    async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
+    @activity.defn(name=contract.SET_RAYJOB_FINALIZER.name)
+    async def set_finalizer(self, params: contract.SetFinalizerInput) -> None:
         if params.present:
             self.finalizers.add("ray.io/rayjob-finalizer")
         else:
@@ -295,9 +299,9 @@ class FakeJobWorld:
                 self.clusters.clear()
                 self.submitter = None
 
-    @activity.defn(name=io.RECORD_EVENT.name)
-    async def record_event(self, params: io.RecordEventInput) -> None:
+    @activity.defn(name=contract.RECORD_EVENT.name)
+    async def record_event(self, params: contract.RecordEventInput) -> None:
         self.events.append(params.event)
 
     def _event(self, reason: str, message: str) -> None:
-        self.events.append(io.EventSpec(reason=reason, message=message))
+        self.events.append(contract.EventSpec(reason=reason, message=message))

@@ -17,7 +17,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.rayjob import contract as io
+from activities.rayjob import contract
 from tests.alias_bombs import BOMB_398, BOMB_584
 from tests.eventually import eventually
 
@@ -32,12 +32,14 @@ class EditedBetweenReads(FakeJobWorld):
 
     refusals = 0
 
-    @activity.defn(name=io.CREATE_SUBMITTER_JOB.name)
-    async def create_submitter(self, params: io.CreateSubmitterInput) -> io.CreateResult:
+    @activity.defn(name=contract.CREATE_SUBMITTER_JOB.name)
+    async def create_submitter(
+        self, params: contract.CreateSubmitterInput
+    ) -> contract.CreateResult:
         self.refusals += 1
         self.edit(runtimeEnvYAML=BOMB_584)
         raise ApplicationError(
-            f"spec.runtimeEnvYAML: {EXPANDS}", type=io.INVALID_SPEC_ERROR, non_retryable=True
+            f"spec.runtimeEnvYAML: {EXPANDS}", type=contract.INVALID_SPEC_ERROR, non_retryable=True
         )
 
 

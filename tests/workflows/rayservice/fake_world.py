@@ -20,7 +20,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.dashboard.contract import ServeStatus
-from activities.rayservice import contract as io
+from activities.rayservice import contract
 from crds.rayservice import RayServiceSpec, RayServiceStatuses
 
 
@@ -41,14 +41,14 @@ class FakeRayCluster:
         return _hash({k: v for k, v in self.config.items() if k != "suspend"})
 
 
-READY_GATEWAY = io.GatewayRouteStatus(
+READY_GATEWAY = contract.GatewayRouteStatus(
     gateway=[
-        io.RouteCondition(type="Accepted", status="True"),
-        io.RouteCondition(type="Programmed", status="True"),
+        contract.RouteCondition(type="Accepted", status="True"),
+        contract.RouteCondition(type="Programmed", status="True"),
     ],
     route=[
-        io.RouteCondition(type="Accepted", status="True"),
-        io.RouteCondition(type="ResolvedRefs", status="True"),
+        contract.RouteCondition(type="Accepted", status="True"),
+        contract.RouteCondition(type="ResolvedRefs", status="True"),
     ],
 )
 """A Gateway controller's report once the Gateway and the route are taken up."""
@@ -67,7 +67,7 @@ class FakeServiceWorld:
         self.finalizers: list[str] = []
         self.status: RayServiceStatuses | None = None
         self.written: list[RayServiceStatuses] = []
-        self.events: list[io.EventSpec] = []
+        self.events: list[contract.EventSpec] = []
         self.clusters: dict[str, FakeRayCluster] = {}
         self.created: list[str] = []
         self.deleted: list[tuple[str, datetime]] = []
@@ -136,12 +136,12 @@ class FakeServiceWorld:
         config = self.spec.get("serveConfigV2") or ""
         return [line.split(":", 1)[1].strip() for line in config.splitlines() if "name:" in line]
 
-    def _view(self, cluster: FakeRayCluster) -> io.ClusterView:
+    def _view(self, cluster: FakeRayCluster) -> contract.ClusterView:
         groups = cluster.config.get("workerGroupSpecs", [])
         goal = self._goal()
         prefix = {**goal, "workerGroupSpecs": goal.get("workerGroupSpecs", [])[: len(groups)]}
         enough = len(goal.get("workerGroupSpecs", [])) >= len(groups)
-        return io.ClusterView(
+        return contract.ClusterView(
             name=cluster.name,
             spec_hash=cluster.spec_hash,
             goal_prefix_hash=_hash(prefix) if enough else "",
@@ -155,17 +155,17 @@ class FakeServiceWorld:
         cluster = self.clusters.get(name or "")
         return bool(cluster and cluster.apps and all(s == "RUNNING" for s in cluster.apps.values()))
 
-    @activity.defn(name=io.READ_SERVICE.name)
-    async def read(self, params: io.ReadServiceInput) -> io.ServiceSnapshot:
+    @activity.defn(name=contract.READ_SERVICE.name)
+    async def read(self, params: contract.ReadServiceInput) -> contract.ServiceSnapshot:
         if not self.exists:
-            return io.ServiceSnapshot(exists=False)
+            return contract.ServiceSnapshot(exists=False)
         spec = RayServiceSpec.model_validate({**self.spec, "serveConfigV2": None})
         light = params.clusters_only or params.known_generation == self.generation
         endpoints = {f"{self.name}-serve-svc": 2 if self._running(self.serve_svc) else 0}
         endpoints |= {f"{n}-serve-svc": 1 for n in self.clusters if self._running(n)}
         config = self.spec.get("serveConfigV2") or ""
         owned = [f"Service/{self.name}-serve-svc"] if self.serve_svc else []
-        return io.ServiceSnapshot(
+        return contract.ServiceSnapshot(
             zero_downtime=self.zero_downtime,
             generation=self.generation,
             deleting=self.deleted_at is not None,
@@ -184,43 +184,47 @@ class FakeServiceWorld:
             owned_objects=owned,
         )
 
-    @activity.defn(name=io.CREATE_SERVICE_CLUSTER.name)
+    @activity.defn(name=contract.CREATE_SERVICE_CLUSTER.name)
     async def create_cluster(
-        self, params: io.CreateServiceClusterInput
-    ) -> io.CreateServiceClusterResult:
+        self, params: contract.CreateServiceClusterInput
+    ) -> contract.CreateServiceClusterResult:
         if params.goal_hash != _hash(self._goal()):
-            return io.CreateServiceClusterResult(stale=True)
+            return contract.CreateServiceClusterResult(stale=True)
         if params.name not in self.clusters:
             self.clusters[params.name] = FakeRayCluster(
                 params.name, copy.deepcopy(self.spec["rayClusterConfig"]), self.auto_ready
             )
             self.created.append(params.name)
-        return io.CreateServiceClusterResult()
+        return contract.CreateServiceClusterResult()
 
-    @activity.defn(name=io.UPDATE_SERVICE_CLUSTER.name)
-    async def update_cluster(self, params: io.ClusterNameInput) -> None:
+    @activity.defn(name=contract.UPDATE_SERVICE_CLUSTER.name)
+    async def update_cluster(self, params: contract.ClusterNameInput) -> None:
         self.clusters[params.cluster].config = copy.deepcopy(self.spec["rayClusterConfig"])
 
-    @activity.defn(name=io.DELETE_SERVICE_CLUSTER.name)
-    async def delete_cluster(self, params: io.ClusterNameInput) -> None:
+    @activity.defn(name=contract.DELETE_SERVICE_CLUSTER.name)
+    async def delete_cluster(self, params: contract.ClusterNameInput) -> None:
         if self.clusters.pop(params.cluster, None) is not None:
             self.deleted.append((params.cluster, activity.info().current_attempt_scheduled_time))
 
-    @activity.defn(name=io.DELETE_SERVICE_OBJECTS.name)
-    async def delete_objects(self, params: io.ServiceObjectsInput) -> None:
+    @activity.defn(name=contract.DELETE_SERVICE_OBJECTS.name)
+    async def delete_objects(self, params: contract.ServiceObjectsInput) -> None:
         self.head_svc = self.serve_svc = None
 
-    @activity.defn(name=io.APPLY_SERVE_CONFIG.name)
-    async def apply_serve(self, params: io.ApplyServeConfigInput) -> io.ApplyServeConfigResult:
+    @activity.defn(name=contract.APPLY_SERVE_CONFIG.name)
+    async def apply_serve(
+        self, params: contract.ApplyServeConfigInput
+    ) -> contract.ApplyServeConfigResult:
         cluster = self.clusters[params.cluster]
         if params.keep_deployed and cluster.applied:  # as the activity: what it runs goes back
             cluster.applied.append((cluster.applied[-1][0], params.target_capacity))
-            return io.ApplyServeConfigResult(config_hash="")
+            return contract.ApplyServeConfigResult(config_hash="")
         config = self.spec.get("serveConfigV2") or ""
         cluster.applied.append((config, params.target_capacity))
         state = "RUNNING" if self.auto_ready else "DEPLOYING"
         cluster.apps = {app: cluster.apps.get(app, state) for app in self._app_names()}
-        return io.ApplyServeConfigResult(config_hash=hashlib.sha256(config.encode()).hexdigest())
+        return contract.ApplyServeConfigResult(
+            config_hash=hashlib.sha256(config.encode()).hexdigest()
+        )
 
     def _serve(self, name: str) -> ServeStatus:
         apps = self.clusters[name].apps if name in self.clusters else {}
@@ -228,63 +232,65 @@ class FakeServiceWorld:
             {"applications": {a: {"status": s, "deployments": {}} for a, s in apps.items()}}
         )
 
-    @activity.defn(name=io.READ_SERVE_STATUS.name)
-    async def read_serve(self, params: io.ReadServeStatusInput) -> ServeStatus:
+    @activity.defn(name=contract.READ_SERVE_STATUS.name)
+    async def read_serve(self, params: contract.ReadServeStatusInput) -> ServeStatus:
         return self._serve(params.cluster)
 
-    @activity.defn(name=io.WAIT_SERVE_HEALTHY.name)
-    async def wait_healthy(self, params: io.WaitServeHealthyInput) -> io.ServeHealth:
+    @activity.defn(name=contract.WAIT_SERVE_HEALTHY.name)
+    async def wait_healthy(self, params: contract.WaitServeHealthyInput) -> contract.ServeHealth:
         if self.failing_waits > 0:
             self.failing_waits -= 1
             raise RuntimeError("worker lost while waiting (heartbeat timeout)")
         healthy = self._running(params.cluster)
-        return io.ServeHealth(
+        return contract.ServeHealth(
             healthy=healthy,
             consecutive_healthy=params.consecutive if healthy else 0,
             status=self._serve(params.cluster),
         )
 
-    @activity.defn(name=io.SWITCH_SERVICES.name)
-    async def switch(self, params: io.SwitchServicesInput) -> None:
+    @activity.defn(name=contract.SWITCH_SERVICES.name)
+    async def switch(self, params: contract.SwitchServicesInput) -> None:
         self.head_svc = self.serve_svc = params.cluster
 
-    @activity.defn(name=io.SET_HEAD_SERVE_LABEL.name)
-    async def serve_label(self, params: io.HeadServeLabelInput) -> None:
+    @activity.defn(name=contract.SET_HEAD_SERVE_LABEL.name)
+    async def serve_label(self, params: contract.HeadServeLabelInput) -> None:
         return None
 
-    @activity.defn(name=io.RECONCILE_GATEWAY.name)
-    async def gateway(self, params: io.GatewayInput) -> None:
+    @activity.defn(name=contract.RECONCILE_GATEWAY.name)
+    async def gateway(self, params: contract.GatewayInput) -> None:
         if not self.gateway_api:
             message = "The Gateway API CRDs are not installed: no Gateway or HTTPRoute"
-            raise ApplicationError(message, type=io.GATEWAY_API_MISSING, non_retryable=True)
+            raise ApplicationError(message, type=contract.GATEWAY_API_MISSING, non_retryable=True)
         # As the activity: a cluster's `<cluster>-serve-svc` is made only once the cluster exists.
         self.backend_services |= {name for name in params.weights if name in self.clusters}
         at = activity.info().current_attempt_scheduled_time
         if not self.routes or self.routes[-1][1] != params.weights:
             self.routes.append((at, dict(params.weights)))
 
-    @activity.defn(name=io.READ_GATEWAY_STATUS.name)
-    async def read_gateway_status(self, params: io.ServiceObjectsInput) -> io.GatewayRouteStatus:
+    @activity.defn(name=contract.READ_GATEWAY_STATUS.name)
+    async def read_gateway_status(
+        self, params: contract.ServiceObjectsInput
+    ) -> contract.GatewayRouteStatus:
         self.gateway_reads += 1
         if not self.report_refs or not self.routes:
             return self.gateway_status
         resolved = set(self.routes[-1][1]) <= self.backend_services
-        refs = io.RouteCondition(type="ResolvedRefs", status=str(resolved))
-        accepted = io.RouteCondition(type="Accepted", status="True")
+        refs = contract.RouteCondition(type="ResolvedRefs", status=str(resolved))
+        accepted = contract.RouteCondition(type="Accepted", status="True")
         return self.gateway_status.model_copy(update={"route": [accepted, refs]})
 
-    @activity.defn(name=io.WRITE_SERVICE_STATUS.name)
-    async def write_status(self, params: io.WriteServiceStatusInput) -> None:
+    @activity.defn(name=contract.WRITE_SERVICE_STATUS.name)
+    async def write_status(self, params: contract.WriteServiceStatusInput) -> None:
         self.status = params.status
         self.written.append(params.status)
 
-    @activity.defn(name=io.SET_SERVICE_SUSPEND.name)
-    async def set_suspend(self, params: io.SetServiceSuspendInput) -> None:
+    @activity.defn(name=contract.SET_SERVICE_SUSPEND.name)
+    async def set_suspend(self, params: contract.SetServiceSuspendInput) -> None:
         if bool(self.spec.get("suspend")) != params.suspend:
             self.edit(suspend=params.suspend)
 
-    @activity.defn(name=io.SET_SERVICE_FINALIZER.name)
-    async def set_finalizer(self, params: io.SetFinalizerInput) -> None:
+    @activity.defn(name=contract.SET_SERVICE_FINALIZER.name)
+    async def set_finalizer(self, params: contract.SetFinalizerInput) -> None:
         if params.present and not self.finalizers:
             self.finalizers.append("ray.io/rayservice-finalizer")
         elif not params.present:
@@ -292,10 +298,10 @@ class FakeServiceWorld:
             if self.deleted_at is not None:
                 self.exists = False
 
-    @activity.defn(name=io.RECORD_ROLLBACK.name)
-    async def record_rollback(self, params: io.RollbackAnnotationInput) -> None:
+    @activity.defn(name=contract.RECORD_ROLLBACK.name)
+    async def record_rollback(self, params: contract.RollbackAnnotationInput) -> None:
         self.annotations["ray.io/rollback-requested"] = params.goal_hash
 
-    @activity.defn(name=io.RECORD_EVENT.name)
-    async def record_event(self, params: io.RecordEventInput) -> None:
+    @activity.defn(name=contract.RECORD_EVENT.name)
+    async def record_event(self, params: contract.RecordEventInput) -> None:
         self.events.append(params.event)

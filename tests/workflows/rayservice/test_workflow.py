@@ -18,7 +18,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.rayservice import contract as io
+from activities.rayservice import contract
 from crds.rayservice import RayServiceStatus
 from tests.eventually import eventually
 from tests.workflows.harness import EntityHarness
@@ -226,10 +226,10 @@ async def test_traffic_steps_wait_while_the_gateway_reports_not_programmed(
     h = await make(INCREMENTAL)
     await h.start()
     old = await h.ready()
-    h.world.gateway_status = io.GatewayRouteStatus(
+    h.world.gateway_status = contract.GatewayRouteStatus(
         gateway=[
-            io.RouteCondition(type="Accepted", status="True"),
-            io.RouteCondition(type="Programmed", status="False", reason="AddressNotAssigned"),
+            contract.RouteCondition(type="Accepted", status="True"),
+            contract.RouteCondition(type="Programmed", status="False", reason="AddressNotAssigned"),
         ]
     )
     h.world.edit_cluster(rayVersion="2.50.0")
