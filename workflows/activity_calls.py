@@ -67,23 +67,22 @@ EVENT = CallPolicy(
 """An Event about a refused signal: best effort, never blocking the workflow for long."""
 
 
-def _result_type(ref: ActivityRef[Any, Any]) -> type | None:
-    return None if ref.result is type(None) else ref.result
+def _options(ref: ActivityRef[Any, Any], policy: CallPolicy, summary: str) -> dict[str, Any]:
+    """The SDK's options for one call of `ref` under `policy`."""
+    return {
+        "result_type": None if ref.result is type(None) else ref.result,
+        "start_to_close_timeout": policy.timeout,
+        "heartbeat_timeout": policy.heartbeat,
+        "retry_policy": policy.retry,
+        "summary": summary,
+    }
 
 
 async def execute(
     ref: ActivityRef[InputT, ResultT], arg: InputT, *, summary: str, policy: CallPolicy = KUBE
 ) -> ResultT:
     """Run one activity to its end and return its result."""
-    result = await workflow.execute_activity(
-        ref.name,
-        arg,
-        result_type=_result_type(ref),
-        start_to_close_timeout=policy.timeout,
-        heartbeat_timeout=policy.heartbeat,
-        retry_policy=policy.retry,
-        summary=summary,
-    )
+    result = await workflow.execute_activity(ref.name, arg, **_options(ref, policy, summary))
     return cast(ResultT, result)
 
 
@@ -91,13 +90,5 @@ def start(
     ref: ActivityRef[InputT, ResultT], arg: InputT, *, summary: str, policy: CallPolicy = KUBE
 ) -> workflow.ActivityHandle[ResultT]:
     """Start one activity; the handle is awaited (or cancelled) by the caller."""
-    handle = workflow.start_activity(
-        ref.name,
-        arg,
-        result_type=_result_type(ref),
-        start_to_close_timeout=policy.timeout,
-        heartbeat_timeout=policy.heartbeat,
-        retry_policy=policy.retry,
-        summary=summary,
-    )
+    handle = workflow.start_activity(ref.name, arg, **_options(ref, policy, summary))
     return cast(workflow.ActivityHandle[ResultT], handle)
