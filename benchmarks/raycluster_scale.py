@@ -33,7 +33,7 @@ from bridge.running import Bridge
 from bridge.signalling import Signaller
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from tests.worker.ports import free_port
 from worker.running import build_worker
 from worker.search_attributes import ALL_KEYS
@@ -132,7 +132,7 @@ async def main(count: int, ready_delay: float) -> None:
         client = await kube.connect(str(state / "kubeconfig"))
         await install_crds(client)
         queue = f"bench-{uuid.uuid4()}"
-        settings = WorkerSettings(task_queue=queue, max_cached_workflows=count + 100)
+        settings = Settings(task_queue=queue, max_cached_workflows=count + 100)
         baseline = rss_mib()
         async with build_worker(env.client, settings, build_activities(client)):
             bridge = Bridge(client, Signaller(env.client, queue), concurrency=64)

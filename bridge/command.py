@@ -17,7 +17,7 @@ from bridge.state_gauges import cr_state
 from runtime.health import serving_health
 from runtime.logs import configure_logging
 from runtime.prometheus import build_telemetry, serving_metrics
-from runtime.settings import WorkerSettings, describe_invalid
+from runtime.settings import Settings, describe_invalid
 from runtime.telemetry import Tracing, TracingConfigError, build_tracing
 from runtime.temporal_client import connect, exit_without_finalizing
 
@@ -52,11 +52,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Run the bridge until interrupted."""
     try:
-        settings = WorkerSettings.from_env()
+        settings = Settings.from_env()
         given = {"health_port": args.health_port, "metrics_port": args.metrics_port}
         ports = {name: port for name, port in given.items() if port is not None}
         if ports:
-            settings = WorkerSettings.model_validate(settings.model_dump() | ports)
+            settings = Settings.model_validate(settings.model_dump() | ports)
     except ValidationError as err:
         print(
             f"kuberay-temporal bridge: invalid settings: {describe_invalid(err)}", file=sys.stderr
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     exit_without_finalizing(0)
 
 
-async def serve(settings: WorkerSettings, tracing: Tracing | None = None) -> None:
+async def serve(settings: Settings, tracing: Tracing | None = None) -> None:
     """Connect to both APIs and run the bridge until cancelled, then flush its traces."""
     tracing = tracing or Tracing()
     try:
@@ -84,7 +84,7 @@ async def serve(settings: WorkerSettings, tracing: Tracing | None = None) -> Non
         await tracing.shutdown()
 
 
-async def _serve(settings: WorkerSettings, tracing: Tracing) -> None:
+async def _serve(settings: Settings, tracing: Tracing) -> None:
     # The probes answer from the start: alive while connecting, ready once all is listed.
     bridges: list[Bridge] = []
 

@@ -30,7 +30,7 @@ from kuberay_temporal.dev_stack import CONTROL_PLANES, Component, DevStack
 from kuberay_temporal.temporal_server import DevServerError, DevServerOptions
 from runtime.codec import PAYLOAD_KEY_VARIABLE
 from runtime.logs import configure_logging
-from runtime.settings import WorkerSettings, describe_invalid
+from runtime.settings import Settings, describe_invalid
 from runtime.telemetry import Tracing, TracingConfigError, build_tracing
 from runtime.temporal_client import exit_without_finalizing
 from worker.codec_server import DEFAULT_PORT as DEFAULT_CODEC_PORT
@@ -173,7 +173,7 @@ def _run(args: argparse.Namespace) -> int:
 
 async def run_stack(
     temporal: DevServerOptions,
-    settings: WorkerSettings,
+    settings: Settings,
     components: Sequence[Component],
     kube_port: int = 6443,
     runtime: str = "process",

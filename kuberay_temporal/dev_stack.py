@@ -31,7 +31,7 @@ from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.kubernetes_cluster import run_kubernetes
 from kuberay_temporal.temporal_server import DevServer, DevServerOptions
 from runtime.prometheus import SeriesSource, Telemetry, build_telemetry, serving_metrics
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from runtime.telemetry import Tracing
 from runtime.temporal_client import connect, payload_codec
 from worker.codec_server import dev_ui_origins, serving_codec
@@ -45,7 +45,7 @@ class DevStack:
 
     temporal: DevServerOptions
     """Where the dev server keeps its state and listens."""
-    settings: WorkerSettings
+    settings: Settings
     """The worker's settings, pointed at the dev server."""
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by a stop signal or by a component that failed while running."""

@@ -21,7 +21,7 @@ from temporalio.service import RPCError
 
 from crds.constants import KINDS
 from runtime.codec import ENCODING, PAYLOAD_KEY_VARIABLE, PayloadDecryptionError
-from runtime.settings import WorkerSettings, describe_invalid
+from runtime.settings import Settings, describe_invalid
 from runtime.temporal_client import connect, exit_without_finalizing
 from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_STATE
 from workflows import messages
@@ -87,7 +87,7 @@ Command = Callable[[Client, argparse.Namespace], Awaitable[int]]
 def _runner(command: Command) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         try:
-            settings = WorkerSettings.from_env()
+            settings = Settings.from_env()
         except ValidationError as err:
             print(f"kuberay-temporal: invalid settings: {describe_invalid(err)}", file=sys.stderr)
             return 2
@@ -101,7 +101,7 @@ def _runner(command: Command) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-async def _with_client(settings: WorkerSettings, command: Command, args: argparse.Namespace) -> int:
+async def _with_client(settings: Settings, command: Command, args: argparse.Namespace) -> int:
     try:
         client = await connect(settings)
     except RuntimeError as err:

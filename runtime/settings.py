@@ -1,8 +1,8 @@
-"""The worker's configuration, read once from the environment and passed down.
+"""Worker and bridge configuration, read once from the environment and passed down.
 
-Keeping every environment variable in one model means the rest of `worker/` takes plain
-arguments, a typo in a value fails at start with the variable's name in the message, and
-tests build settings without touching `os.environ`.
+Keeping every environment variable in one model means the processes take plain arguments, a
+typo in a value fails at start with the variable's name in the message, and tests build
+settings without touching `os.environ`.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from crds.constants import (
 from runtime.codec import PAYLOAD_KEY_VARIABLE, parse_keys
 
 
-class WorkerSettings(BaseModel):
-    """Where the worker connects and how it runs.
+class Settings(BaseModel):
+    """Where the worker and the bridge connect and how they run.
 
-    Build it with `WorkerSettings.from_env()`; each field's validation alias is the
+    Build it with `Settings.from_env()`; each field's validation alias is the
     environment variable that sets it. Fields can also be given by name in code.
     """
 
@@ -359,7 +359,7 @@ class WorkerSettings(BaseModel):
         return value
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read the settings from environment variables.
 
         Args:
@@ -384,7 +384,7 @@ def describe_invalid(error: ValidationError) -> str:
     """Return a one-line account of invalid settings, naming each variable or field.
 
     Args:
-        error: What `WorkerSettings` validation raised.
+        error: What `Settings` validation raised.
 
     Returns:
         E.g. ``KUBERAY_TEMPORAL_MAX_CACHED_WORKFLOWS='lots': Input should be a valid integer``.

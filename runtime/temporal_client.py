@@ -24,10 +24,10 @@ from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
 from runtime.codec import EncryptionCodec, parse_keys
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 
 
-def data_converter(settings: WorkerSettings) -> DataConverter:
+def data_converter(settings: Settings) -> DataConverter:
     """The converter every client uses: pydantic, plus encryption when a key is set.
 
     Args:
@@ -48,14 +48,14 @@ def data_converter(settings: WorkerSettings) -> DataConverter:
     )
 
 
-def payload_codec(settings: WorkerSettings) -> EncryptionCodec | None:
+def payload_codec(settings: Settings) -> EncryptionCodec | None:
     """The encryption codec of the payload key(s) in `settings`; None when none is set."""
     if settings.payload_key is None:
         return None
     return EncryptionCodec(parse_keys(settings.payload_key.get_secret_value()))
 
 
-def tls_config(settings: WorkerSettings) -> TLSConfig | bool:
+def tls_config(settings: Settings) -> TLSConfig | bool:
     """The `tls` argument for `Client.connect` that `settings` ask for.
 
     Args:
@@ -92,7 +92,7 @@ def tls_config(settings: WorkerSettings) -> TLSConfig | bool:
 
 
 async def connect(
-    settings: WorkerSettings,
+    settings: Settings,
     runtime: Runtime | None = None,
     interceptors: Sequence[Interceptor] = (),
 ) -> Client:

@@ -23,7 +23,7 @@ from activities.registry import build_activities
 from runtime.health import serving_health
 from runtime.logs import configure_logging
 from runtime.prometheus import build_telemetry, serving_metrics
-from runtime.settings import WorkerSettings, describe_invalid
+from runtime.settings import Settings, describe_invalid
 from runtime.telemetry import Tracing, TracingConfigError, build_tracing
 from runtime.temporal_client import connect, exit_without_finalizing
 from worker.running import build_worker, stop_on_signals
@@ -81,7 +81,7 @@ def add_health_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def settings_from(args: argparse.Namespace) -> WorkerSettings:
+def settings_from(args: argparse.Namespace) -> Settings:
     """Return the environment's settings with the flags given on the command line applied.
 
     Args:
@@ -102,8 +102,8 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
         "metrics_port": getattr(args, "metrics_port", None),
     }
     overrides = {name: value for name, value in flags.items() if value is not None}
-    settings = WorkerSettings.from_env()
-    return WorkerSettings.model_validate(settings.model_dump() | overrides)
+    settings = Settings.from_env()
+    return Settings.model_validate(settings.model_dump() | overrides)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,14 +141,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(settings: WorkerSettings, tracing: Tracing) -> None:
+async def _serve(settings: Settings, tracing: Tracing) -> None:
     try:
         await _serve_traced(settings, tracing)
     finally:
         await tracing.shutdown()
 
 
-async def _serve_traced(settings: WorkerSettings, tracing: Tracing) -> None:
+async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
     # The probes answer from the start: alive while connecting, ready once polling.
     running: list[Worker] = []
 
@@ -190,7 +190,7 @@ async def _serve_traced(settings: WorkerSettings, tracing: Tracing) -> None:
 
 
 async def connect_kube_or_none(
-    settings: WorkerSettings, tracing: Tracing | None = None
+    settings: Settings, tracing: Tracing | None = None
 ) -> KubeClient | None:
     """The Kubernetes API from the settings; None (with a warning) when there is none."""
     tracer = tracing.kube_tracer if tracing is not None else None

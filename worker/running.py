@@ -17,7 +17,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from workflows.registry import WORKFLOWS
 
 # Modules that are deterministic and side-effect free, so the sandbox may share them
@@ -45,7 +45,7 @@ def build_sandbox_runner() -> SandboxedWorkflowRunner:
 
 
 def build_worker(
-    client: Client, settings: WorkerSettings, activities: Sequence[Callable[..., Any]] = ()
+    client: Client, settings: Settings, activities: Sequence[Callable[..., Any]] = ()
 ) -> Worker:
     """Return a worker for every registered workflow and activity.
 

@@ -4,7 +4,7 @@ KubeRay reads these from its own environment (CLUSTER_DOMAIN, ENABLE_INIT_CONTAI
 ENABLE_PROBES_INJECTION, ENABLE_LOGIN_SHELL, ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE,
 ENABLE_GCS_FT_REDIS_CLEANUP, ENABLE_ZERO_DOWNTIME, ENABLE_DETERMINISTIC_HEAD_POD_NAME).
 Builders read no environment: the worker turns its settings
-(`WorkerSettings.build_options`) into one of these and passes it down.
+(`Settings.build_options`) into one of these and passes it down.
 """
 
 from __future__ import annotations

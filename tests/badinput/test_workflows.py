@@ -33,7 +33,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from crds.enums import JobStatus
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from tests.badinput.budget import MIXED, WORKFLOW
 from tests.badinput.objects import JSON, admit, our_verdict, path_matches
 from tests.badinput.strategies import Broken, broken_objects
@@ -81,7 +81,7 @@ async def stack() -> AsyncIterator[Stack]:
     env = await start_time_skipping()
     router = Router()
     queue = f"badinput-{uuid.uuid4()}"
-    worker = build_worker(env.client, WorkerSettings(task_queue=queue), router.activities())
+    worker = build_worker(env.client, Settings(task_queue=queue), router.activities())
     async with worker:
         yield Stack(env, router, queue, worker)
     await env.shutdown()

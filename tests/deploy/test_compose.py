@@ -2,7 +2,7 @@
 
 What can be checked without running it: the services and their pinned images, that every
 port is published on localhost only, the health checks and start order, that the worker and
-the bridge get exactly variables `WorkerSettings` reads (and valid values for them), and that
+the bridge get exactly variables `Settings` reads (and valid values for them), and that
 the files it mounts exist.
 """
 
@@ -16,11 +16,11 @@ import yaml
 
 from tests.reference import REPO_ROOT
 from runtime import telemetry as tracing
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 
 COMPOSE = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
-VARIABLES = {str(f.validation_alias) for f in WorkerSettings.model_fields.values()}
+VARIABLES = {str(f.validation_alias) for f in Settings.model_fields.values()}
 VARIABLES |= tracing.VARIABLES
 
 EXPECTED_IMAGES = {
@@ -95,7 +95,7 @@ def test_start_order_waits_for_health_and_for_the_crds() -> None:
 def test_worker_and_bridge_get_only_variables_they_read(name: str) -> None:
     env = {k: str(v) for k, v in SERVICES[name]["environment"].items()}
     assert set(env) <= VARIABLES, set(env) - VARIABLES
-    settings = WorkerSettings.from_env(env)  # every value valid
+    settings = Settings.from_env(env)  # every value valid
     assert settings.temporal_address == "temporal:7233"
     assert settings.kubeconfig == "/kube/config"
     assert settings.namespaces == [None]

@@ -2,7 +2,7 @@
 
 Both must render the same objects, so the two ways in cannot drift apart; each Deployment
 must carry probes, resources, a non-root read-only container and a PodDisruptionBudget; and
-the settings they give the processes must be variables `WorkerSettings` reads, with valid
+the settings they give the processes must be variables `Settings` reads, with valid
 values.
 """
 
@@ -23,10 +23,10 @@ from tests.deploy.rendering import (
     kustomize_docs,
     settings_env,
 )
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 
 COMPONENTS = ("worker", "bridge")
-VARIABLES = {str(f.validation_alias) for f in WorkerSettings.model_fields.values()}
+VARIABLES = {str(f.validation_alias) for f in Settings.model_fields.values()}
 
 
 def _kinds(docs: list[Doc]) -> set[tuple[str, str]]:
@@ -131,7 +131,7 @@ def test_the_settings_are_variables_the_processes_read_with_valid_values(render:
     for component in COMPONENTS:
         env = settings_env(docs, component)
         assert set(env) <= VARIABLES, set(env) - VARIABLES
-        settings = WorkerSettings.from_env(env)
+        settings = Settings.from_env(env)
         assert settings.temporal_address == "temporal-frontend.temporal.svc.cluster.local:7233"
         assert settings.kubeconfig is None  # in-cluster: the pod's service account
         assert settings.namespaces == [None]
@@ -158,7 +158,7 @@ def test_helm_values_for_cloud_mtls_and_namespaces_reach_the_settings() -> None:
         "worker": {"replicas": 5, "podDisruptionBudget": {"enabled": False}},
     }
     docs = helm_docs(values)
-    settings = WorkerSettings.from_env(settings_env(docs, "worker"))
+    settings = Settings.from_env(settings_env(docs, "worker"))
     assert settings.temporal_tls_client_cert_path == "/etc/kuberay-temporal/temporal-tls/tls.crt"
     assert settings.temporal_tls_client_key_path == "/etc/kuberay-temporal/temporal-tls/tls.key"
     assert settings.temporal_tls_server_ca_cert_path == "/etc/kuberay-temporal/temporal-tls/ca.crt"

@@ -37,7 +37,7 @@ from tests.deploy.rendering import (
     settings_env,
 )
 from tests.reference import REPO_ROOT
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 
 Renderer = Callable[[], list[Doc]]
 RENDERERS = [pytest.param(kustomize_docs, id="kustomize"), pytest.param(helm_docs, id="helm")]
@@ -117,7 +117,7 @@ def test_the_scan_sees_every_owner_whose_deletion_the_worker_blocks() -> None:
 
 def dashboard_access(docs: list[Doc]) -> str:
     """The mode the rendered settings give the worker (the setting's default if unset)."""
-    return WorkerSettings.from_env(settings_env(docs, "worker")).dashboard_access
+    return Settings.from_env(settings_env(docs, "worker")).dashboard_access
 
 
 def test_the_scan_sees_every_dashboard_call_through_the_proxy() -> None:

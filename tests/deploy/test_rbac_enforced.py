@@ -53,7 +53,7 @@ from tests.deploy.rendering import kustomize_docs, settings_env
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
 from worker.running import build_worker
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 
 SAMPLES = REPO_ROOT / "samples"
 RAY_KINDS = (kube.RAYCLUSTERS, kube.RAYJOBS, kube.RAYSERVICES)
@@ -151,10 +151,10 @@ class Operator:
         return found
 
 
-def worker_settings(task_queue: str) -> WorkerSettings:
+def worker_settings(task_queue: str) -> Settings:
     """The manifests' settings for the worker, on this test's task queue."""
     env = settings_env(kustomize_docs(), "worker")
-    return WorkerSettings.from_env(
+    return Settings.from_env(
         env
         | {
             "KUBERAY_TEMPORAL_TASK_QUEUE": task_queue,

@@ -13,7 +13,7 @@ from tests.deploy.tables import END, START, settings_table
 from tests.reference import REPO_ROOT
 from runtime.temporal_client import tls_config
 from worker.command import settings_from
-from runtime.settings import WorkerSettings, describe_invalid
+from runtime.settings import Settings, describe_invalid
 
 
 def test_the_readme_settings_table_is_the_generated_one() -> None:
@@ -24,7 +24,7 @@ def test_the_readme_settings_table_is_the_generated_one() -> None:
 
 
 def test_every_setting_has_a_variable_and_a_description() -> None:
-    for name, field in WorkerSettings.model_fields.items():
+    for name, field in Settings.model_fields.items():
         assert isinstance(field.validation_alias, str), name
         assert field.validation_alias.isupper(), name
         assert field.description, name
@@ -40,13 +40,13 @@ def test_every_setting_has_a_variable_and_a_description() -> None:
     ],
 )
 def test_tls_switch(env: dict[str, str], expected: bool) -> None:
-    assert tls_config(WorkerSettings.from_env(env)) is expected
+    assert tls_config(Settings.from_env(env)) is expected
 
 
 def test_mtls_reads_the_certificate_files(tmp_path: Path) -> None:
     for name in ("tls.crt", "tls.key", "ca.crt"):
         (tmp_path / name).write_bytes(f"PEM {name}".encode())
-    settings = WorkerSettings.from_env(
+    settings = Settings.from_env(
         {
             "TEMPORAL_TLS_CLIENT_CERT_PATH": str(tmp_path / "tls.crt"),
             "TEMPORAL_TLS_CLIENT_KEY_PATH": str(tmp_path / "tls.key"),
@@ -64,7 +64,7 @@ def test_mtls_reads_the_certificate_files(tmp_path: Path) -> None:
 
 def test_a_certificate_without_its_key_is_refused() -> None:
     with pytest.raises(ValidationError) as caught:
-        WorkerSettings.from_env({"TEMPORAL_TLS_CLIENT_CERT_PATH": "/c.pem"})
+        Settings.from_env({"TEMPORAL_TLS_CLIENT_CERT_PATH": "/c.pem"})
     assert "TEMPORAL_TLS_CLIENT_KEY_PATH" in describe_invalid(caught.value)
 
 
@@ -84,5 +84,5 @@ def test_the_api_key_never_shows(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_health_port_out_of_range_names_the_variable() -> None:
     with pytest.raises(ValidationError) as caught:
-        WorkerSettings.from_env({"KUBERAY_TEMPORAL_HEALTH_PORT": "70000"})
+        Settings.from_env({"KUBERAY_TEMPORAL_HEALTH_PORT": "70000"})
     assert "KUBERAY_TEMPORAL_HEALTH_PORT='70000'" in describe_invalid(caught.value)

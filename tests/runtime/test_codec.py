@@ -21,7 +21,7 @@ from runtime.codec import (
     key_id,
     parse_keys,
 )
-from runtime.settings import WorkerSettings, describe_invalid
+from runtime.settings import Settings, describe_invalid
 from runtime.temporal_client import data_converter
 
 MARKER = "marker-7f3a-do-not-store-in-clear"
@@ -146,7 +146,7 @@ def test_a_malformed_key_fails_at_start_naming_the_variable_not_the_value(
     value: str, phrase: str
 ) -> None:
     with pytest.raises(ValidationError) as caught:
-        WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": value})
+        Settings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": value})
     message = describe_invalid(caught.value)
     assert message.startswith("KUBERAY_TEMPORAL_PAYLOAD_KEY=<hidden>: ") and phrase in message
     for shown in (message, str(caught.value), repr(caught.value)):
@@ -155,13 +155,13 @@ def test_a_malformed_key_fails_at_start_naming_the_variable_not_the_value(
 
 def test_the_key_never_shows_in_the_settings() -> None:
     value = b64(new_key())
-    settings = WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": value})
+    settings = Settings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": value})
     assert value not in repr(settings) + str(settings) + settings.model_dump_json()
 
 
 def test_the_converter_encrypts_only_with_a_key() -> None:
-    assert data_converter(WorkerSettings()) is pydantic_data_converter
-    settings = WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": b64(new_key())})
+    assert data_converter(Settings()) is pydantic_data_converter
+    settings = Settings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": b64(new_key())})
     converter = data_converter(settings)
     assert isinstance(converter.payload_codec, EncryptionCodec)
     assert converter.payload_converter_class is pydantic_data_converter.payload_converter_class

@@ -1,4 +1,4 @@
-"""WorkerSettings reads the documented environment variables and nothing else."""
+"""Settings reads the documented environment variables and nothing else."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from runtime.settings import WorkerSettings, describe_invalid
+from runtime.settings import Settings, describe_invalid
 
 
 def test_defaults_without_environment() -> None:
-    settings = WorkerSettings.from_env({})
+    settings = Settings.from_env({})
 
     assert settings.temporal_address == "127.0.0.1:7233"
     assert settings.temporal_namespace == "default"
@@ -21,7 +21,7 @@ def test_defaults_without_environment() -> None:
 
 
 def test_every_variable_is_read() -> None:
-    settings = WorkerSettings.from_env(
+    settings = Settings.from_env(
         {
             "TEMPORAL_ADDRESS": "temporal.example:7233",
             "TEMPORAL_NAMESPACE": "ray",
@@ -31,7 +31,7 @@ def test_every_variable_is_read() -> None:
         }
     )
 
-    assert settings == WorkerSettings(
+    assert settings == Settings(
         temporal_address="temporal.example:7233",
         temporal_namespace="ray",
         task_queue="kuberay-canary",
@@ -51,7 +51,7 @@ def test_every_variable_is_read() -> None:
 def test_graceful_shutdown_timeout_formats(text: str, expected: timedelta) -> None:
     environ = {"KUBERAY_TEMPORAL_GRACEFUL_SHUTDOWN_TIMEOUT": text}
 
-    assert WorkerSettings.from_env(environ).graceful_shutdown_timeout == expected
+    assert Settings.from_env(environ).graceful_shutdown_timeout == expected
 
 
 @pytest.mark.parametrize(
@@ -65,17 +65,17 @@ def test_graceful_shutdown_timeout_formats(text: str, expected: timedelta) -> No
 )
 def test_invalid_value_names_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ValidationError, match=variable):
-        WorkerSettings.from_env({variable: value})
+        Settings.from_env({variable: value})
 
 
 def test_variables_spelled_like_fields_are_ignored() -> None:
-    settings = WorkerSettings.from_env({"task_queue": "other", "temporal_address": "x:1"})
+    settings = Settings.from_env({"task_queue": "other", "temporal_address": "x:1"})
 
-    assert settings == WorkerSettings()
+    assert settings == Settings()
 
 
 def test_settings_are_frozen() -> None:
-    settings = WorkerSettings()
+    settings = Settings()
 
     with pytest.raises(ValidationError):
         settings.task_queue = "other"  # type: ignore[misc]
@@ -85,7 +85,7 @@ def test_invalid_settings_are_described_in_one_line() -> None:
     environ = {"KUBERAY_TEMPORAL_TASK_QUEUE": "", "KUBERAY_TEMPORAL_MAX_CACHED_WORKFLOWS": "-1"}
 
     with pytest.raises(ValidationError) as raised:
-        WorkerSettings.from_env(environ)
+        Settings.from_env(environ)
 
     assert describe_invalid(raised.value) == (
         "KUBERAY_TEMPORAL_TASK_QUEUE='': String should have at least 1 character; "

@@ -18,7 +18,7 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from activities.kube.spans import in_trace
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from runtime.telemetry import TracingConfigError, build_tracing
 from runtime.temporal_client import connect
 from tests.worker.otlp import Collector, receiving
@@ -50,7 +50,7 @@ async def test_without_variables_nothing_is_traced_and_everything_works(
         assert not in_trace()
 
     target = local_env.client.service_client.config.target_host
-    settings = WorkerSettings(temporal_address=target, task_queue=task_queue)
+    settings = Settings(temporal_address=target, task_queue=task_queue)
     client = await connect(settings, None, tracing.interceptors())
     async with build_worker(client, settings):
         await client.execute_workflow(
@@ -72,7 +72,7 @@ async def test_an_otlp_endpoint_exports_the_workflow_spans(
     assert tracing.exporters == [f"otlp {collector.url}/v1/traces"]
 
     target = local_env.client.service_client.config.target_host
-    settings = WorkerSettings(temporal_address=target, task_queue=task_queue)
+    settings = Settings(temporal_address=target, task_queue=task_queue)
     client = await connect(settings, None, tracing.interceptors())
     async with build_worker(client, settings):
         with tracing.tracer.start_as_current_span("ping from a test"):

@@ -22,7 +22,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from runtime.codec import ENCODING, PAYLOAD_KEY_VARIABLE
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from runtime.temporal_client import data_converter
 from tests.worker.ports import free_port
 from worker.search_attributes import RAY_KIND, RAY_NAME
@@ -91,7 +91,7 @@ async def dev_stack(
     env.pop(PAYLOAD_KEY_VARIABLE, None)
     if key is not None:
         env[PAYLOAD_KEY_VARIABLE] = key
-    converter = data_converter(WorkerSettings.from_env({PAYLOAD_KEY_VARIABLE: key} if key else {}))
+    converter = data_converter(Settings.from_env({PAYLOAD_KEY_VARIABLE: key} if key else {}))
     output = state_dir.parent / f"dev-{uuid.uuid4().hex[:8]}.out"
     with output.open("wb") as out:
         process = await asyncio.create_subprocess_exec(

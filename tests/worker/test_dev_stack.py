@@ -16,7 +16,7 @@ import pytest
 from kuberay_temporal.dev import run_stack
 from kuberay_temporal.dev_stack import Component, DevStack
 from kuberay_temporal.temporal_server import DevServerOptions
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from tests.worker.ports import free_port
 
 
@@ -51,7 +51,7 @@ async def test_signal_stops_components_in_reverse_order(
         recording("worker", events, then=_send_sigint),
     ]
 
-    code = await run_stack(DevServerOptions(state_dir=tmp_path), WorkerSettings(), components)
+    code = await run_stack(DevServerOptions(state_dir=tmp_path), Settings(), components)
 
     assert code == 0
     assert events == [
@@ -74,7 +74,7 @@ async def test_component_failure_stops_the_stack_with_code_1(
         recording("worker", events, then=lambda stack: stack.fail("server died")),
     ]
 
-    code = await run_stack(DevServerOptions(state_dir=tmp_path), WorkerSettings(), components)
+    code = await run_stack(DevServerOptions(state_dir=tmp_path), Settings(), components)
 
     assert code == 1
     assert events[-2:] == ["stop worker", "stop server"]
@@ -88,7 +88,7 @@ async def test_stop_during_start_up_skips_the_remaining_components(tmp_path: Pat
         recording("worker", events),
     ]
 
-    code = await run_stack(DevServerOptions(state_dir=tmp_path), WorkerSettings(), components)
+    code = await run_stack(DevServerOptions(state_dir=tmp_path), Settings(), components)
 
     assert code == 0
     assert events == ["start server", "stop server"]

@@ -30,7 +30,7 @@ from activities.raycluster import contract
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_cli
 from runtime.codec import ENCODING, EncryptionCodec, parse_keys
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from runtime.temporal_client import data_converter
 from tests.eventually import eventually
 from tests.history_scan import decoded_history, raw_history
@@ -71,7 +71,7 @@ class Encrypted:
 @pytest_asyncio.fixture
 async def encrypted(local_env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Encrypted]:
     key = new_key()
-    settings = WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": key})
+    settings = Settings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": key})
     client = Client(
         local_env.client.service_client,
         namespace=local_env.client.namespace,
@@ -123,7 +123,7 @@ async def test_the_server_stores_no_readable_payload(
     assert MARKER.encode() not in raw
     assert b"status write refused" not in raw  # the failure message is encrypted too
 
-    settings = WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": encrypted.key})
+    settings = Settings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": encrypted.key})
     codec = data_converter(settings).payload_codec
     assert isinstance(codec, EncryptionCodec)
     decoded = await decoded_history(local_env.client, encrypted.workflow_id, codec)
@@ -275,7 +275,7 @@ async def test_turning_encryption_on_keeps_a_running_workflow_going(
         )
         await eventually(lambda: len(cluster.live()) == 3, message="three pods, unencrypted")
 
-    settings = WorkerSettings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": new_key()})
+    settings = Settings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": new_key()})
     encrypted = Client(
         local_env.client.service_client,
         namespace=local_env.client.namespace,

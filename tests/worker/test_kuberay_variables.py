@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from activities.builders import BuildOptions
 from activities.rayjob.contract import JobOperatorOptions
-from runtime.settings import WorkerSettings, describe_invalid
+from runtime.settings import Settings, describe_invalid
 
 KUBERAY_VARIABLES = {
     "CLUSTER_DOMAIN",
@@ -29,14 +29,14 @@ KUBERAY_VARIABLES = {
 
 
 def test_each_kuberay_variable_is_a_documented_setting() -> None:
-    fields = {str(f.validation_alias): f for f in WorkerSettings.model_fields.values()}
+    fields = {str(f.validation_alias): f for f in Settings.model_fields.values()}
     assert set(fields) >= KUBERAY_VARIABLES
     for name in KUBERAY_VARIABLES:
         assert (fields[name].description or "").startswith("KubeRay's variable"), name
 
 
 def test_unset_means_kuberays_defaults() -> None:
-    settings = WorkerSettings.from_env({})
+    settings = Settings.from_env({})
 
     assert settings.build_options() == BuildOptions()
     assert settings.build_options() == BuildOptions(
@@ -57,7 +57,7 @@ def test_unset_means_kuberays_defaults() -> None:
 
 
 def test_every_kuberay_variable_reaches_the_activities() -> None:
-    settings = WorkerSettings.from_env(
+    settings = Settings.from_env(
         {
             "CLUSTER_DOMAIN": "corp.internal",
             "ENABLE_INIT_CONTAINER_INJECTION": "false",
@@ -105,13 +105,13 @@ def test_every_kuberay_variable_reaches_the_activities() -> None:
 )
 def test_a_bad_value_names_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ValidationError) as caught:
-        WorkerSettings.from_env({variable: value})
+        Settings.from_env({variable: value})
 
     assert describe_invalid(caught.value).startswith(f"{variable}={value!r}: ")
 
 
 def test_field_names_are_not_read_from_the_environment() -> None:
-    settings = WorkerSettings.from_env({"login_shell": "true", "cluster_domain": "x.y"})
+    settings = Settings.from_env({"login_shell": "true", "cluster_domain": "x.y"})
 
     assert settings.login_shell is False
     assert settings.cluster_domain == "cluster.local"

@@ -14,7 +14,7 @@ import httpx
 from temporalio.testing import WorkflowEnvironment
 
 from runtime.prometheus import build_telemetry, serving_metrics
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from runtime.temporal_client import connect
 from worker.running import build_worker
 from workflows.diagnostics import PingInput, PingWorkflow
@@ -48,7 +48,7 @@ async def test_sdk_and_kuberay_series_on_one_endpoint(
     assert telemetry.kuberay is not None
 
     target = local_env.client.service_client.config.target_host
-    settings = WorkerSettings(temporal_address=target, task_queue=task_queue)
+    settings = Settings(temporal_address=target, task_queue=task_queue)
     client = await connect(settings, telemetry.runtime)
     job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}, "status": {}}
     started = (datetime.now(UTC) - timedelta(seconds=3)).isoformat()

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from temporalio.testing import WorkflowEnvironment
 
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from worker.running import build_worker
 from workflows.diagnostics import PingInput, PingWorkflow
 
@@ -17,7 +17,7 @@ async def test_ten_minute_timer_fires_on_skipped_time(
 ) -> None:
     # Ten minutes of workflow time inside the test's two-minute timeout: the server skipped it.
     client = time_skipping_env.client
-    settings = WorkerSettings(task_queue=task_queue)
+    settings = Settings(task_queue=task_queue)
     async with build_worker(client, settings):
         result = await client.execute_workflow(
             PingWorkflow.run,
@@ -34,7 +34,7 @@ async def test_ping_on_local_server_waits_for_its_timer(
     local_env: WorkflowEnvironment, task_queue: str
 ) -> None:
     client = local_env.client
-    async with build_worker(client, WorkerSettings(task_queue=task_queue)):
+    async with build_worker(client, Settings(task_queue=task_queue)):
         result = await client.execute_workflow(
             PingWorkflow.run,
             PingInput(duration=timedelta(milliseconds=300)),
@@ -49,7 +49,7 @@ async def test_ping_without_duration_sets_no_timer(
     time_skipping_env: WorkflowEnvironment, task_queue: str
 ) -> None:
     client = time_skipping_env.client
-    async with build_worker(client, WorkerSettings(task_queue=task_queue)):
+    async with build_worker(client, Settings(task_queue=task_queue)):
         handle = await client.start_workflow(
             PingWorkflow.run, PingInput(), id=f"ping-{uuid.uuid4()}", task_queue=task_queue
         )

@@ -45,7 +45,7 @@ from bridge.running import Bridge
 from bridge.signalling import Signaller
 from devcluster.server import DevCluster
 from kuberay_temporal.crd_install import install_crds
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from runtime.telemetry import Tracing, tracing_to
 from runtime.temporal_client import connect, data_converter
 from tests.eventually import eventually
@@ -60,7 +60,7 @@ CLUSTER_CALL = "POST /apis/ray.io/v1/namespaces/{namespace}/rayclusters"
 class TracedStack:
     kube: KubeClient
     env: WorkflowEnvironment
-    settings: WorkerSettings
+    settings: Settings
     spans: InMemorySpanExporter
     worker: Tracing
 
@@ -73,7 +73,7 @@ async def traced_stack(
     worker_tracing = tracing_to(spans, "kuberay-temporal-worker")
     bridge_tracing = tracing_to(spans, "kuberay-temporal-bridge")
     target = local_env.client.service_client.config.target_host
-    settings = WorkerSettings(temporal_address=target, task_queue=f"trace-{uuid.uuid4()}")
+    settings = Settings(temporal_address=target, task_queue=f"trace-{uuid.uuid4()}")
     async with DevCluster(tmp_path / "cluster", runtime="simulated") as cluster:
         config = str(cluster.kubeconfig_path)
         admin = await kube.connect(config)

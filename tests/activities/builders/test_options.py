@@ -1,7 +1,7 @@
 """Each KubeRay operator variable, from the worker's environment to the objects it builds.
 
 The settings turn the variables into `BuildOptions`; these tests build through that path
-(`WorkerSettings.from_env(...).build_options()`), so a variable that is read but never
+(`Settings.from_env(...).build_options()`), so a variable that is read but never
 passed on fails here, not only a builder that ignores its option.
 """
 
@@ -15,7 +15,7 @@ from activities.builders import BuildOptions, build_head_pod, build_worker_pod
 from activities.builders.cluster_services import build_head_service
 from activities.builders.rayjob import build_rayjob_head_service, build_submitter_job
 from activities.builders.redis_cleanup_job import build_redis_cleanup_job
-from runtime.settings import WorkerSettings
+from runtime.settings import Settings
 from tests.activities.builders.fixtures import (
     HEAD_POD,
     WORKER_POD,
@@ -31,7 +31,7 @@ PROBES = ("livenessProbe", "readinessProbe")
 
 
 def _options(**environ: str) -> BuildOptions:
-    return WorkerSettings.from_env(environ).build_options()
+    return Settings.from_env(environ).build_options()
 
 
 def _pods(options: BuildOptions) -> tuple[dict[str, Any], dict[str, Any]]:
