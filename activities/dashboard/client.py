@@ -6,18 +6,8 @@ module speaks the same calls on an injected `httpx.AsyncClient`, so tests drive 
 `httpx.MockTransport`, and follows the Go client's quirks exactly where controllers depend on
 them (404 on a job, the duplicate-submission 500, the stop-then-check dance).
 
-Every failure leaves as one of our own errors, translated once here with the httpx or HTTP
-cause chained:
-
-    DashboardError              also raised directly for an unusable base URL
-    ├── DashboardUnavailable    connection refused, timeouts, 408/429/5xx: retry later
-    │   └── DashboardBadResponse   a 2xx whose body is not the JSON we expect
-    ├── DashboardRejected       any other 4xx: the request itself is wrong
-    │   ├── DashboardUnauthorized  401/403 from Ray: the auth token is missing or wrong
-    │   ├── ProxyDenied         401/403 from the API server's proxy: RBAC or credentials
-    │   └── JobNotFound         404 on a job (HTTPMode re-submits on it, J7)
-    ├── DuplicateSubmission     the submission id is taken (`submit_job` reports it instead)
-    └── JobNotStopped           stop was refused and the job is still running
+Every failure leaves as one of the errors in `activities.dashboard.errors`, translated once
+here with the httpx or HTTP cause chained.
 
 The auth token never appears in a message, a repr or a log line: it only ever goes into the
 request header, and error messages are scrubbed of it in case a server echoes it back.
@@ -39,6 +29,17 @@ from activities.dashboard.contract import (
     JobSubmission,
     ServeStatus,
     SubmitResult,
+)
+from activities.dashboard.errors import (
+    DashboardBadResponse,
+    DashboardError,
+    DashboardRejected,
+    DashboardUnauthorized,
+    DashboardUnavailable,
+    DuplicateSubmission,
+    JobNotFound,
+    JobNotStopped,
+    ProxyDenied,
 )
 
 DIRECT_TIMEOUT: Final = 2.0
@@ -66,54 +67,6 @@ PROXY_VERBS: Final[Mapping[str, str]] = {
 """The RBAC verb the API server checks on `services/proxy` or `pods/proxy` per HTTP method."""
 
 _Model = TypeVar("_Model", bound=BaseModel)
-
-
-class DashboardError(Exception):
-    """Any failure talking to a Ray dashboard."""
-
-    def __init__(self, message: str, status: int = 0) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class DashboardUnavailable(DashboardError):
-    """The dashboard could not be reached, or it failed; asking again later may work."""
-
-
-class DashboardBadResponse(DashboardUnavailable):
-    """The dashboard said yes but sent something unreadable (a half-started head, a proxy page)."""
-
-
-class DashboardRejected(DashboardError):
-    """The dashboard answered no to this request."""
-
-
-class DashboardUnauthorized(DashboardRejected):
-    """401 or 403: token authentication is on and our token is missing or wrong."""
-
-
-class ProxyDenied(DashboardRejected):
-    """401 or 403 from the API server itself: the request never reached Ray.
-
-    The worker's Kubernetes account lacks the `services/proxy` or `pods/proxy` rule for this
-    call (or its credentials were refused); Ray's token has nothing to do with it.
-    """
-
-
-class JobNotFound(DashboardRejected):
-    """404 on a job: Ray has no job with this submission id."""
-
-
-class DuplicateSubmission(DashboardError):
-    """A job with this submission id already exists: the earlier submission went through."""
-
-
-class JobNotStopped(DashboardError):
-    """Ray declined to stop a job that is still not in a terminal state."""
-
-    def __init__(self, message: str, job_status: str) -> None:
-        super().__init__(message)
-        self.job_status = job_status
 
 
 class RayDashboardClient:

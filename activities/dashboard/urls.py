@@ -9,7 +9,7 @@ by dots) before it becomes part of a URL.
 from __future__ import annotations
 
 from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
-from activities.dashboard.client import DashboardError
+from activities.dashboard.errors import DashboardError
 from crds.constants import PORT_DASHBOARD, PORT_NAME_DASHBOARD
 from crds.validation.names import dns1123_label_problem
 

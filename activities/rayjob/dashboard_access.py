@@ -22,12 +22,8 @@ import httpx
 from kubernetes_asyncio.client import Configuration
 
 from activities.builders.auth import AUTH_TOKEN_SECRET_KEY, auth_secret_name, is_auth_enabled
-from activities.dashboard.client import (
-    DIRECT_TIMEOUT,
-    PROXY_TIMEOUT,
-    DashboardError,
-    RayDashboardClient,
-)
+from activities.dashboard.client import DIRECT_TIMEOUT, PROXY_TIMEOUT, RayDashboardClient
+from activities.dashboard.errors import DashboardError
 from activities.dashboard.urls import proxied_base_url
 from activities.kube import client as kube
 from activities.kube.client import KubeClient

@@ -28,14 +28,14 @@ from activities.builders.rayjob import (
     entrypoint_resources_of,
     runtime_env_of,
 )
-from activities.dashboard.client import (
+from activities.dashboard.client import RayDashboardClient
+from activities.dashboard.contract import JobInfo, JobSubmission
+from activities.dashboard.errors import (
     DashboardError,
     DashboardUnavailable,
     JobNotFound,
     JobNotStopped,
-    RayDashboardClient,
 )
-from activities.dashboard.contract import JobInfo, JobSubmission
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.rayjob import contract

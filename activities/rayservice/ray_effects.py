@@ -25,12 +25,9 @@ from temporalio.exceptions import ApplicationError
 from activities.builders import names
 from activities.builders import rayservice as rs
 from activities.builders.rayjob import dashboard_port
-from activities.dashboard.client import (
-    DashboardError,
-    DashboardRejected,
-    RayDashboardClient,
-)
+from activities.dashboard.client import RayDashboardClient
 from activities.dashboard.contract import ServeStatus
+from activities.dashboard.errors import DashboardError, DashboardRejected
 from activities.dashboard.urls import pod_proxied_base_url
 from activities.kube import client as kube
 from activities.kube.client import KubeClient

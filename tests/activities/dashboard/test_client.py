@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from activities.dashboard import client as rd
-from activities.dashboard import urls
+from activities.dashboard import errors, urls
 from activities.dashboard.contract import JobInfo, JobSubmission, ServeStatus
 
 BASE = "http://demo-head-svc.ns.svc.cluster.local:8265"
@@ -166,9 +166,11 @@ async def test_duplicate_submission_is_success(make):
 @pytest.mark.parametrize(
     ("status", "text", "error"),
     [
-        pytest.param(500, "No available agent to submit job", rd.DashboardUnavailable, id="500"),
-        pytest.param(400, "TypeError: missing 'entrypoint'", rd.DashboardRejected, id="400"),
-        pytest.param(404, "Not Found", rd.DashboardRejected, id="404-no-jobs-api"),
+        pytest.param(
+            500, "No available agent to submit job", errors.DashboardUnavailable, id="500"
+        ),
+        pytest.param(400, "TypeError: missing 'entrypoint'", errors.DashboardRejected, id="400"),
+        pytest.param(404, "Not Found", errors.DashboardRejected, id="404-no-jobs-api"),
     ],
 )
 async def test_submit_failures(make, status, text, error):
@@ -247,18 +249,18 @@ def test_job_status_is_open(status, terminal):
 
 async def test_unknown_job_is_job_not_found(make):
     client, _ = make(reply(404, text="Job nope does not exist"))
-    with pytest.raises(rd.JobNotFound) as caught:
+    with pytest.raises(errors.JobNotFound) as caught:
         await client.job_info("nope")
     assert caught.value.status == 404
     assert "Job nope does not exist" in str(caught.value)
-    assert isinstance(caught.value, rd.DashboardRejected)
+    assert isinstance(caught.value, errors.DashboardRejected)
 
 
 async def test_missing_service_behind_the_proxy_is_not_a_missing_job(make):
     # The API server's own 404 (the head Service is gone) must not make HTTPMode re-submit.
     status = {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}
     client, _ = make(reply(404, status))
-    with pytest.raises(rd.DashboardUnavailable):
+    with pytest.raises(errors.DashboardUnavailable):
         await client.job_info("rayjob-abcde")
 
 
@@ -275,11 +277,11 @@ async def test_missing_service_behind_the_proxy_is_not_a_missing_job(make):
 )
 async def test_job_info_bad_answers(make, answer, fragment):
     client, _ = make(answer)
-    with pytest.raises(rd.DashboardBadResponse) as caught:
+    with pytest.raises(errors.DashboardBadResponse) as caught:
         await client.job_info("rayjob-abcde")
     assert fragment in str(caught.value)
     assert "hunter2" not in str(caught.value)
-    assert isinstance(caught.value, rd.DashboardUnavailable)
+    assert isinstance(caught.value, errors.DashboardUnavailable)
 
 
 async def test_submission_ids_cannot_escape_their_path(make):
@@ -303,18 +305,20 @@ CALLS = [
 ]
 
 FAILURES = [
-    pytest.param(raising(httpx.ConnectError), rd.DashboardUnavailable, 0, id="refused"),
-    pytest.param(raising(httpx.ConnectTimeout), rd.DashboardUnavailable, 0, id="connect-timeout"),
-    pytest.param(raising(httpx.ReadTimeout), rd.DashboardUnavailable, 0, id="read-timeout"),
-    pytest.param(raising(httpx.RemoteProtocolError), rd.DashboardUnavailable, 0, id="reset"),
-    pytest.param(raising(httpx.UnsupportedProtocol), rd.DashboardError, 0, id="bad-scheme"),
-    pytest.param(reply(502, text="Bad Gateway"), rd.DashboardUnavailable, 502, id="502"),
-    pytest.param(reply(503, text="GCS may be down"), rd.DashboardUnavailable, 503, id="503"),
-    pytest.param(reply(429, text="slow down"), rd.DashboardUnavailable, 429, id="429"),
-    pytest.param(reply(401, text="Unauthorized"), rd.DashboardUnauthorized, 401, id="401"),
-    pytest.param(reply(403, text="Forbidden"), rd.DashboardUnauthorized, 403, id="403"),
-    pytest.param(reply(400, text="Invalid"), rd.DashboardRejected, 400, id="400"),
-    pytest.param(reply(422, text="Invalid"), rd.DashboardRejected, 422, id="422"),
+    pytest.param(raising(httpx.ConnectError), errors.DashboardUnavailable, 0, id="refused"),
+    pytest.param(
+        raising(httpx.ConnectTimeout), errors.DashboardUnavailable, 0, id="connect-timeout"
+    ),
+    pytest.param(raising(httpx.ReadTimeout), errors.DashboardUnavailable, 0, id="read-timeout"),
+    pytest.param(raising(httpx.RemoteProtocolError), errors.DashboardUnavailable, 0, id="reset"),
+    pytest.param(raising(httpx.UnsupportedProtocol), errors.DashboardError, 0, id="bad-scheme"),
+    pytest.param(reply(502, text="Bad Gateway"), errors.DashboardUnavailable, 502, id="502"),
+    pytest.param(reply(503, text="GCS may be down"), errors.DashboardUnavailable, 503, id="503"),
+    pytest.param(reply(429, text="slow down"), errors.DashboardUnavailable, 429, id="429"),
+    pytest.param(reply(401, text="Unauthorized"), errors.DashboardUnauthorized, 401, id="401"),
+    pytest.param(reply(403, text="Forbidden"), errors.DashboardUnauthorized, 403, id="403"),
+    pytest.param(reply(400, text="Invalid"), errors.DashboardRejected, 400, id="400"),
+    pytest.param(reply(422, text="Invalid"), errors.DashboardRejected, 422, id="422"),
 ]
 
 
@@ -322,7 +326,7 @@ FAILURES = [
 @pytest.mark.parametrize(("answer", "error", "status"), FAILURES)
 async def test_failures_become_dashboard_errors(make, call, answer, error, status):
     client, _ = make(answer)
-    with pytest.raises(rd.DashboardError) as caught:
+    with pytest.raises(errors.DashboardError) as caught:
         await call(client)
     assert type(caught.value) is error
     assert caught.value.status == status
@@ -340,7 +344,9 @@ async def test_timeouts_are_set_per_request(make):
 
 async def test_timeout_message_names_the_limit(make):
     client, _ = make(raising(httpx.ReadTimeout))
-    with pytest.raises(rd.DashboardUnavailable, match=r"GET /api/jobs/j: no answer within 2.0s"):
+    with pytest.raises(
+        errors.DashboardUnavailable, match=r"GET /api/jobs/j: no answer within 2.0s"
+    ):
         await client.job_info("j")
 
 
@@ -391,10 +397,10 @@ async def test_a_403_from_the_api_server_names_the_missing_rule_not_the_token(
     make, base, call, resource, verb
 ):
     client, _ = make(forbidden(resource, verb), token=TOKEN, base=base)
-    with pytest.raises(rd.DashboardError) as caught:
+    with pytest.raises(errors.DashboardError) as caught:
         await call(client)
-    assert type(caught.value) is rd.ProxyDenied
-    assert isinstance(caught.value, rd.DashboardRejected)  # retrying will not grant the rule
+    assert type(caught.value) is errors.ProxyDenied
+    assert isinstance(caught.value, errors.DashboardRejected)  # retrying will not grant the rule
     assert caught.value.status == 403
     message = str(caught.value)
     assert f"Kubernetes account may not {verb} {resource}" in message
@@ -406,7 +412,7 @@ async def test_a_403_from_the_api_server_names_the_missing_rule_not_the_token(
 
 async def test_a_401_from_the_api_server_is_about_kubernetes_credentials(make):
     client, _ = make(kube_status(401, "Unauthorized", "Unauthorized"), base=SERVICE_PROXY)
-    with pytest.raises(rd.ProxyDenied, match="API server refused the worker's credentials"):
+    with pytest.raises(errors.ProxyDenied, match="API server refused the worker's credentials"):
         await client.job_info("j")
 
 
@@ -415,9 +421,9 @@ async def test_rays_own_refusal_through_the_proxy_is_still_the_token(make, statu
     # The proxy passes Ray's answer through untouched: plain text, or JSON that is no Status.
     for answer in (reply(status, text="Unauthorized"), reply(status, {"error": "bad token"})):
         client, _ = make(answer, token=TOKEN, base=SERVICE_PROXY)
-        with pytest.raises(rd.DashboardError) as caught:
+        with pytest.raises(errors.DashboardError) as caught:
             await client.job_info("j")
-        assert type(caught.value) is rd.DashboardUnauthorized
+        assert type(caught.value) is errors.DashboardUnauthorized
 
 
 # --- stop_job -----------------------------------------------------------------------------------
@@ -455,7 +461,7 @@ async def test_stop(make, stopped, status, expected, requests):
 @pytest.mark.parametrize("status", ["PENDING", "RUNNING", "SOME_NEW_STATE"])
 async def test_stop_refused_while_still_running(make, status):
     client, _ = make(stop_then_info(False, status))
-    with pytest.raises(rd.JobNotStopped) as caught:
+    with pytest.raises(errors.JobNotStopped) as caught:
         await client.stop_job("rayjob-abcde")
     assert caught.value.job_status == status
 
@@ -463,10 +469,10 @@ async def test_stop_refused_while_still_running(make, status):
 @pytest.mark.parametrize(
     ("answer", "error"),
     [
-        pytest.param(reply(404, text="Job j does not exist"), rd.JobNotFound, id="404"),
-        pytest.param(reply(200, {"stopped": "yes"}), rd.DashboardBadResponse, id="not-bool"),
-        pytest.param(reply(200, {}), rd.DashboardBadResponse, id="missing"),
-        pytest.param(reply(200, text="ok"), rd.DashboardBadResponse, id="not-json"),
+        pytest.param(reply(404, text="Job j does not exist"), errors.JobNotFound, id="404"),
+        pytest.param(reply(200, {"stopped": "yes"}), errors.DashboardBadResponse, id="not-bool"),
+        pytest.param(reply(200, {}), errors.DashboardBadResponse, id="missing"),
+        pytest.param(reply(200, text="ok"), errors.DashboardBadResponse, id="not-json"),
     ],
 )
 async def test_stop_failures(make, answer, error):
@@ -495,7 +501,7 @@ async def test_job_logs(make, answer, expected):
 @pytest.mark.parametrize("body", [{"logs": None}, {}, ["hi"]], ids=["null", "missing", "array"])
 async def test_job_logs_bad_answers(make, body):
     client, _ = make(reply(200, body))
-    with pytest.raises(rd.DashboardBadResponse):
+    with pytest.raises(errors.DashboardBadResponse):
         await client.job_logs("j")
 
 
@@ -525,7 +531,7 @@ async def test_list_jobs_empty(make, answer, expected):
 @pytest.mark.parametrize("body", [{"jobs": []}, [{"no": "status"}]], ids=["object", "bad-entry"])
 async def test_list_jobs_bad_answers(make, body):
     client, _ = make(reply(200, body))
-    with pytest.raises(rd.DashboardBadResponse):
+    with pytest.raises(errors.DashboardBadResponse):
         await client.list_jobs()
 
 
@@ -569,7 +575,7 @@ input_value=[{'name': '', 'runtime_env': {'env_vars': {'PASSWORD': 'hunter2'}}}]
 
 async def test_put_serve_validation_error_is_rejected(make):
     client, _ = make(reply(400, text=SERVE_VALIDATION_ERROR))
-    with pytest.raises(rd.DashboardRejected) as caught:
+    with pytest.raises(errors.DashboardRejected) as caught:
         await client.put_serve_applications(SERVE_CONFIG)
     # The reason survives; the config Ray echoes back (env vars and all) does not.
     assert "Application names must be nonempty" in str(caught.value)
@@ -628,7 +634,7 @@ def test_serve_status_shapes(applications, names, running):
 )
 async def test_serve_status_bad_answers(make, body):
     client, _ = make(reply(200, body))
-    with pytest.raises(rd.DashboardBadResponse):
+    with pytest.raises(errors.DashboardBadResponse):
         await client.serve_applications()
 
 
@@ -679,7 +685,7 @@ ALL_CALLS = [
 async def test_auth_header_on_every_dashboard_call(make, call):
     client, rec = make(reply(200, JOB), token=TOKEN)
     # The canned answer does not fit every call; only the header matters here.
-    with contextlib.suppress(rd.DashboardError):
+    with contextlib.suppress(errors.DashboardError):
         await call(client)
     assert rec.requests
     assert all(r.headers[rd.AUTH_HEADER] == f"Bearer {TOKEN}" for r in rec.requests)
@@ -688,7 +694,7 @@ async def test_auth_header_on_every_dashboard_call(make, call):
 @pytest.mark.parametrize("call", ALL_CALLS)
 async def test_no_auth_header_without_token(make, call):
     client, rec = make(reply(200, JOB))
-    with contextlib.suppress(rd.DashboardError):
+    with contextlib.suppress(errors.DashboardError):
         await call(client)
     assert all(rd.AUTH_HEADER not in r.headers for r in rec.requests)
 
@@ -721,7 +727,7 @@ async def test_token_never_leaks(make, call, answer, caplog):
     client, _ = make(answer, token=TOKEN)
     try:
         await call(client)
-    except rd.DashboardError as err:
+    except errors.DashboardError as err:
         assert TOKEN not in str(err)
         assert TOKEN not in repr(err)
     assert TOKEN not in repr(client)
@@ -736,7 +742,7 @@ async def test_token_absent_from_a_real_connection_failure_traceback(caplog):
         port = probe.getsockname()[1]  # closed again before the request: connection refused
     async with httpx.AsyncClient() as pool:
         client = rd.RayDashboardClient(pool, f"http://127.0.0.1:{port}", auth_token=TOKEN)
-        with pytest.raises(rd.DashboardUnavailable) as caught:
+        with pytest.raises(errors.DashboardUnavailable) as caught:
             await client.job_info("j")
     assert isinstance(caught.value.__cause__, httpx.ConnectError)
     assert TOKEN not in "".join(traceback.format_exception(caught.value))

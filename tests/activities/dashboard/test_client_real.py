@@ -29,6 +29,7 @@ import pytest
 import pytest_asyncio
 
 from activities.dashboard import client as rd
+from activities.dashboard import errors
 from activities.dashboard.contract import JobInfo, JobSubmission, ServeStatus
 from crds.enums import ApplicationStatus, DeploymentStatus, JobStatus
 from tests.eventually import eventually
@@ -175,7 +176,7 @@ async def test_token_auth_is_enforced(ray_head: Head, dashboard: rd.RayDashboard
     assert await dashboard.gcs_healthy()
     async with httpx.AsyncClient() as pool:
         anonymous = rd.RayDashboardClient(pool, ray_head.dashboard_url, timeout=rd.PROXY_TIMEOUT)
-        with pytest.raises(rd.DashboardUnauthorized) as caught:
+        with pytest.raises(errors.DashboardUnauthorized) as caught:
             await anonymous.list_jobs()
         # /api/gcs_healthz is public in Ray 2.60, so probes work without the token.
         assert await anonymous.gcs_healthy()
@@ -227,9 +228,9 @@ async def test_stop_long_running_job(dashboard: rd.RayDashboardClient) -> None:
 
 
 async def test_unknown_job(dashboard: rd.RayDashboardClient) -> None:
-    with pytest.raises(rd.JobNotFound):
+    with pytest.raises(errors.JobNotFound):
         await dashboard.job_info("rdash-never-submitted")
-    with pytest.raises(rd.JobNotFound):
+    with pytest.raises(errors.JobNotFound):
         await dashboard.stop_job("rdash-never-submitted")
     assert await dashboard.job_logs("rdash-never-submitted") == ""
 
@@ -272,5 +273,5 @@ async def test_serve_application(ray_head: Head, dashboard: rd.RayDashboardClien
 
 async def test_serve_config_rejected(dashboard: rd.RayDashboardClient) -> None:
     bad = {"applications": [{"name": "", "import_path": "echo_app:app"}]}
-    with pytest.raises(rd.DashboardRejected, match="nonempty"):
+    with pytest.raises(errors.DashboardRejected, match="nonempty"):
         await dashboard.put_serve_applications(bad)

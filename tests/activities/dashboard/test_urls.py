@@ -10,7 +10,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from activities.dashboard.client import DashboardError
+from activities.dashboard.errors import DashboardError
 from activities.dashboard.urls import dashboard_base_url, pod_proxied_base_url, proxied_base_url
 from activities.kube.client import KubeClient
 from activities.rayjob.dashboard_access import (
