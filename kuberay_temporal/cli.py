@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from functools import cache
 from importlib import import_module
+
+from kuberay_temporal import installation
 
 # Modules that contribute subcommands, in the order `--help` lists them.
 _COMPONENTS = (
@@ -75,6 +78,15 @@ def _register_missing(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run the chosen subcommand."""
+    problems = _clashes()
+    if problems:
+        print(
+            "kuberay-temporal: another installation provides its import names: "
+            + "; ".join(problems)
+            + ". Install kuberay-temporal into a virtual environment of its own.",
+            file=sys.stderr,
+        )
+        return 2
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     return handler(args)
@@ -82,3 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+@cache
+def _clashes() -> tuple[str, ...]:
+    """The installation check, once per process (tests call `main` many times)."""
+    return tuple(installation.clashes())
