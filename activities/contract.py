@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.kube.vocabulary import PodPhase
+from activities.kube.vocabulary import PodConditionType, PodPhase, RestartPolicy
 from crds import constants
 from crds.enums import ConditionStatus, RayClusterConditionReason, RayNodeType
 
@@ -63,7 +63,7 @@ class PodView(BaseModel):
     ready_reason: str = ""
     ready_message: str = ""
     terminating: bool = False
-    restart_policy: str = "Always"
+    restart_policy: str = RestartPolicy.ALWAYS.value
     ray_container_terminated: bool = False
     not_ready_container: ContainerProblem | None = None
     pod_ip: str = ""
@@ -107,7 +107,7 @@ def summarize_pod(pod: JSON) -> PodView:
     """Reduce a pod object to a `PodView`."""
     meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    ready_cond = _pod_condition(status, "Ready")
+    ready_cond = _pod_condition(status, PodConditionType.READY)
     index = labels.get(constants.LABEL_WORKER_REPLICA_INDEX)
     return PodView(
         name=meta.get("name", ""),

@@ -12,6 +12,7 @@ import copy
 from activities.builders import names
 from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
 from crds import constants as k
+from crds import flags
 from crds.common import JSONObject
 from crds.enums import RayNodeType
 from crds.raycluster import RayCluster
@@ -100,7 +101,7 @@ def _merge_user_service(
 
 def wants_serve_service(cluster: RayCluster) -> bool:
     """Whether the cluster asks for `<cluster>-serve-svc` (`ray.io/enable-serve-service`)."""
-    return cluster.annotations.get(k.ANNOTATION_ENABLE_SERVE_SERVICE) == "true"
+    return cluster.annotations.get(k.ANNOTATION_ENABLE_SERVE_SERVICE) == flags.TRUE
 
 
 def build_serve_service(cluster: RayCluster) -> JSONObject:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from activities.builders import names
 from activities.builders.env import append_env, env_var, has_env, set_default_env
 from crds import constants as k
+from crds import flags
 from crds.common import JSONObject
 from crds.enums import GcsFaultToleranceBackend, GcsStorageDeletionPolicy, RayNodeType
 from crds.raycluster import GcsFaultToleranceOptions, RayCluster, RedisCredential
@@ -24,7 +25,7 @@ DEFAULT_ACCESS_MODES = ("ReadWriteOnce",)
 
 def is_ft_enabled(cluster: RayCluster) -> bool:
     """FT is on with `gcsFaultToleranceOptions` or the legacy `ray.io/ft-enabled=true`."""
-    legacy = cluster.annotations.get(k.ANNOTATION_FT_ENABLED, "").lower() == "true"
+    legacy = flags.is_on(cluster.annotations.get(k.ANNOTATION_FT_ENABLED))
     return legacy or cluster.spec.gcs_fault_tolerance_options is not None
 
 
@@ -41,7 +42,7 @@ def configure_gcs_ft(
     metadata = template["metadata"] = template.get("metadata") or {}
     annotations = metadata["annotations"] = metadata.get("annotations") or {}
     if node_type is RayNodeType.HEAD:
-        annotations[k.ANNOTATION_FT_ENABLED] = "true" if enabled else "false"
+        annotations[k.ANNOTATION_FT_ENABLED] = flags.text(enabled)
     if not enabled:
         return
     container = template["spec"]["containers"][k.RAY_CONTAINER_INDEX]

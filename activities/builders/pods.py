@@ -41,7 +41,9 @@ from activities.builders.hashing import recreate_hash
 from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
 from activities.builders.probes import add_default_probes
 from activities.builders.tls import configure_tls, is_tls_enabled, set_container_tls_config
+from activities.kube.vocabulary import RestartPolicy
 from crds import constants as k
+from crds import flags
 from crds.common import JSONObject
 from crds.enums import AutoscalerVersion, RayNodeType
 from crds.raycluster import RayCluster, WorkerGroupSpec
@@ -150,7 +152,7 @@ def build_worker_pod(
     ensure_metrics_port(draft.ray_container)
     if _autoscaler_v2(cluster):
         # Autoscaler v2 replaces failed pods itself; a restarted container would confuse it.
-        draft.spec["restartPolicy"] = "Never"
+        draft.spec["restartPolicy"] = RestartPolicy.NEVER.value
     if is_auth_enabled(cluster.spec):
         configure_token_auth(draft.template, cluster.name, cluster.spec.auth_options)
     configure_tls(draft.template, cluster, RayNodeType.WORKER)
@@ -204,11 +206,11 @@ def _group_params(
 def _init_annotations(draft: _Draft, cluster: RayCluster) -> None:
     annotations = draft.metadata["annotations"] = draft.metadata.get("annotations") or {}
     if _overwrite_command(cluster.annotations):
-        annotations[k.ANNOTATION_OVERWRITE_CONTAINER_CMD] = "true"
+        annotations[k.ANNOTATION_OVERWRITE_CONTAINER_CMD] = flags.TRUE
 
 
 def _overwrite_command(annotations: dict[str, str]) -> bool:
-    return annotations.get(k.ANNOTATION_OVERWRITE_CONTAINER_CMD, "").lower() == "true"
+    return flags.is_on(annotations.get(k.ANNOTATION_OVERWRITE_CONTAINER_CMD))
 
 
 def _autoscaler_v2(cluster: RayCluster) -> bool:
@@ -236,9 +238,9 @@ def _add_autoscaler(draft: _Draft, cluster: RayCluster, options: BuildOptions) -
     version = autoscaler_version(cluster.spec)
     if version is AutoscalerVersion.V2:
         append_env(draft.ray_container, env_var(k.ENV_RAY_ENABLE_AUTOSCALER_V2, "true"))
-        draft.spec["restartPolicy"] = "Never"
+        draft.spec["restartPolicy"] = RestartPolicy.NEVER.value
     elif version is AutoscalerVersion.V1:
-        append_env(draft.ray_container, env_var(k.ENV_RAY_ENABLE_AUTOSCALER_V2, "false"))
+        append_env(draft.ray_container, env_var(k.ENV_RAY_ENABLE_AUTOSCALER_V2, flags.FALSE))
 
 
 def _finish(draft: _Draft, cluster: RayCluster, options: BuildOptions) -> JSONObject:
@@ -247,7 +249,7 @@ def _finish(draft: _Draft, cluster: RayCluster, options: BuildOptions) -> JSONOb
     is_head = draft.node_type is RayNodeType.HEAD
     if creator == names.CREATOR_RAYSERVICE:
         # The RayService controller flips the head's label once its Serve proxy is healthy.
-        draft.metadata["labels"][k.LABEL_SERVE] = "false" if is_head else "true"
+        draft.metadata["labels"][k.LABEL_SERVE] = flags.text(not is_head)
     container, spec, params = draft.ray_container, draft.spec, draft.params
     if "plasma-directory" not in params:
         add_empty_dir(spec, container, SHARED_MEMORY_VOLUME, SHARED_MEMORY_PATH, memory=True)

@@ -18,7 +18,9 @@ from activities.builders.auth import add_token_env, is_auth_enabled
 from activities.builders.cluster_services import build_head_service
 from activities.builders.env import append_env, env_var
 from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
+from activities.kube.vocabulary import RestartPolicy
 from crds import constants as k
+from crds import flags
 from crds.common import JSONObject
 from crds.enums import JobSubmissionMode, RayNodeType
 from crds.payloads import PayloadError
@@ -129,14 +131,14 @@ def build_rayjob_cluster(
     annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
     cluster_spec = copy.deepcopy(spec.to_json_dict())
     if mode == Mode.SIDECAR:
-        annotations[k.ANNOTATION_DISABLE_PROVISIONED_HEAD_RESTART] = "true"
+        annotations[k.ANNOTATION_DISABLE_PROVISIONED_HEAD_RESTART] = flags.TRUE
         pod = cluster_spec["headGroupSpec"]["template"].setdefault("spec", {})
         sidecar = submitter_container(
             rayjob, spec, cluster_name, job_id, "", mode=Mode.SIDECAR, login_shell=login_shell
         )
         pod["containers"] = [*pod.get("containers", []), sidecar]
         # The sidecar must run once: a restarted head would submit again (KubeRay J9).
-        pod["restartPolicy"] = "Never"
+        pod["restartPolicy"] = RestartPolicy.NEVER.value
     metadata: JSONObject = {
         "name": cluster_name,
         "namespace": rayjob.namespace,
@@ -289,7 +291,7 @@ def build_submitter_job(
     spec = rayjob.spec
     template = copy.deepcopy(spec.submitter_pod_template) if spec.submitter_pod_template else None
     if template is None:
-        template = {"spec": {"containers": [], "restartPolicy": "Never"}}
+        template = {"spec": {"containers": [], "restartPolicy": RestartPolicy.NEVER.value}}
     pod = template.setdefault("spec", {})
     containers = pod.get("containers") or []
     given = containers[k.RAY_CONTAINER_INDEX] if containers else None

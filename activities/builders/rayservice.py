@@ -27,13 +27,13 @@ from activities.builders.cluster_services import (
 from activities.builders.hashing import json_hash
 from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
 from crds import constants as k
+from crds import flags
 from crds.common import JSONObject
 from crds.enums import RayNodeType
 from crds.payloads import PayloadLimitError, load_yaml
 from crds.raycluster import RayCluster, RayClusterSpec
 from crds.rayservice import RayService
 
-SERVE_LABEL_TRUE = "true"
 ENDPOINT_SLICE_SERVICE_LABEL = "kubernetes.io/service-name"
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _GROUP_SCALE_FIELDS = ("replicas", "minReplicas", "maxReplicas")
@@ -229,7 +229,7 @@ def serve_port(cluster: RayCluster) -> int:
 
 def serving_selector(cluster_name: str) -> dict[str, str]:
     """The pods of a cluster whose Serve proxy is healthy."""
-    return {k.LABEL_CLUSTER: cluster_name, k.LABEL_SERVE: SERVE_LABEL_TRUE}
+    return {k.LABEL_CLUSTER: cluster_name, k.LABEL_SERVE: flags.TRUE}
 
 
 def build_rayservice_serve_service(service: RayService, cluster: RayCluster) -> JSONObject:

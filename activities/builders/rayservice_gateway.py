@@ -17,6 +17,7 @@ from activities.builders.rayservice import (
     serve_ports,
     serving_selector,
 )
+from activities.kube.vocabulary import GATEWAY_READY, ROUTE_PARENT_READY
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import ConditionStatus
@@ -126,7 +127,7 @@ def route_weights(route: JSONObject) -> dict[str, int]:
     return weights
 
 
-def _true(conditions: list[JSONObject] | None, *kinds: str) -> bool:
+def _true(conditions: list[JSONObject] | None, kinds: tuple[str, ...]) -> bool:
     found = {c.get("type"): c.get("status") for c in conditions or []}
     return all(found.get(kind) == ConditionStatus.TRUE for kind in kinds)
 
@@ -175,7 +176,7 @@ def gateway_ready(gateway: JSONObject | None, route: JSONObject | None) -> bool:
     """Gateway Accepted+Programmed and the route's parent Accepted+ResolvedRefs (S14)."""
     if gateway is None or route is None:
         return False
-    if not _true((gateway.get("status") or {}).get("conditions"), "Accepted", "Programmed"):
+    if not _true((gateway.get("status") or {}).get("conditions"), GATEWAY_READY):
         return False
     parents = (route.get("status") or {}).get("parents") or []
-    return any(_true(p.get("conditions"), "Accepted", "ResolvedRefs") for p in parents)
+    return any(_true(p.get("conditions"), ROUTE_PARENT_READY) for p in parents)

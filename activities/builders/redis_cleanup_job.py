@@ -15,6 +15,7 @@ from activities.builders.autoscaler import shell_command
 from activities.builders.env import append_env, has_env
 from activities.builders.options import DEFAULT_OPTIONS, BuildOptions
 from activities.builders.pods import build_head_pod
+from activities.kube.vocabulary import RestartPolicy
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import RayNodeType
@@ -68,7 +69,7 @@ def build_redis_cleanup_job(
     )
     fixed = {"cpu": "200m", "memory": "256Mi"}
     container["resources"] = {"limits": dict(fixed), "requests": dict(fixed)}
-    spec["restartPolicy"] = "Never"
+    spec["restartPolicy"] = RestartPolicy.NEVER.value
     template_meta = {k_: v for k_, v in meta.items() if k_ in ("labels", "annotations")}
     return {
         "apiVersion": "batch/v1",

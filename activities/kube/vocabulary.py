@@ -9,6 +9,7 @@ Kubernetes client.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
 
 class EventType(StrEnum):
@@ -43,3 +44,31 @@ class JobConditionType(StrEnum):
 
     COMPLETE = "Complete"
     FAILED = "Failed"
+
+
+class PodConditionType(StrEnum):
+    """core/v1 Pod condition types read here."""
+
+    READY = "Ready"
+
+
+class RestartPolicy(StrEnum):
+    """core/v1 PodSpec `restartPolicy`."""
+
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+
+
+class GatewayConditionType(StrEnum):
+    """gateway.networking.k8s.io/v1 condition types that say a Gateway or a route is in use."""
+
+    ACCEPTED = "Accepted"
+    PROGRAMMED = "Programmed"
+    RESOLVED_REFS = "ResolvedRefs"
+
+
+GATEWAY_READY: Final = (GatewayConditionType.ACCEPTED, GatewayConditionType.PROGRAMMED)
+"""A Gateway serves once both of these are True."""
+ROUTE_PARENT_READY: Final = (GatewayConditionType.ACCEPTED, GatewayConditionType.RESOLVED_REFS)
+"""An HTTPRoute serves through a parent Gateway once both of these are True on that parent."""

@@ -36,6 +36,7 @@ from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnect
 from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceStore
 from crds import constants as k
+from crds import flags
 from crds.raycluster import RayCluster
 from crds.refs import ObjectRef
 
@@ -179,7 +180,7 @@ class HeadLabeler:
             return None
         head = heads[0]
         serving = False if exclude_head else await self._serve.head_serving(cluster, head)
-        value = rs.SERVE_LABEL_TRUE if serving else "false"
+        value = flags.text(serving)
         if (head["metadata"].get("labels") or {}).get(k.LABEL_SERVE) != value:
             patch = {"metadata": {"labels": {k.LABEL_SERVE: value}}}
             await self._kube.patch(kube.PODS, ref.namespace, head["metadata"]["name"], patch)

@@ -9,6 +9,7 @@ env vars, volume and mount path, and takes no Redis settings; Redis takes no `st
 
 from __future__ import annotations
 
+from crds import flags
 from crds.constants import (
     ANNOTATION_EXTERNAL_STORAGE_NAMESPACE,
     ANNOTATION_FT_ENABLED,
@@ -40,7 +41,7 @@ def _head_env(scope: ClusterScope, *names: str) -> list[tuple[int, str]]:
 
 def _ft_enabled(scope: ClusterScope) -> bool:
     annotation = scope.annotations.get(ANNOTATION_FT_ENABLED)
-    legacy_on = annotation is not None and annotation.lower() == "true"
+    legacy_on = flags.is_on(annotation)
     return legacy_on or scope.spec.gcs_fault_tolerance_options is not None
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from activities.kube.vocabulary import JobConditionType
 from activities.raycluster.contract import CleanupStep as CleanupStep  # the activity input names it
 from crds import constants as k
+from crds import flags
 from crds.enums import GcsFaultToleranceBackend
 from crds.raycluster import RayClusterSpec
 
@@ -60,7 +61,7 @@ class CleanupDecision(BaseModel):
 def needs_redis_cleanup(spec: RayClusterSpec, annotations: dict[str, str]) -> bool:
     """FT is on (options block or legacy annotation) with the Redis backend."""
     options = spec.gcs_fault_tolerance_options
-    legacy = annotations.get(k.ANNOTATION_FT_ENABLED, "").lower() == "true"
+    legacy = flags.is_on(annotations.get(k.ANNOTATION_FT_ENABLED))
     if options is None and not legacy:
         return False
     return options is None or options.backend != GcsFaultToleranceBackend.ROCKSDB

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict
 
 from activities.contract import PodView, is_head, is_worker
-from activities.kube.vocabulary import PodPhase
+from activities.kube.vocabulary import PodPhase, RestartPolicy
 from activities.raycluster.contract import PodCreation, PodDeletion
 from crds import replicas
 from crds.constants import HEAD_GROUP_VALUE
@@ -79,7 +79,7 @@ def unhealthy_reason(pod: PodView) -> str | None:
     if (
         pod.phase == PodPhase.RUNNING
         and pod.ray_container_terminated
-        and pod.restart_policy == "Never"
+        and pod.restart_policy == RestartPolicy.NEVER
     ):
         return (
             f"the Ray container of pod {pod.name} terminated and restartPolicy Never keeps it "

@@ -16,7 +16,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
     from activities.raycluster import contract
-    from crds import constants
+    from crds import constants, flags
     from crds.common import ObjectMeta
     from crds.enums import RayClusterConditionType, RayNodeType
     from crds.raycluster import RayCluster
@@ -211,7 +211,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             skip_head_restart=state.annotations.get(
                 constants.ANNOTATION_DISABLE_PROVISIONED_HEAD_RESTART
             )
-            == "true",
+            == flags.TRUE,
         )
         state.expectations = decisions.prune_expectations(state.expectations, snap.pods, now)
         plan = decisions.plan_pods(facts, snap.pods, state.expectations, now, self._new_name)

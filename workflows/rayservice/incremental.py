@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from activities.kube.vocabulary import GATEWAY_READY, ROUTE_PARENT_READY
 from activities.rayservice.contract import GatewayRouteStatus
 from crds.enums import ConditionStatus
 from crds.rayservice import RayServiceSpec
@@ -143,8 +144,6 @@ def next_rollback_move(
     return Move(kind=MoveKind.WEIGHTS, traffic=moved)
 
 
-GATEWAY_CONDITIONS = ("Accepted", "Programmed")
-ROUTE_CONDITIONS = ("Accepted", "ResolvedRefs")
 _TRUE = ConditionStatus.TRUE
 
 
@@ -159,8 +158,8 @@ def traffic_gate(reported: GatewayRouteStatus) -> str | None:
     """
     waits: list[str] = []
     checks = (
-        ("Gateway", reported.gateway, GATEWAY_CONDITIONS),
-        ("HTTPRoute", reported.route, ROUTE_CONDITIONS),
+        ("Gateway", reported.gateway, GATEWAY_READY),
+        ("HTTPRoute", reported.route, ROUTE_PARENT_READY),
     )
     for kind, conditions, wanted in checks:
         by_type = {cond.type: cond for cond in conditions}
