@@ -6,11 +6,13 @@ import copy
 import uuid
 from typing import Any
 
+import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.builders import DEFAULT_OPTIONS
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
+from activities.kube.errors import KubeRejected
 from activities.rayjob import contract
 from activities.rayjob.kube_effects import JobActivities
 from crds.enums import JobDeploymentStatus, JobStatus
@@ -250,3 +252,15 @@ async def test_status_suspend_and_finalizer_writes(client: KubeClient) -> None:
     assert (await run(acts.read, contract.ReadJobInput(ref=ref))).deleting
     await run(acts.set_finalizer, contract.SetFinalizerInput(ref=ref, present=False))
     assert await client.get_or_none(kube.RAYJOBS, "default", ref.name) is None
+
+
+async def test_a_refused_create_records_kuberays_warning_and_raises(client: KubeClient) -> None:
+    acts = JobActivities(client, DEFAULT_OPTIONS)
+    ref = await make_rayjob(client)
+    params = contract.CreateClusterInput(ref=ref, cluster_name="Not_A-Name", job_id="x", attempt=1)
+    with pytest.raises(KubeRejected):
+        await run(acts.create_cluster, params)
+    found = await client.list_all(kube.EVENTS, ref.namespace)
+    (event,) = [e for e in found if e["involvedObject"]["uid"] == ref.uid]
+    assert (event["type"], event["reason"]) == ("Warning", "FailedToCreateRayCluster")
+    assert event["message"].startswith("Failed to create RayCluster default/Not_A-Name: ")
