@@ -20,6 +20,9 @@ from typing import Any, Protocol
 JsonObject = dict[str, Any]
 ObjectKey = tuple[str, str, str]  # storage key, namespace, name
 
+PODS = "/pods"
+"""The storage key of core/v1 pods: `<group>/<plural>`, the group empty for the core API."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
     resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,

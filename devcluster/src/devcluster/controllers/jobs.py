@@ -22,11 +22,10 @@ from typing import Any
 from devcluster.controllers import pods, reconciling
 from devcluster.controllers.reconciling import Key
 from devcluster.handler import Handler
-from devcluster.store import Event
+from devcluster.store import PODS, Event
 
 JsonObject = dict[str, Any]
 JOBS = "batch/jobs"
-PODS = "/pods"
 _FINISHED = ("Complete", "Failed")
 _FAILING = ("FailureTarget", "Failed")
 _SUCCEEDING = ("SuccessCriteriaMet", "Complete")

@@ -17,11 +17,10 @@ from typing import Any
 from devcluster.controllers import pods, reconciling
 from devcluster.controllers.reconciling import Key
 from devcluster.handler import Handler
-from devcluster.store import Event
+from devcluster.store import PODS, Event
 
 JsonObject = dict[str, Any]
 REPLICA_SETS = "apps/replicasets"
-PODS = "/pods"
 
 
 @dataclass

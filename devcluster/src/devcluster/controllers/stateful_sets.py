@@ -20,11 +20,10 @@ from typing import Any
 from devcluster.controllers import pods, reconciling
 from devcluster.controllers.reconciling import Key
 from devcluster.handler import Handler
-from devcluster.store import Event
+from devcluster.store import PODS, Event
 
 JsonObject = dict[str, Any]
 STATEFUL_SETS = "apps/statefulsets"
-PODS = "/pods"
 REVISION_LABEL = "controller-revision-hash"
 
 

@@ -29,12 +29,11 @@ from devcluster.kubelet.cluster import HandlerPods, PodSetup, PodWrites
 from devcluster.kubelet.events import killing_events, status_events
 from devcluster.kubelet.runtime import ExecTarget, PodContext, Runtime
 from devcluster.lifecycle import now_rfc3339
-from devcluster.store import Event, ObjectView
+from devcluster.store import PODS, Event, ObjectView
 
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
 NODE_NAME = "devcluster"
-_PODS = "/pods"
 GRACE_SLACK = 5.0
 """Seconds past a deleted pod's grace period before the kubelet removes it whatever runs."""
 
@@ -98,10 +97,10 @@ class Kubelet:
         self._view, self._writes, self._setup, self._binds = view, writes, setup, binds
         await asyncio.to_thread(self.runtime.setup, self.state_dir)
         queue: asyncio.Queue[Event] = asyncio.Queue()
-        listener = lambda e: queue.put_nowait(e) if e.resource == _PODS else None  # noqa: E731
+        listener = lambda e: queue.put_nowait(e) if e.resource == PODS else None  # noqa: E731
         view.add_listener(listener)
         try:
-            for pod in view.objects(_PODS):
+            for pod in view.objects(PODS):
                 self._react("ADDED", pod)
             while True:
                 event = await queue.get()
@@ -171,7 +170,7 @@ class Kubelet:
         self.writes.remove(pod)
 
     def _current(self, namespace: str, name: str, uid: str) -> JsonObject | None:
-        pod = self.view.get(_PODS, namespace, name)
+        pod = self.view.get(PODS, namespace, name)
         if pod is None or pod["metadata"].get("uid") != uid:
             return None
         return self.writes.latest(pod)

@@ -20,11 +20,10 @@ from devcluster.controllers import reconciling
 from devcluster.controllers.reconciling import Key
 from devcluster.handler import Handler, WriteOptions
 from devcluster.networking.backends import Backend, Ports, backends, selects
-from devcluster.store import Event, ObjectView
+from devcluster.store import PODS, Event, ObjectView
 
 JsonObject = dict[str, Any]
 SERVICES = "/services"
-PODS = "/pods"
 SLICES = "discovery.k8s.io/endpointslices"
 ENDPOINTS = "/endpoints"
 SERVICE_NAME = "kubernetes.io/service-name"

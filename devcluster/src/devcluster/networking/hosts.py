@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from devcluster.handler import Handler
-from devcluster.networking.endpoint_slices import PODS, SERVICE_NAME, SERVICES, SLICES
-from devcluster.store import Event, ObjectView
+from devcluster.networking.endpoint_slices import SERVICE_NAME, SERVICES, SLICES
+from devcluster.store import PODS, Event, ObjectView
 
 JsonObject = dict[str, Any]
 DOMAIN = "cluster.local"

@@ -50,7 +50,7 @@ from devcluster.node.registration import NodeSpec, Registration
 from devcluster.node.volumes import PVCS, PVS, VOLUME_IDENTITY, VolumeProvisioner, claims_dir
 from devcluster.node.writes import ApiPodWrites
 from devcluster.pod_api import PodApi
-from devcluster.store import Event
+from devcluster.store import PODS, Event
 
 log = logging.getLogger(__name__)
 KUBERNETES_SERVICE = ("10.96.0.1", 443)  # the first address of the default Service range
@@ -128,7 +128,7 @@ class NodeAgent:
         proxy_client = self._client(pki.KUBE_PROXY)
         writes = self._writes = ApiPodWrites(node_client, config.name, self.mirror)
         sources = [
-            (node_client, Source("/pods", "/api/v1/pods", f"spec.nodeName={config.name}")),
+            (node_client, Source(PODS, "/api/v1/pods", f"spec.nodeName={config.name}")),
             (proxy_client, Source("/services", "/api/v1/services")),
             (proxy_client, Source(SLICES, "/apis/discovery.k8s.io/v1/endpointslices")),
         ]
@@ -247,7 +247,7 @@ class NodeAgent:
         self.kubelet_port = int(self._runner.addresses[0][1])
 
     def _on_event(self, event: Event) -> None:
-        if event.resource == "/pods" and event.type == "DELETED" and self._writes is not None:
+        if event.resource == PODS and event.type == "DELETED" and self._writes is not None:
             self._writes.forget(event.obj["metadata"].get("uid", ""))
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:

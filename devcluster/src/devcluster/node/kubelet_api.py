@@ -20,11 +20,10 @@ from typing import Any
 from aiohttp import web
 
 from devcluster import statuses
-from devcluster.store import ObjectView
+from devcluster.store import PODS, ObjectView
 
 JsonObject = dict[str, Any]
 LogServer = Callable[[web.Request, JsonObject, str], Awaitable[web.StreamResponse]]
-_PODS = "/pods"
 _ADMINS = "system:masters"
 
 
@@ -67,7 +66,7 @@ def container_logs(view: ObjectView, logs: LogServer) -> Handler:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         info = request.match_info
-        pod = view.get(_PODS, info["namespace"], info["pod"])
+        pod = view.get(PODS, info["namespace"], info["pod"])
         if pod is None:
             return web.Response(status=404, text=f'pod "{info["pod"]}" not found on this node\n')
         try:

@@ -35,7 +35,7 @@ from typing import Any
 
 from devcluster.kubelet.events import PodEvent
 from devcluster.node.client import STRATEGIC_MERGE_PATCH, ApiError, Requests
-from devcluster.store import ObjectView
+from devcluster.store import PODS, ObjectView
 
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -251,7 +251,7 @@ class ApiPodWrites:
 
     def _watched(self, uid: str, work: _PodWork) -> bool:
         """Whether the watch still shows this pod (its name holding its UID)."""
-        pod = self.pods.get("/pods", work.namespace, work.name)
+        pod = self.pods.get(PODS, work.namespace, work.name)
         return pod is not None and pod["metadata"].get("uid") == uid
 
     async def _send_next(self, uid: str, work: _PodWork) -> None:
