@@ -205,6 +205,19 @@ class KubeClient:
         except errors.KubeNotFound:
             return None
 
+    async def get_same(
+        self, resource: Resource, namespace: str, name: str, uid: str
+    ) -> JSON | None:
+        """Read the object a workflow is for: None when it is gone or re-created under its name.
+
+        A CR deleted and applied again under the same name is another object (another uid),
+        with a workflow of its own; the old workflow must not act on it.
+        """
+        obj = await self.get_or_none(resource, namespace, name)
+        if obj is None or obj["metadata"].get("uid") != uid:
+            return None
+        return obj
+
     async def list_all(
         self, resource: Resource, namespace: str | None, label_selector: str = ""
     ) -> list[JSON]:

@@ -69,8 +69,8 @@ class ClusterActivities:
     async def read(self, params: contract.ReadClusterInput) -> contract.ClusterSnapshot:
         """Read the RayCluster, its Ray pods and its Services in one go."""
         ref = params.ref
-        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
-        if obj is None or obj["metadata"].get("uid") != ref.uid:
+        obj = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
+        if obj is None:
             return contract.ClusterSnapshot(exists=False)
         meta = obj["metadata"]
         snapshot = contract.ClusterSnapshot(
@@ -175,8 +175,8 @@ class ClusterActivities:
         return result
 
     async def _current(self, ref: ObjectRef, generation: int) -> RayCluster | None:
-        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
-        if obj is None or obj["metadata"].get("uid") != ref.uid:
+        obj = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
+        if obj is None:
             return None
         if int(obj["metadata"].get("generation") or 0) != generation:
             return None
@@ -344,8 +344,8 @@ class ClusterActivities:
     async def write_status(self, params: contract.WriteStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
         ref = params.ref
-        current = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
-        if current is None or current["metadata"].get("uid") != ref.uid:
+        current = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
+        if current is None:
             return
         new = params.status.to_json_dict()
         patch = {key: None for key in current.get("status") or {} if key not in new}

@@ -346,10 +346,7 @@ class JobActivities:
 
     async def _own(self, ref: ObjectRef) -> kube.JSON | None:
         """The RayJob this workflow is for; None if gone or re-created under the same name."""
-        obj = await self._kube.get_or_none(kube.RAYJOBS, ref.namespace, ref.name)
-        if obj is None or obj["metadata"].get("uid") != ref.uid:
-            return None
-        return obj
+        return await self._kube.get_same(kube.RAYJOBS, ref.namespace, ref.name, ref.uid)
 
     async def _rayjob(self, ref: ObjectRef) -> RayJob | None:
         obj = await self._own(ref)

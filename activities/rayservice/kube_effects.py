@@ -47,8 +47,8 @@ class ServiceStore:
 
     async def load(self, ref: ObjectRef) -> tuple[kube.JSON, RayService] | None:
         """The stored object and its model; None if gone, replaced (uid) or unloadable."""
-        obj = await self.kube.get_or_none(kube.RAYSERVICES, ref.namespace, ref.name)
-        if obj is None or obj["metadata"].get("uid") != ref.uid:
+        obj = await self.kube.get_same(kube.RAYSERVICES, ref.namespace, ref.name, ref.uid)
+        if obj is None:
             return None
         try:
             service = parse_ray_object(obj)
@@ -107,8 +107,8 @@ class ServiceActivities:
     async def read(self, params: contract.ReadServiceInput) -> contract.ServiceSnapshot:
         """Read the RayService, its clusters, Services, endpoints and routes in one go."""
         ref = params.ref
-        obj = await self._kube.get_or_none(kube.RAYSERVICES, ref.namespace, ref.name)
-        if obj is None or obj["metadata"].get("uid") != ref.uid:
+        obj = await self._kube.get_same(kube.RAYSERVICES, ref.namespace, ref.name, ref.uid)
+        if obj is None:
             return contract.ServiceSnapshot(exists=False)
         meta = obj["metadata"]
         snap = contract.ServiceSnapshot(
@@ -286,8 +286,8 @@ class ServiceActivities:
     async def write_status(self, params: contract.WriteServiceStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
         ref = params.ref
-        current = await self._kube.get_or_none(kube.RAYSERVICES, ref.namespace, ref.name)
-        if current is None or current["metadata"].get("uid") != ref.uid:
+        current = await self._kube.get_same(kube.RAYSERVICES, ref.namespace, ref.name, ref.uid)
+        if current is None:
             return
         patch = replacing_patch(current.get("status") or {}, params.status.to_json_dict())
         await self._patch(ref, {"status": patch}, sub="status")
@@ -301,8 +301,8 @@ class ServiceActivities:
     async def set_finalizer(self, params: contract.SetFinalizerInput) -> None:
         """Add or remove `ray.io/rayservice-finalizer`, leaving other finalizers alone."""
         ref = params.ref
-        current = await self._kube.get_or_none(kube.RAYSERVICES, ref.namespace, ref.name)
-        if current is None or current["metadata"].get("uid") != ref.uid:
+        current = await self._kube.get_same(kube.RAYSERVICES, ref.namespace, ref.name, ref.uid)
+        if current is None:
             return
         meta = current["metadata"]
         finalizers = [f for f in meta.get("finalizers") or [] if f != k.FINALIZER_RAYSERVICE]
