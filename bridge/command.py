@@ -101,6 +101,7 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
                 kube,
                 Signaller(client, settings.task_queue, tracing.tracer),
                 namespaces=settings.namespaces,
+                ignored=settings.ignored_namespaces,
                 relist_period=settings.relist_seconds,
                 concurrency=settings.bridge_concurrency,
             )

@@ -39,6 +39,8 @@ class Bridge:
     signaller: Signaller
     namespaces: Sequence[str | None] = (None,)
     """Namespaces to watch; `None` means all."""
+    ignored: frozenset[str] = frozenset()
+    """Namespaces among those watched whose objects never reach a workflow (another operator's)."""
     targets: Sequence[Target] = ALL_TARGETS
     relist_period: float = 300.0
     concurrency: int = 32
@@ -96,6 +98,8 @@ class Bridge:
         await asyncio.gather(*(w.listed.wait() for w in self.watchers))
 
     def _on_event(self, target: Target, event: str, obj: JSON) -> None:
+        if _namespace_of(obj) in self.ignored:
+            return
         known = self._known.setdefault((target.kind, _namespace_of(obj)), {})
         uid = (obj.get("metadata") or {}).get("uid", "")
         if event == WatchEventType.DELETED:

@@ -178,6 +178,14 @@ class Settings(BaseModel):
         validation_alias="KUBERAY_TEMPORAL_WATCH_NAMESPACES",
         description="Comma-separated namespaces the bridge watches; empty means all.",
     )
+    ignore_namespaces: str = Field(
+        default="",
+        validation_alias="KUBERAY_TEMPORAL_IGNORE_NAMESPACES",
+        description=(
+            "Comma-separated namespaces the bridge leaves alone among those it watches, such as "
+            "one where KubeRay's own operator reconciles the same kinds."
+        ),
+    )
     relist_seconds: float = Field(
         default=300.0,
         validation_alias="KUBERAY_TEMPORAL_RELIST_SECONDS",
@@ -328,6 +336,11 @@ class Settings(BaseModel):
         """`watch_namespaces` as a list; `[None]` means every namespace."""
         names = [n.strip() for n in self.watch_namespaces.split(",") if n.strip()]
         return list(names) or [None]
+
+    @property
+    def ignored_namespaces(self) -> frozenset[str]:
+        """`ignore_namespaces` as a set."""
+        return frozenset(n.strip() for n in self.ignore_namespaces.split(",") if n.strip())
 
     @field_validator("temporal_tls_client_key_path")
     @classmethod

@@ -20,6 +20,7 @@ from activities.kube import client as kube
 from activities.kube.errors import KubeError
 from bridge.running import Bridge
 from bridge.signalling import Signaller
+from bridge.targets import RAYCLUSTER
 from devcluster.faults import Faults
 from tests.bridge.conftest import Stack
 from tests.bridge.standin import Seen
@@ -274,3 +275,16 @@ async def _burst(stack: Stack, namespace: str, names: list[str], rounds: int) ->
 
 async def _started(stack: Stack, namespace: str, at_least: int) -> bool:
     return len(await executions(stack, namespace)) >= at_least
+
+
+async def test_an_ignored_namespace_never_reaches_a_workflow(stack: Stack) -> None:
+    """KubeRay's own operator may reconcile one namespace; the bridge leaves it alone."""
+    ours, theirs = await new_namespace(stack), await new_namespace(stack)
+    left_alone = await stack.create_cluster("beside", theirs)
+    async with running_bridge(stack, ours, ignored=frozenset({theirs})) as bridge:
+        # The same watcher would see both, as one watching every namespace does.
+        bridge._on_event(RAYCLUSTER, "ADDED", left_alone)
+        await stack.create_cluster("mine", ours)
+        await eventually(lambda: caught_up(stack, ours), message="our workflow")
+    assert len(await executions(stack, ours)) == 1
+    assert await executions(stack, theirs) == Counter()

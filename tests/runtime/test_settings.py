@@ -91,3 +91,9 @@ def test_invalid_settings_are_described_in_one_line() -> None:
         "KUBERAY_TEMPORAL_TASK_QUEUE='': String should have at least 1 character; "
         "KUBERAY_TEMPORAL_MAX_CACHED_WORKFLOWS='-1': Input should be greater than or equal to 0"
     )
+
+
+def test_ignored_namespaces_are_a_set_of_trimmed_names() -> None:
+    settings = Settings.from_env({"KUBERAY_TEMPORAL_IGNORE_NAMESPACES": " kuberay , other,,"})
+    assert settings.ignored_namespaces == frozenset({"kuberay", "other"})
+    assert Settings.from_env({}).ignored_namespaces == frozenset()
