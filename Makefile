@@ -40,8 +40,9 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# The slowest tests are listed at the end, so a run that nears CI's hour says where it went.
 unit: install
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=25
 
 # The inner loop: lint, then every test that needs neither real Ray nor a whole local stack.
 quick: lint
