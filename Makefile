@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # The real control plane's binaries live in a cache outside the tree (devcluster/src/devcluster/control_plane).
 CONTROL_PLANE := $(VENV)/.control-plane
 
-.PHONY: install run test quick lint typecheck unit go crds clean
+.PHONY: install run test quick lint typecheck unit go crds clean kuberay
 
 install: $(STAMP) $(CONTROL_PLANE)
 
@@ -25,6 +25,11 @@ $(CONTROL_PLANE): $(STAMP) controlplane/go.mod controlplane/go.sum \
 		$(wildcard controlplane/cmd/kubelet-streams/*.go)
 	$(BIN)/python -m devcluster.control_plane.building
 	touch $(CONTROL_PLANE)
+
+# KubeRay's operator from its own module in controlplane/kuberay/, the reference run beside ours
+# on the same control plane; built on request only (minutes when nothing is cached).
+kuberay: $(CONTROL_PLANE)
+	$(BIN)/python -m devcluster.control_plane.building --kuberay
 
 # The embedded local stack in the foreground: Temporal dev server + UI, devcluster, worker, bridge.
 run: install

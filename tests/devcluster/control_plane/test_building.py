@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devcluster.control_plane.building import BINARIES, STREAMS_SHIM, Build
+from devcluster.control_plane.building import (
+    BINARIES,
+    KUBERAY_MODULE,
+    KUBERAY_OPERATOR,
+    KUBERAY_VERSION,
+    STREAMS_SHIM,
+    Build,
+)
 
 
 def module(tmp_path: Path) -> Build:
@@ -39,3 +46,25 @@ def test_a_binary_counts_as_built_only_with_its_stamp(tmp_path: Path) -> None:
         (build.dir_of(name) / f"{name}.complete").write_text("v1.37.2\n")
     assert build.is_complete()
     assert build.dir_of(STREAMS_SHIM) != build.dir_of("kube-apiserver")
+
+
+def test_kuberay_is_keyed_by_its_own_module_apart_from_the_control_plane(tmp_path: Path) -> None:
+    build = module(tmp_path)
+    (build.module_dir / KUBERAY_MODULE).mkdir()
+    (build.module_dir / KUBERAY_MODULE / "go.mod").write_text("module k\n")
+    (build.module_dir / KUBERAY_MODULE / "go.sum").write_text("k v1 h1:x\n")
+    kubernetes, kuberay = build.key, build.kuberay_key
+    assert kuberay.startswith(f"{KUBERAY_OPERATOR}-{KUBERAY_VERSION}-")
+    assert build.dir_of(KUBERAY_OPERATOR) == tmp_path / "cache" / kuberay / "bin"
+    assert build.module_of(KUBERAY_OPERATOR) == build.module_dir / KUBERAY_MODULE
+    assert build.module_of("kube-apiserver") == build.module_dir
+    (build.module_dir / KUBERAY_MODULE / "go.sum").write_text("k v2 h1:y\n")
+    assert build.key == kubernetes and build.kuberay_key != kuberay  # relinks KubeRay only
+    assert KUBERAY_OPERATOR not in BINARIES  # built on request, not by make install
+
+
+def test_the_repository_pins_kuberay_as_a_tool_of_its_own_module() -> None:
+    go_mod = Path(__file__).resolve().parents[3] / "controlplane" / KUBERAY_MODULE / "go.mod"
+    text = go_mod.read_text()
+    assert "\ntool github.com/ray-project/kuberay/ray-operator\n" in text
+    assert f"github.com/ray-project/kuberay/ray-operator {KUBERAY_VERSION}" in text

