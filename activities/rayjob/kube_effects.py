@@ -11,7 +11,6 @@ carries names, never templates.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from temporalio import activity
@@ -44,30 +43,6 @@ from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError
 
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-@dataclass(frozen=True)
-class _CreateEvents:
-    """KubeRay's Events for creating one kind of a RayJob's objects, worded as its controller."""
-
-    created: contract.JobEventReason
-    created_text: str
-    failed: contract.JobEventReason
-    failed_text: str
-
-
-_CLUSTER_EVENTS = _CreateEvents(
-    contract.JobEventReason.CREATED_RAY_CLUSTER,
-    "Created RayCluster",
-    contract.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER,
-    "Failed to create RayCluster",
-)
-_SUBMITTER_EVENTS = _CreateEvents(
-    contract.JobEventReason.CREATED_SUBMITTER,
-    "Created Kubernetes Job",
-    contract.JobEventReason.FAILED_TO_CREATE_SUBMITTER,
-    "Failed to create new Kubernetes Job",
-)
 
 
 class JobActivities:
@@ -167,7 +142,23 @@ class JobActivities:
             raise _refused(err) from None
         # The cluster's own workflow then continues this trace (`activities.kube.spans`).
         stamp_trace_context(manifest)
-        created = await self._create_owned(params.ref, kube.RAYCLUSTERS, manifest, _CLUSTER_EVENTS)
+        ns, name = params.ref.namespace, params.cluster_name
+        try:
+            _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ns, manifest)
+        except KubeRejected as err:
+            message = f"Failed to create RayCluster {ns}/{name}: {err}"
+            await self._event(
+                params.ref,
+                EventType.WARNING,
+                contract.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER,
+                message,
+            )
+            raise
+        if created:
+            message = f"Created RayCluster {ns}/{name}"
+            await self._event(
+                params.ref, EventType.NORMAL, contract.JobEventReason.CREATED_RAY_CLUSTER, message
+            )
         return contract.CreateResult(created=created)
 
     @activity.defn(name=contract.CREATE_SUBMITTER_JOB.name)
@@ -188,24 +179,24 @@ class JobActivities:
             )
         except InvalidJobSpecError as err:
             raise _refused(err) from None
-        created = await self._create_owned(params.ref, kube.JOBS, job, _SUBMITTER_EVENTS)
-        return contract.CreateResult(created=created)
-
-    async def _create_owned(
-        self, ref: ObjectRef, resource: kube.Resource, manifest: kube.JSON, events: _CreateEvents
-    ) -> bool:
-        """Create an object of the RayJob's unless it exists; KubeRay's Event either way it goes."""
-        ns, name = ref.namespace, manifest["metadata"]["name"]
+        name = job["metadata"]["name"]
         try:
-            _, created = await self._kube.create_or_get(resource, ns, manifest)
+            _, created = await self._kube.create_or_get(kube.JOBS, ns, job)
         except KubeRejected as err:
-            message = f"{events.failed_text} {ns}/{name}: {err}"
-            await self._event(ref, EventType.WARNING, events.failed, message)
+            message = f"Failed to create new Kubernetes Job {ns}/{name}: {err}"
+            await self._event(
+                params.ref,
+                EventType.WARNING,
+                contract.JobEventReason.FAILED_TO_CREATE_SUBMITTER,
+                message,
+            )
             raise
         if created:
-            message = f"{events.created_text} {ns}/{name}"
-            await self._event(ref, EventType.NORMAL, events.created, message)
-        return created
+            message = f"Created Kubernetes Job {ns}/{name}"
+            await self._event(
+                params.ref, EventType.NORMAL, contract.JobEventReason.CREATED_SUBMITTER, message
+            )
+        return contract.CreateResult(created=created)
 
     @activity.defn(name=contract.ENSURE_RAYJOB_HEAD_SERVICE.name)
     async def ensure_head_service(self, params: contract.EnsureHeadServiceInput) -> None:
