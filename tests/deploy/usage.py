@@ -38,6 +38,7 @@ from tests.reference import REPO_ROOT
 VERBS: dict[str, tuple[str, ...]] = {
     "get": ("get",),
     "get_or_none": ("get",),
+    "get_same": ("get",),
     "list_all": ("list",),
     "list_versioned": ("list",),
     "watch": ("watch",),
