@@ -76,6 +76,12 @@ def _register_missing(
     parser.set_defaults(handler=missing)
 
 
+@cache
+def _clashes() -> tuple[str, ...]:
+    """The installation check, once per process (tests call `main` many times)."""
+    return tuple(installation.clashes())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run the chosen subcommand."""
     problems = _clashes()
@@ -94,9 +100,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-@cache
-def _clashes() -> tuple[str, ...]:
-    """The installation check, once per process (tests call `main` many times)."""
-    return tuple(installation.clashes())
