@@ -98,9 +98,10 @@ class Bridge:
         await asyncio.gather(*(w.listed.wait() for w in self.watchers))
 
     def _on_event(self, target: Target, event: str, obj: JSON) -> None:
-        if _namespace_of(obj) in self.ignored:
+        namespace = _namespace_of(obj)
+        if namespace in self.ignored:
             return
-        known = self._known.setdefault((target.kind, _namespace_of(obj)), {})
+        known = self._known.setdefault((target.kind, namespace), {})
         uid = (obj.get("metadata") or {}).get("uid", "")
         if event == WatchEventType.DELETED:
             known.pop(uid, None)

@@ -334,13 +334,12 @@ class Settings(BaseModel):
     @property
     def namespaces(self) -> list[str | None]:
         """`watch_namespaces` as a list; `[None]` means every namespace."""
-        names = [n.strip() for n in self.watch_namespaces.split(",") if n.strip()]
-        return list(names) or [None]
+        return list(_names(self.watch_namespaces)) or [None]
 
     @property
     def ignored_namespaces(self) -> frozenset[str]:
         """`ignore_namespaces` as a set."""
-        return frozenset(n.strip() for n in self.ignore_namespaces.split(",") if n.strip())
+        return frozenset(_names(self.ignore_namespaces))
 
     @field_validator("temporal_tls_client_key_path")
     @classmethod
@@ -391,6 +390,11 @@ class Settings(BaseModel):
         return cls.model_validate(
             {name: source[name] for name in names if isinstance(name, str) and name in source}
         )
+
+
+def _names(text: str) -> list[str]:
+    """The names of a comma-separated setting, trimmed, empty ones dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def describe_invalid(error: ValidationError) -> str:
