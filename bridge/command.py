@@ -97,14 +97,8 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
         kube = await connect_kube(settings.kubeconfig, tracing.kube_tracer)
         state = [lambda: cr_state(kube, settings.namespaces)]
         try:
-            bridge = Bridge(
-                kube,
-                Signaller(client, settings.task_queue, tracing.tracer),
-                namespaces=settings.namespaces,
-                ignored=settings.ignored_namespaces,
-                relist_period=settings.relist_seconds,
-                concurrency=settings.bridge_concurrency,
-            )
+            signaller = Signaller(client, settings.task_queue, tracing.tracer)
+            bridge = Bridge.configured(kube, signaller, settings)
             bridges.append(bridge)
             logger.info(
                 "bridge watching %s", ", ".join(n or "all namespaces" for n in settings.namespaces)

@@ -27,6 +27,7 @@ from bridge.queueing import Coalescer
 from bridge.signalling import Signaller
 from bridge.targets import ALL_TARGETS, Target
 from bridge.watching import Watcher
+from runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,22 @@ class Bridge:
     watchers: list[Watcher] = field(default_factory=list)
     _known: dict[tuple[str, str | None], dict[str, JSON]] = field(default_factory=dict)
     coalescer: Coalescer = field(init=False)
+
+    @classmethod
+    def configured(cls, kube: KubeClient, signaller: Signaller, settings: Settings) -> Bridge:
+        """The bridge `settings` describe: namespaces watched and left alone, pace, concurrency.
+
+        Every process that runs a bridge (`kuberay-temporal bridge`, `dev`) builds it here, so
+        no setting is honoured by one and forgotten by another.
+        """
+        return cls(
+            kube,
+            signaller,
+            namespaces=settings.namespaces,
+            ignored=settings.ignored_namespaces,
+            relist_period=settings.relist_seconds,
+            concurrency=settings.bridge_concurrency,
+        )
 
     def __post_init__(self) -> None:
         self.coalescer = Coalescer(

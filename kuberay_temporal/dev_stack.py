@@ -207,12 +207,10 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
 async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
     """Run the watch bridge in this process."""
     settings = stack.settings
-    bridge = Bridge(
+    bridge = Bridge.configured(
         stack.bridge_kube or stack.require_kube(),
         Signaller(stack.require_client(), settings.task_queue, stack.tracing.tracer),
-        namespaces=settings.namespaces,
-        relist_period=settings.relist_seconds,
-        concurrency=settings.bridge_concurrency,
+        settings,
     )
     task = asyncio.create_task(bridge.run())
 
@@ -223,7 +221,10 @@ async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
     task.add_done_callback(on_exit)
     try:
         await bridge.wait_listed()
-        stack.running.append("bridge    watching ray.io CRs in all namespaces")
+        watched = ", ".join(n or "all namespaces" for n in settings.namespaces)
+        if settings.ignored_namespaces:
+            watched += f" but {', '.join(sorted(settings.ignored_namespaces))}"
+        stack.running.append(f"bridge    watching ray.io CRs in {watched}")
         yield
     finally:
         task.cancel()

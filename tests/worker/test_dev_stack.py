@@ -10,11 +10,15 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import cast
 
 import pytest
+from temporalio.client import Client
 
+from activities.kube.client import KubeClient
+from bridge.running import Bridge
 from kuberay_temporal.dev import run_stack
-from kuberay_temporal.dev_stack import Component, DevStack
+from kuberay_temporal.dev_stack import Component, DevStack, run_bridge
 from kuberay_temporal.temporal_server import DevServerOptions
 from runtime.settings import Settings
 from tests.worker.ports import free_port
@@ -121,3 +125,30 @@ async def test_dev_with_a_taken_port_exits_1_with_one_line(tmp_path: Path) -> No
         f"127.0.0.1:{taken} is already in use (Address already in use); stop what holds it "
         "or choose another port"
     ]
+
+
+async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[Bridge] = []
+
+    async def run(self: Bridge) -> None:
+        started.append(self)
+
+    async def listed(self: Bridge) -> None:
+        return None
+
+    monkeypatch.setattr(Bridge, "run", run)
+    monkeypatch.setattr(Bridge, "wait_listed", listed)
+    settings = Settings.model_validate(
+        {"KUBERAY_TEMPORAL_WATCH_NAMESPACES": "a,kr", "KUBERAY_TEMPORAL_IGNORE_NAMESPACES": "kr"}
+    )
+    stack = DevStack(DevServerOptions(state_dir=tmp_path), settings)
+    stack.kube, stack.client = cast(KubeClient, object()), cast(Client, object())
+
+    async with run_bridge(stack):
+        await asyncio.sleep(0)  # the bridge's task runs once
+
+    (bridge,) = started
+    assert list(bridge.namespaces) == ["a", "kr"] and bridge.ignored == {"kr"}
+    assert stack.running == ["bridge    watching ray.io CRs in a, kr but kr"]
