@@ -9,7 +9,7 @@ import os
 import signal
 import ssl
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,11 +86,13 @@ async def running_stack(
     runtime: str,
     env: Mapping[str, str] | None = None,
     control_plane: str = "devcluster",
+    args: Sequence[str] = (),
 ) -> AsyncIterator[LocalStack]:
     """Run `kuberay-temporal dev` until the block ends, then stop it with Ctrl-C.
 
     `env` adds environment variables (settings) for the stack; `control_plane` is
-    `devcluster` or `kubernetes` (a real control plane, built on first use, started anew).
+    `devcluster` or `kubernetes` (a real control plane, built on first use, started anew);
+    `args` are more options of `dev`.
     """
     state, log = tmp_path / "state", tmp_path / "dev.log"
     ports = [free_port() for _ in range(4)]
@@ -114,6 +116,7 @@ async def running_stack(
             control_plane,
             "--kubelet-port",
             str(ports[3]),
+            *args,
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
             env={**os.environ, "KUBERAY_TEMPORAL_RELIST_SECONDS": "30", **(env or {})},

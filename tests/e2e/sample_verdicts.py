@@ -9,7 +9,7 @@ and that the README lists every sample not run here with its reason.
 from __future__ import annotations
 
 RAYCLUSTERS = "tests/e2e/test_kuberay_samples_real.py"
-RAYJOBS = "tests/e2e/test_kuberay_rayjob_samples.py"
+RAYJOBS = "tests/e2e/test_rayjob_real.py"
 TOKEN_REVIEW = "tests/e2e/test_kuberay_samples_kubernetes.py"
 
 RUN: dict[str, str] = {

@@ -24,7 +24,7 @@ from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
 from tests.chaos.processes import Supervised, operator_component
 from tests.e2e.conftest import LocalStack
-from tests.e2e.test_rayjob_real import adapt, apply, ray_jobs, reaches, sample, status
+from tests.e2e.rayjob_tools import adapt, apply, ray_jobs, reaches, sample, status
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
 from tests.time_skipping import SERVER_STARTUP
