@@ -420,8 +420,12 @@ async def test_an_upgrade_without_the_gateway_api_says_so_and_aborts_at_its_dead
     )
     assert h.world.condition("UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
     assert h.world.condition("Ready") == ("True", "NonZeroServeEndpoints")
-    progress = await h.progress()
-    assert any("Gateway API" in w for w in progress.waiting_for)
+
+    async def waits_for_the_gateway_api() -> bool:
+        # The status is written by an activity before the workflow records what it waits for.
+        return any("Gateway API" in w for w in (await h.progress()).waiting_for)
+
+    await eventually(waits_for_the_gateway_api, message="the query names the Gateway API")
     await env.sleep(timedelta(minutes=11))
     await eventually(
         lambda: h.world.condition("UpgradeInProgress") == ("False", "UpgradeAborted"),
