@@ -28,6 +28,7 @@ from activities.contract import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
+from activities.kube.patches import replacing_patch
 from activities.kube.vocabulary import EventType, JobConditionType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
@@ -348,8 +349,7 @@ class ClusterActivities:
         if current is None:
             return
         new = params.status.to_json_dict()
-        patch = {key: None for key in current.get("status") or {} if key not in new}
-        patch.update(new)
+        patch = replacing_patch(current.get("status") or {}, new)
         await self._patch_ignoring_gone(ref, {"status": patch}, sub="status")
         if self._metrics is not None:
             self._metrics.cluster_status_written(current, new)

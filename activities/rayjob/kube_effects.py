@@ -28,6 +28,7 @@ from activities.builders.rayjob import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
+from activities.kube.patches import replacing_patch
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
@@ -304,8 +305,7 @@ class JobActivities:
         if current is None:
             return
         new = params.status.to_json_dict()
-        patch: kube.JSON = {key: None for key in current.get("status") or {} if key not in new}
-        patch.update(new)
+        patch = replacing_patch(current.get("status") or {}, new)
         await self._patch(params.ref, {"status": patch}, sub="status")
         if self._metrics is not None:
             self._metrics.job_status_written(current, new)

@@ -22,6 +22,7 @@ from activities.builders import rayservice_gateway as gw
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeUnavailable
+from activities.kube.patches import replacing_patch
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
 from activities.rayservice import contract
@@ -336,19 +337,3 @@ class ServiceActivities:
 def _is_incremental(service: RayService) -> bool:
     strategy = service.spec.upgrade_strategy
     return bool(strategy and strategy.type == Upgrade.NEW_CLUSTER_WITH_INCREMENTAL_UPGRADE)
-
-
-def replacing_patch(old: kube.JSON, new: kube.JSON) -> kube.JSON:
-    """A merge patch that turns `old` into `new`: keys `new` lacks are nulled, at every depth.
-
-    A plain merge patch keeps nested keys it does not mention, so a cleared
-    `pendingServiceStatus` would keep the last pending cluster's applications.
-    """
-    patch: kube.JSON = {key: None for key in old if key not in new}
-    for key, value in new.items():
-        before = old.get(key)
-        if isinstance(value, dict) and isinstance(before, dict):
-            patch[key] = replacing_patch(before, value)
-        else:
-            patch[key] = value
-    return patch

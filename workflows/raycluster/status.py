@@ -81,11 +81,13 @@ def compute_status(inputs: StatusInputs, now: datetime) -> RayClusterStatus:
         desired_memory=inputs.resources.memory,
         desired_gpu=inputs.resources.gpu,
         desired_tpu=inputs.resources.tpu,
-        ready_worker_replicas=sum(1 for p in workers if p.ready),
-        available_worker_replicas=sum(1 for p in workers if p.phase == PodPhase.RUNNING),
-        desired_worker_replicas=replicas.desired_worker_pods(spec),
-        min_worker_replicas=replicas.min_worker_pods(spec),
-        max_worker_replicas=replicas.max_worker_pods(spec),
+        ready_worker_replicas=_omitted_if_zero(sum(1 for p in workers if p.ready)),
+        available_worker_replicas=_omitted_if_zero(
+            sum(1 for p in workers if p.phase == PodPhase.RUNNING)
+        ),
+        desired_worker_replicas=_omitted_if_zero(replicas.desired_worker_pods(spec)),
+        min_worker_replicas=_omitted_if_zero(replicas.min_worker_pods(spec)),
+        max_worker_replicas=_omitted_if_zero(replicas.max_worker_pods(spec)),
         observed_generation=inputs.generation,
         last_update_time=now,
     )
@@ -134,8 +136,9 @@ def _conditions(inputs: StatusInputs, pods: list[PodView], now: datetime) -> lis
         conds = set_condition(conds, Cond.PROVISIONED, _F, Reason.PODS_PROVISIONING, msg, now)
     suspending = _T if phase == SuspendPhase.SUSPENDING else _F
     suspended = _T if phase == SuspendPhase.SUSPENDED else _F
-    conds = set_condition(conds, Cond.SUSPENDING, suspending, Cond.SUSPENDING, "", now)
-    return set_condition(conds, Cond.SUSPENDED, suspended, Cond.SUSPENDED, "", now)
+    # KubeRay sets Suspended first, so a new cluster lists it before Suspending.
+    conds = set_condition(conds, Cond.SUSPENDED, suspended, Cond.SUSPENDED, "", now)
+    return set_condition(conds, Cond.SUSPENDING, suspending, Cond.SUSPENDING, "", now)
 
 
 def _head_ready(conds: list[Condition], head: PodView | None, now: datetime) -> list[Condition]:
@@ -154,12 +157,22 @@ def _head_ready(conds: list[Condition], head: PodView | None, now: datetime) -> 
     return set_condition(conds, Cond.HEAD_POD_READY, status, reason, message, now)
 
 
+def _omitted_if_zero(count: int) -> int | None:
+    """KubeRay's status counters are `omitempty`: a zero is not written at all."""
+    return count or None
+
+
 def _head_info(pods: list[PodView], service: ServiceView | None) -> HeadInfo:
+    # Also `omitempty` strings: no head pod (suspended) leaves its address and name out.
     head = head_pod(pods)
-    info = HeadInfo(pod_ip=head.pod_ip if head else "", pod_name=head.name if head else "")
+    info = HeadInfo(
+        pod_ip=(head.pod_ip if head else None) or None, pod_name=head.name if head else None
+    )
     if service is not None:
         headless = service.cluster_ip == "None"
-        info.service_ip = (head.pod_ip if head else "") if headless else service.cluster_ip
+        info.service_ip = (
+            (head.pod_ip if head else None) if headless else service.cluster_ip
+        ) or None
         info.service_name = service.name
     return info
 

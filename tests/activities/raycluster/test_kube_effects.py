@@ -14,7 +14,7 @@ from activities.kube.client import KubeClient
 from activities.raycluster import contract
 from activities.raycluster.kube_effects import ClusterActivities
 from activities.raycluster.redis_cleanup import ClusterCleanupActivities
-from crds.raycluster import RayClusterStatus
+from crds.raycluster import HeadInfo, RayClusterStatus
 from crds.refs import ObjectRef
 
 SPEC: dict[str, Any] = {
@@ -155,6 +155,17 @@ async def test_status_is_replaced_and_suspend_written(client: KubeClient) -> Non
     await run(acts.set_suspend, contract.SetSuspendInput(ref=ref, suspend=True))
     stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
     assert stored["spec"]["suspend"] is True and stored["metadata"]["generation"] == 2
+
+
+async def test_a_head_that_went_leaves_no_address_in_the_status(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client)
+    running = HeadInfo(pod_ip="10.0.0.9", pod_name="c-head-x", service_name="c-head-svc")
+    for head in (running, HeadInfo(service_name="c-head-svc")):
+        status = RayClusterStatus(state="ready", head=head)
+        await run(acts.write_status, contract.WriteStatusInput(ref=ref, status=status))
+    stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
+    assert stored["status"]["head"] == {"serviceName": "c-head-svc"}
 
 
 FT = {

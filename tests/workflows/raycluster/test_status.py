@@ -70,6 +70,16 @@ def test_all_pods_ready_makes_the_cluster_ready() -> None:
     assert (status.desired_cpu, status.desired_memory) == ("2", "3Gi")
 
 
+def test_a_new_cluster_lists_its_conditions_in_kuberays_order() -> None:
+    status = compute_status(inputs(READY), T0)
+    assert [c.type for c in status.conditions or []] == [
+        Cond.HEAD_POD_READY,
+        Cond.PROVISIONED,
+        Cond.SUSPENDED,
+        Cond.SUSPENDING,
+    ]
+
+
 def test_ready_is_never_taken_back_but_provisioned_is_sticky_too() -> None:
     first = compute_status(inputs(READY), T0)
     later = compute_status(inputs([head(ready=False), worker("w1")], previous=first), T1)
@@ -88,7 +98,18 @@ def test_missing_worker_keeps_the_cluster_provisioning() -> None:
 def test_missing_head_pod() -> None:
     status = compute_status(inputs([worker("w1")]), T0)
     assert cond(status, Cond.HEAD_POD_READY) == ("False", Reason.HEAD_POD_NOT_FOUND)
-    assert status.head is not None and status.head.pod_name == ""
+    # KubeRay's omitempty: no pod name or address is written at all, nor a zero counter.
+    assert status.head is not None and status.head.pod_name is None
+    assert status.head.pod_ip is None and status.head.service_ip is None
+    assert status.to_json_dict()["head"] == {"serviceName": "c-head-svc"}
+
+
+def test_zero_counters_are_left_out_as_kuberay_does() -> None:
+    status = compute_status(inputs([head()], spec({"replicas": 0, "minReplicas": 0})), T0)
+    written = status.to_json_dict()
+    for counter in ("readyWorkerReplicas", "availableWorkerReplicas", "desiredWorkerReplicas"):
+        assert counter not in written
+    assert "minWorkerReplicas" not in written
 
 
 def test_container_problem_explains_an_unready_head() -> None:
