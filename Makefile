@@ -6,10 +6,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The real control plane's binaries live in a cache outside the tree (devcluster/src/devcluster/control_plane).
 CONTROL_PLANE := $(VENV)/.control-plane
+KUBERAY := $(VENV)/.kuberay
 
 .PHONY: install run test quick lint typecheck unit go crds clean kuberay
 
-install: $(STAMP) $(CONTROL_PLANE)
+install: $(STAMP) $(CONTROL_PLANE) $(KUBERAY)
 
 $(STAMP): pyproject.toml devcluster/pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed")'
@@ -27,9 +28,12 @@ $(CONTROL_PLANE): $(STAMP) controlplane/go.mod controlplane/go.sum \
 	touch $(CONTROL_PLANE)
 
 # KubeRay's operator from its own module in controlplane/kuberay/, the reference run beside ours
-# on the same control plane; built on request only (minutes when nothing is cached).
-kuberay: $(CONTROL_PLANE)
+# on the same control plane (`dev --kuberay-namespace`, tests/differential/); cached likewise.
+$(KUBERAY): $(CONTROL_PLANE) controlplane/kuberay/go.mod controlplane/kuberay/go.sum
 	$(BIN)/python -m devcluster.control_plane.building --kuberay
+	touch $(KUBERAY)
+
+kuberay: $(KUBERAY)
 
 # The embedded local stack in the foreground: Temporal dev server + UI, devcluster, worker, bridge.
 run: install

@@ -22,11 +22,13 @@ from pathlib import Path
 from pydantic import ValidationError
 from temporalio.service import RPCError
 
+from crds.validation.names import dns1123_label_problem
 from devcluster.command import faults_from
+from devcluster.control_plane.building import KUBERAY_VERSION
 from devcluster.faults import Faults
 from devcluster.kubelet import RUNTIMES, RuntimeUnavailable
 from kuberay_temporal.binaries import BinaryNotFoundError
-from kuberay_temporal.dev_stack import CONTROL_PLANES, Component, DevStack
+from kuberay_temporal.dev_stack import CONTROL_PLANES, KUBERAY_COMPONENT, Component, DevStack
 from kuberay_temporal.temporal_server import DevServerError, DevServerOptions
 from runtime.codec import PAYLOAD_KEY_VARIABLE
 from runtime.logs import configure_logging
@@ -90,6 +92,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "modules on first use, with devcluster's kubelet as the node",
     )
     parser.add_argument(
+        "--kuberay-namespace",
+        metavar="NS",
+        help="with --control-plane kubernetes, also run KubeRay's own operator "
+        f"{KUBERAY_VERSION} (built from its Go module on first use) reconciling only NS, "
+        "which our bridge then leaves alone: the two side by side on one API server",
+    )
+    parser.add_argument(
         "--kubelet-port",
         type=int,
         default=10250,
@@ -144,6 +153,15 @@ def _run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         _say(f"invalid settings: {describe_invalid(err)}", error=True)
         return 2
+    components = list(CONTROL_PLANES[args.control_plane])
+    if args.kuberay_namespace is not None:
+        problem = _kuberay_problem(args)
+        if problem is not None:
+            _say(f"invalid --kuberay-namespace: {problem}", error=True)
+            return 2
+        ignored = ",".join([settings.ignore_namespaces, args.kuberay_namespace]).strip(",")
+        settings = settings.model_copy(update={"ignore_namespaces": ignored})
+        components.insert(1, KUBERAY_COMPONENT)  # right after the cluster it runs against
     if settings.payload_key is not None:
         temporal = dataclasses.replace(temporal, ui_codec_port=args.codec_port)
     try:
@@ -158,12 +176,13 @@ def _run(args: argparse.Namespace) -> int:
             run_stack(
                 temporal,
                 settings,
-                CONTROL_PLANES[args.control_plane],
+                components,
                 args.kube_port,
                 args.runtime,
                 tracing,
                 faults=faults_from(args),
                 kubelet_port=args.kubelet_port,
+                kuberay_namespace=args.kuberay_namespace,
             )
         )
     except _STACK_ERRORS as err:
@@ -181,6 +200,7 @@ async def run_stack(
     *,
     faults: Faults | None = None,
     kubelet_port: int = 10250,
+    kuberay_namespace: str | None = None,
 ) -> int:
     """Start `components` in order, wait for a stop, stop them in reverse order.
 
@@ -193,6 +213,7 @@ async def run_stack(
         tracing: Where the stack's traces go; None: nowhere. Flushed once all stopped.
         faults: Faults devcluster injects; None: none.
         kubelet_port: With a real control plane, the node's kubelet API port.
+        kuberay_namespace: The namespace KubeRay's own operator reconciles, if it runs.
 
     Returns:
         0 if stopped by a signal, 1 if a component failed while running.
@@ -207,6 +228,7 @@ async def run_stack(
             tracing=tracing or Tracing(),
             faults=faults,
             kubelet_port=kubelet_port,
+            kuberay_namespace=kuberay_namespace,
         )
         async with AsyncExitStack() as started:
             started.push_async_callback(stack.tracing.shutdown)
@@ -224,6 +246,13 @@ async def run_stack(
             return 1
         _say("stopped")
         return 0
+
+
+def _kuberay_problem(args: argparse.Namespace) -> str | None:
+    """Why KubeRay's operator cannot run beside ours as asked, or None."""
+    if args.control_plane != "kubernetes":
+        return "KubeRay's operator needs a real API server; add --control-plane kubernetes"
+    return dns1123_label_problem(args.kuberay_namespace)
 
 
 @asynccontextmanager

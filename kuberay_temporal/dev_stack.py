@@ -4,8 +4,8 @@ A component starts its part, publishes in the `DevStack` what later components n
 Temporal client, the Kubernetes client and kubeconfig) and a line for the "what is running"
 summary, runs while the block runs, and stops its part when the block ends. `COMPONENTS` is
 the stack in start order with devcluster as the cluster, `KUBERNETES_COMPONENTS` with a real
-control plane (`kubernetes_cluster`); `kuberay_temporal.dev` starts them and stops them in
-reverse.
+control plane (`kubernetes_cluster`), which `KUBERAY_COMPONENT` can follow;
+`kuberay_temporal.dev` starts them and stops them in reverse.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from devcluster.faults import Faults
 from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
-from kuberay_temporal.kubernetes_cluster import run_kubernetes
+from kuberay_temporal.kubernetes_cluster import run_kuberay, run_kubernetes
 from kuberay_temporal.temporal_server import DevServer, DevServerOptions
 from runtime.prometheus import SeriesSource, Telemetry, build_telemetry, serving_metrics
 from runtime.settings import Settings
@@ -57,6 +57,8 @@ class DevStack:
     """With a real control plane: where the node serves the kubelet API (logs)."""
     faults: Faults | None = None
     """Faults devcluster injects (reliability tests); None: none."""
+    kuberay_namespace: str | None = None
+    """With a real control plane: the namespace KubeRay's own operator reconciles; None: none."""
     client: Client | None = None
     """Connected to the dev server once the Temporal component is up."""
     kube: KubeClient | None = None
@@ -245,5 +247,7 @@ KUBERNETES_COMPONENTS: tuple[Component, ...] = (
     *_AFTER_CLUSTER,
 )
 """The stack on a real control plane with devcluster's kubelet as its node."""
+KUBERAY_COMPONENT = Component("KubeRay operator", run_kuberay)
+"""KubeRay's own operator, started right after a real control plane with `--kuberay-namespace`."""
 CONTROL_PLANES = {"devcluster": COMPONENTS, "kubernetes": KUBERNETES_COMPONENTS}
 """`--control-plane` choices and their stacks."""

@@ -23,10 +23,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from activities.kube.client import JSON, KubeClient, Resource
+from activities.kube.client import JSON, NAMESPACES, KubeClient, Resource
 from activities.kube.client import connect as connect_kube
 from activities.kube.errors import KubeConflict
-from devcluster.control_plane.building import STREAMS_SHIM, build, default_build
+from devcluster.control_plane.building import (
+    KUBERAY_OPERATOR,
+    KUBERAY_VERSION,
+    STREAMS_SHIM,
+    build,
+    default_build,
+)
+from devcluster.control_plane.kuberay import KubeRayOperator
 from devcluster.control_plane.processes import ControlPlane, Ports
 from devcluster.kubelet import network
 from devcluster.node import NodeAgent, NodeConfig
@@ -169,6 +176,53 @@ async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
                     yield
                 finally:
                     stack.kube = stack.bridge_kube = None
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
+async def ensure_namespace(client: KubeClient, name: str) -> None:
+    """Create the namespace unless it exists."""
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    try:
+        await client.create(NAMESPACES, None, body)
+    except KubeConflict as err:
+        if not err.already_exists:
+            raise
+
+
+@asynccontextmanager
+async def run_kuberay(stack: DevStack) -> AsyncIterator[None]:
+    """With `--kuberay-namespace NS`, run KubeRay's own operator reconciling NS only.
+
+    Built from its Go module on first use (several minutes), then cached beside Kubernetes'
+    binaries. It runs as the admin: it is the reference to compare with, not a deployment.
+    """
+    namespace = stack.kuberay_namespace
+    if namespace is None:
+        raise RuntimeError("KubeRay's operator needs a namespace (--kuberay-namespace)")
+    state = stack.temporal.state_dir
+    target = default_build()
+    await asyncio.to_thread(build, target, names=(KUBERAY_OPERATOR,))
+    kubeconfig = state / "kubeconfig"
+    admin = await connect_kube(str(kubeconfig), stack.tracing.kube_tracer)
+    try:
+        await ensure_namespace(admin, namespace)
+    finally:
+        await admin.close()
+    log = state / "kuberay-operator.log"
+    async with KubeRayOperator(target.path(KUBERAY_OPERATOR), kubeconfig, [namespace], log) as op:
+        watcher = asyncio.create_task(op.exited())
+        watcher.add_done_callback(
+            lambda done: None if done.cancelled() else stack.fail(done.result())
+        )
+        stack.running.append(
+            f"kuberay   operator {KUBERAY_VERSION} reconciling namespace {namespace} only "
+            f"(metrics {op.metrics_url}, log {log})"
+        )
+        try:
+            yield
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

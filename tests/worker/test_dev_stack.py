@@ -152,3 +152,42 @@ async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
     (bridge,) = started
     assert list(bridge.namespaces) == ["a", "kr"] and bridge.ignored == {"kr"}
     assert stack.running == ["bridge    watching ray.io CRs in a, kr but kr"]
+
+
+async def _dev_refuses(tmp_path: Path, *args: str) -> tuple[int | None, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kuberay_temporal",
+        "dev",
+        "--state-dir",
+        str(tmp_path),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    return process.returncode, stderr.decode()
+
+
+async def test_kuberay_beside_ours_needs_a_real_control_plane(tmp_path: Path) -> None:
+    code, stderr = await _dev_refuses(tmp_path, "--kuberay-namespace", "kr")
+
+    assert code == 2
+    assert stderr.splitlines() == [
+        "kuberay-temporal dev: invalid --kuberay-namespace: KubeRay's operator needs a real "
+        "API server; add --control-plane kubernetes"
+    ]
+    assert not (tmp_path / "kubernetes").exists()  # refused before anything started
+
+
+async def test_kuberay_namespace_must_be_a_namespace_name(tmp_path: Path) -> None:
+    args = ("--control-plane", "kubernetes", "--kuberay-namespace", "Their_NS")
+
+    code, stderr = await _dev_refuses(tmp_path, *args)
+
+    assert code == 2
+    assert stderr.splitlines() == [
+        "kuberay-temporal dev: invalid --kuberay-namespace: must be lower-case letters, "
+        "digits and '-', starting and ending with a letter or digit"
+    ]

@@ -48,7 +48,7 @@ class Ports:
         """A copy with every 0 replaced by a free port."""
         return Ports(
             *(
-                port or _free_port()
+                port or free_port()
                 for port in (
                     self.apiserver,
                     self.etcd,
@@ -352,7 +352,8 @@ def _write_private(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on now (the caller binds it soon after)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
