@@ -1,0 +1,82 @@
+"""Every difference from KubeRay's operator the differential suite accepts, each with its reason.
+
+A difference is accepted only when its path matches a pattern here (`*` matches anything, every
+other character itself), and each entry
+says why: `NEWER` when our operator follows KubeRay v1.7, the version this project implements,
+and the operator built (`KUBERAY_VERSION`) is older; `CHOSEN` when we differ on purpose. The
+README's "Differences from KubeRay" lists every `CHOSEN` reason (a test holds it to this file).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tests.differential.normalise import Difference
+
+NEWER = "newer"
+CHOSEN = "chosen"
+
+
+@dataclass(frozen=True)
+class Known:
+    """Differences whose path matches `pattern`, and why they are accepted."""
+
+    pattern: str
+    kind: str
+    reason: str
+
+    def explains(self, difference: Difference) -> bool:
+        parts = (re.escape(part) for part in self.pattern.split("*"))
+        return re.fullmatch(".*".join(parts), difference.path) is not None
+
+
+_POD = "/Pod/*"
+KNOWN = (
+    Known(
+        f"{_POD}/metadata/annotations/ray.io/kuberay-version",
+        NEWER,
+        "v1.6 stamps the operator's version on each head pod",
+    ),
+    Known(
+        f"{_POD}/metadata/annotations/ray.io/upgrade-strategy-recreate-hash",
+        NEWER,
+        "v1.6 stamps the Recreate upgrade hash on each head pod (upgradeStrategy)",
+    ),
+    Known(
+        f"{_POD}/spec/containers[*]/args[0]",
+        NEWER,
+        "v1.7 writes `ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}` before `ray start`",
+    ),
+    Known(
+        f"{_POD}/spec/containers[*]/env[RAY_CLUSTER_NAMESPACE]",
+        NEWER,
+        "v1.7 gives every Ray container RAY_CLUSTER_NAMESPACE",
+    ),
+    Known(
+        f"{_POD}/spec/containers[*]/env[RAY_USAGE_STATS_EXTRA_TAGS]/value",
+        NEWER,
+        "the usage-stats tag carries the operator's version (kuberay_version=v1.7.0)",
+    ),
+    Known(
+        "/RayCluster/*/status/observedGeneration",
+        CHOSEN,
+        "`status.observedGeneration` is the generation the last status was computed for; "
+        "KubeRay leaves it stale when nothing else in the status changed (its own TODO says "
+        "the field is not well maintained)",
+    ),
+    Known(
+        f"{_POD}/metadata/generateName",
+        CHOSEN,
+        "Pods are created under a full name of KubeRay's shape (`<cluster>-head-<5 random>`) "
+        "drawn in the workflow, not with `generateName`: a create retried after a lost answer "
+        "then finds its own pod instead of adding a second one",
+    ),
+)
+
+
+def unexplained(found: Iterable[Difference], also: Iterable[Known] = ()) -> list[Difference]:
+    """The differences neither a `KNOWN` entry nor one of `also` (a scenario's own) accepts."""
+    accepted = (*KNOWN, *also)
+    return [d for d in found if not any(k.explains(d) for k in accepted)]

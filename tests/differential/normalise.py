@@ -1,0 +1,107 @@
+"""What two operators made, reduced to what should be the same: pure functions over JSON.
+
+Each capture is one namespace's objects. `normalise` drops what the API server or chance
+decides (uids, resource versions, cluster IPs, pod status) and replaces the namespace's name
+with `NS`, random name suffixes with `-?????`, addresses with `IP` and times with `TIME`;
+`differences` walks two normalised objects side by side and names each path where they part,
+keying lists of named things (containers, env, ports, volumes, conditions) by name, so an
+order change is one difference of its own (`(order)`), not one per item.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+NAMESPACE_MARK = "NS"
+SUFFIX_MARK = "-?????"
+ADDRESS_MARK = "IP"
+TIME_MARK = "TIME"
+_ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+# Kubernetes' random-string alphabet (apimachinery's rand.String): no vowels, no 0, 1, 3.
+_SUFFIX = re.compile(r"-[bcdfghjklmnpqrstvwxz2456789]{5}(?![a-z0-9])")
+_DROPPED_METADATA = frozenset(
+    {"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink"}
+)
+_DROPPED_SPEC = frozenset({"clusterIP", "clusterIPs", "nodeName"})
+
+
+def normalise(obj: Any, namespace: str) -> Any:
+    """A copy of `obj` without what differs by chance, for a capture made in `namespace`."""
+    return _clean(obj, namespace, ())
+
+
+def _clean(value: Any, namespace: str, path: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        kept = {}
+        for key, item in value.items():
+            if path[-1:] == ("metadata",) and key in _DROPPED_METADATA:
+                continue
+            if path[-1:] == ("spec",) and key in _DROPPED_SPEC:
+                continue
+            if path[-1:] == ("ownerReferences",) and key == "uid":
+                continue
+            kept[_text(key, namespace)] = _clean(item, namespace, (*path, key))
+        return kept
+    if isinstance(value, list):
+        return [_clean(item, namespace, path) for item in value]
+    if isinstance(value, str):
+        return _text(value, namespace)
+    return value
+
+
+def _text(text: str, namespace: str) -> str:
+    if _ADDRESS.fullmatch(text):  # pod and Service addresses: which one is chance
+        return ADDRESS_MARK
+    if _TIME.fullmatch(text):  # when: a second either way is chance (that one was written is not)
+        return TIME_MARK
+    return _SUFFIX.sub(SUFFIX_MARK, text.replace(namespace, NAMESPACE_MARK))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One path where the two sides part; a side is None where it has nothing."""
+
+    path: str
+    kuberay: Any
+    ours: Any
+
+    def __str__(self) -> str:
+        return f"{self.path}: KubeRay {self.kuberay!r}, ours {self.ours!r}"
+
+
+def differences(kuberay: Any, ours: Any, path: str = "") -> Iterator[Difference]:
+    """Every path where `kuberay` and `ours` part, deepest first found."""
+    if isinstance(kuberay, dict) and isinstance(ours, dict):
+        for key in sorted(set(kuberay) | set(ours)):
+            yield from differences(kuberay.get(key), ours.get(key), f"{path}/{key}")
+    elif isinstance(kuberay, list) and isinstance(ours, list) and _named(kuberay + ours):
+        theirs, mine = _by_name(kuberay), _by_name(ours)
+        for name in sorted(set(theirs) | set(mine)):
+            yield from differences(theirs.get(name), mine.get(name), f"{path}[{name}]")
+        if [*theirs] != [*mine] and set(theirs) == set(mine):
+            yield Difference(f"{path}(order)", [*theirs], [*mine])
+    elif isinstance(kuberay, list) and isinstance(ours, list) and len(kuberay) == len(ours):
+        for index, (a, b) in enumerate(zip(kuberay, ours, strict=True)):
+            yield from differences(a, b, f"{path}[{index}]")
+    elif kuberay != ours:
+        yield Difference(path or "/", kuberay, ours)
+
+
+def _named(items: Iterable[Any]) -> bool:
+    listed = list(items)
+    return bool(listed) and all(isinstance(i, dict) and _key(i) is not None for i in listed)
+
+
+def _key(item: dict[str, Any]) -> str | None:
+    for field in ("name", "type", "kind", "containerPort", "mountPath"):
+        if field in item:
+            return str(item[field])
+    return None
+
+
+def _by_name(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {str(_key(item)): item for item in items}

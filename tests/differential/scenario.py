@@ -1,0 +1,136 @@
+"""One CR applied to both sides, driven to the same end, and what parts: a `Comparison`."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from tests.differential.known import Known, unexplained
+from tests.differential.normalise import Difference, differences
+from tests.differential.sides import KUBERAY, OURS, SIDES, Recorder, capture, event_reasons
+from tests.e2e.conftest import LocalStack
+from tests.eventually import eventually
+
+Status = dict[str, Any]
+Body = dict[str, Any] | list[dict[str, Any]]
+Patch = Body | Callable[[str], Body]
+
+
+@dataclass
+class SideBySide:
+    """Both namespaces of one scenario, each followed by a `Recorder` from before the apply."""
+
+    stack: LocalStack
+    recorders: dict[str, Recorder] = field(default_factory=dict)
+
+    async def apply(self, doc: dict[str, Any]) -> None:
+        """Apply `doc` in both namespaces (its own namespace, if any, is replaced)."""
+        for namespace in SIDES:
+            placed = copy.deepcopy(doc)
+            placed["metadata"]["namespace"] = namespace
+            path = self.stack.state_dir.parent / f"{namespace}-{doc['metadata']['name']}.yaml"
+            path.write_text(yaml.safe_dump(placed))
+            await self.stack.kubectl("apply", "-f", str(path))
+
+    async def patch(self, kind: str, name: str, patch: Patch) -> None:
+        """Patch the object in both namespaces: a merge patch (a dict) or a JSON patch (a list).
+
+        A callable is given the namespace and returns the patch, for one that names objects
+        of that side (a pod to delete).
+        """
+        for namespace in SIDES:
+            body = patch(namespace) if callable(patch) else patch
+            style = "json" if isinstance(body, list) else "merge"
+            await self.stack.kubectl(
+                "patch", kind, name, "-n", namespace, "--type", style, "-p", json.dumps(body)
+            )
+
+    async def pods(self, namespace: str, selector: str) -> list[str]:
+        """Names of the pods matching `selector` that are not being deleted."""
+        raw = await self.stack.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json")
+        return sorted(
+            p["metadata"]["name"]
+            for p in json.loads(raw)["items"]
+            if not p["metadata"].get("deletionTimestamp")
+        )
+
+    async def status(self, namespace: str, kind: str, name: str) -> Status:
+        raw = await self.stack.kubectl(
+            "get", kind, name, "-n", namespace, "-o", "json", "--ignore-not-found"
+        )
+        return dict(json.loads(raw).get("status") or {}) if raw.strip() else {}
+
+    async def reach(
+        self,
+        kind: str,
+        name: str,
+        done: Callable[[Status], bool],
+        what: str,
+        within: float = 120,
+    ) -> None:
+        """Wait until the object's status satisfies `done` on both sides."""
+        for namespace in SIDES:
+
+            async def reached(namespace: str = namespace) -> bool:
+                return done(await self.status(namespace, kind, name))
+
+            await eventually(reached, within=within, message=f"{namespace}: {kind} {name} {what}")
+
+    async def settle(self, check: Callable[[], Awaitable[bool]], what: str) -> None:
+        await eventually(check, within=120, message=what)
+
+    async def compare(self, kind: str, name: str) -> list[Difference]:
+        """What parts the sides now: objects, the status trajectory, Event reasons."""
+        theirs, ours = await capture(self.stack, KUBERAY), await capture(self.stack, OURS)
+        found = list(differences(theirs, ours))
+        kuberay, mine = self.recorders[KUBERAY], self.recorders[OURS]
+        if kuberay.states(kind, name) != mine.states(kind, name):
+            found.append(
+                Difference(
+                    f"/trajectory/{kind}/{name}/states",
+                    kuberay.states(kind, name),
+                    mine.states(kind, name),
+                )
+            )
+        reasons = [await event_reasons(self.stack, namespace) for namespace in SIDES]
+        if reasons[0] != reasons[1]:
+            found.append(
+                Difference(
+                    "/events", sorted(reasons[0] - reasons[1]), sorted(reasons[1] - reasons[0])
+                )
+            )
+        return found
+
+    async def unexplained(self, kind: str, name: str, *also: Known) -> list[str]:
+        """The differences neither `KNOWN` nor `also` accepts, one line each (empty: the same)."""
+        return [str(d) for d in unexplained(await self.compare(kind, name), also)]
+
+    async def delete(self, kind: str, name: str) -> None:
+        """Delete the object on both sides and wait until everything it owned is gone."""
+        for namespace in SIDES:
+            await self.stack.kubectl(
+                "delete", kind, name, "-n", namespace, "--ignore-not-found", "--wait=false"
+            )
+        for namespace in SIDES:
+
+            async def emptied(namespace: str = namespace) -> bool:
+                return not await capture(self.stack, namespace)
+
+            await eventually(emptied, within=120, message=f"{namespace} emptied")
+
+
+@asynccontextmanager
+async def side_by_side(stack: LocalStack) -> AsyncIterator[SideBySide]:
+    """Both sides recorded from now until the block ends."""
+    scenario = SideBySide(stack)
+    async with AsyncExitStack() as running:
+        for namespace in SIDES:
+            recorder = Recorder(stack, namespace)
+            scenario.recorders[namespace] = await running.enter_async_context(recorder.running())
+        yield scenario

@@ -1,0 +1,86 @@
+"""The differential suite's own logic: what normalising removes, how differences are named,
+and that every accepted difference has its reason in the README."""
+
+from __future__ import annotations
+
+from tests.differential.known import CHOSEN, KNOWN, NEWER, Known, unexplained
+from tests.differential.normalise import Difference, differences, normalise
+from tests.reference import REPO_ROOT
+
+POD = {
+    "kind": "Pod",
+    "metadata": {
+        "name": "c-head-x7k2b",
+        "namespace": "diff-ours",
+        "uid": "1234",
+        "resourceVersion": "99",
+        "creationTimestamp": "2026-12-02T08:38:49Z",
+        "ownerReferences": [{"kind": "RayCluster", "name": "c", "uid": "5678"}],
+    },
+    "spec": {
+        "nodeName": "devcluster",
+        "containers": [
+            {"name": "ray-head", "env": [{"name": "A", "value": "c-head-svc.diff-ours"}]}
+        ],
+    },
+    "status": {"podIP": "10.244.0.7", "startTime": "2026-12-02T08:38:50.5Z"},
+}
+
+
+def test_chance_and_the_namespace_are_taken_out() -> None:
+    clean = normalise(POD, "diff-ours")
+
+    assert clean["metadata"] == {
+        "name": "c-head-?????",
+        "namespace": "NS",
+        "ownerReferences": [{"kind": "RayCluster", "name": "c"}],
+    }
+    assert clean["spec"] == {
+        "containers": [{"name": "ray-head", "env": [{"name": "A", "value": "c-head-svc.NS"}]}]
+    }
+    assert clean["status"] == {"podIP": "IP", "startTime": "TIME"}
+
+
+def test_words_of_five_letters_with_vowels_are_not_taken_for_suffixes() -> None:
+    assert normalise({"a": "ray-worker-group", "b": "x-bcdfg"}, "ns") == {
+        "a": "ray-worker-group",
+        "b": "x-?????",
+    }
+
+
+def test_named_lists_are_compared_by_name_and_their_order_once() -> None:
+    theirs = {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}
+    ours = {"env": [{"name": "B", "value": "2"}, {"name": "A", "value": "3"}]}
+
+    assert [str(d) for d in differences(theirs, ours)] == [
+        "/env[A]/value: KubeRay '1', ours '3'",
+        "/env(order): KubeRay ['A', 'B'], ours ['B', 'A']",
+    ]
+
+
+def test_missing_keys_and_unnamed_lists() -> None:
+    found = list(differences({"args": ["a", "b"], "x": 1}, {"args": ["a"], "y": 2}))
+
+    assert found == [
+        Difference("/args", ["a", "b"], ["a"]),
+        Difference("/x", 1, None),
+        Difference("/y", None, 2),
+    ]
+
+
+def test_a_known_pattern_matches_brackets_and_question_marks_literally() -> None:
+    known = Known("/Pod/*/spec/containers[*]/args[0]", NEWER, "")
+
+    assert known.explains(Difference("/Pod/c-head-?????/spec/containers[ray-head]/args[0]", 1, 2))
+    assert not known.explains(
+        Difference("/Pod/c-head-?????/spec/containers[ray-head]/args[1]", 1, 2)
+    )
+    assert unexplained([Difference("/Pod/p/metadata/generateName", "p-", None)]) == []
+    assert unexplained([Difference("/Pod/p/metadata/labels/x", "1", None)]) != []
+
+
+def test_every_chosen_difference_is_in_the_readme() -> None:
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    for known in KNOWN:
+        if known.kind == CHOSEN:
+            assert " ".join(known.reason.split()) in readme, known.reason
