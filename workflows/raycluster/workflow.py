@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_calls import execute
     from workflows.conditions import is_true
     from workflows.entity import CrWorkflow
+    from workflows.names import random_suffix
     from workflows.raycluster import cleanup, decisions, narration
     from workflows.raycluster.plans import Expectation, PodPlan
     from workflows.raycluster.state import RayClusterInput, RayClusterState
@@ -39,8 +40,6 @@ with workflow.unsafe.imports_passed_through():
 RESYNC = timedelta(seconds=300)
 BUSY_RESYNC = timedelta(seconds=15)
 _PROVISIONED = RayClusterConditionType.PROVISIONED
-
-_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes generateName
 
 
 @workflow.defn(name="RayCluster")
@@ -308,8 +307,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         )
 
     def _new_name(self, prefix: str) -> str:
-        rng = workflow.random()
-        return prefix + "".join(rng.choice(_NAME_ALPHABET) for _ in range(5))
+        return prefix + random_suffix(workflow.random())
 
     def _cluster(self) -> RayCluster:
         assert self._state.spec is not None

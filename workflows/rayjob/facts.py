@@ -12,6 +12,7 @@ from datetime import datetime
 from activities.rayjob.contract import ClusterView, JobOperatorOptions, SubmitterView
 from crds.enums import JobDeploymentStatus, JobFailedReason, JobSubmissionMode
 from crds.rayjob import RayJobSpec, RayJobStatus
+from workflows.names import KUBERNETES_ALPHABET
 from workflows.rayjob import actions as act
 from workflows.rayjob.state import Attempt
 
@@ -32,6 +33,8 @@ class Facts:
     has_finalizer: bool = True
     options: JobOperatorOptions = field(default_factory=JobOperatorOptions)
     """The operator's RayJob switches, as the read activity reported them (history)."""
+    name_alphabet: str = KUBERNETES_ALPHABET
+    """What a new attempt's job id and cluster name are drawn from (`naming`)."""
 
     @property
     def mode(self) -> JobSubmissionMode:

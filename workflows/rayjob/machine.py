@@ -41,8 +41,9 @@ Mode = JobSubmissionMode
 def _new(facts: Facts, now: datetime, rng: random.Random) -> Step:
     """Name the attempt and start its clock before anything exists (J2, J3, J26)."""
     status = facts.status
-    job_id = status.job_id or naming.job_id(facts.name, facts.spec, rng)
-    cluster = status.ray_cluster_name or naming.cluster_name(facts.name, facts.spec, rng)
+    alphabet = facts.name_alphabet
+    job_id = status.job_id or naming.job_id(facts.name, facts.spec, rng, alphabet)
+    cluster = status.ray_cluster_name or naming.cluster_name(facts.name, facts.spec, rng, alphabet)
     attempt = Attempt(number=facts.attempt.number + 1)
     step = move(
         facts,

@@ -12,32 +12,32 @@ import random
 from crds.constants import LABEL_CLUSTER
 from crds.enums import JobSubmissionMode
 from crds.rayjob import RayJobSpec
+from workflows.names import KUBERNETES_ALPHABET, random_suffix
 
-SUFFIX_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
-"""KubeRay's `utilrand.String` draws lowercase alphanumerics."""
-SUFFIX_LENGTH = 5
-
-
-def random_suffix(rng: random.Random) -> str:
-    """Five random lowercase alphanumerics."""
-    return "".join(rng.choice(SUFFIX_ALPHABET) for _ in range(SUFFIX_LENGTH))
+LEGACY_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+"""What names were drawn from before `NAMES_PATCH` (every lowercase alphanumeric): kept for the
+workflows that drew theirs so, which must draw the same on replay."""
 
 
-def job_id(name: str, spec: RayJobSpec, rng: random.Random) -> str | None:
+def job_id(
+    name: str, spec: RayJobSpec, rng: random.Random, alphabet: str = KUBERNETES_ALPHABET
+) -> str | None:
     """`spec.jobId`, else `<rayjob>-<5 random>`; InteractiveMode waits for the user's id."""
     if spec.submission_mode == JobSubmissionMode.INTERACTIVE:
         return None
     if spec.job_id:
         return spec.job_id
-    return f"{name}-{random_suffix(rng)}"
+    return f"{name}-{random_suffix(rng, alphabet)}"
 
 
-def cluster_name(name: str, spec: RayJobSpec, rng: random.Random) -> str:
+def cluster_name(
+    name: str, spec: RayJobSpec, rng: random.Random, alphabet: str = KUBERNETES_ALPHABET
+) -> str:
     """The `ray.io/cluster` of `clusterSelector`, else `<rayjob>-<5 random>`."""
     selected = (spec.cluster_selector or {}).get(LABEL_CLUSTER)
     if selected:
         return selected
-    return f"{name}-{random_suffix(rng)}"
+    return f"{name}-{random_suffix(rng, alphabet)}"
 
 
 def uses_selector(spec: RayJobSpec) -> bool:

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import messages
     from workflows.activity_calls import RAY_JOB, execute, start
     from workflows.entity import CrWorkflow
-    from workflows.rayjob import machine
+    from workflows.rayjob import machine, naming
     from workflows.rayjob.apply import Applier
     from workflows.rayjob.facts import Facts, Step
     from workflows.rayjob.state import RayJobInput, RayJobState
@@ -53,6 +53,9 @@ IDLE_STATES = frozenset(
 UNREADABLE_PATCH = "rayjob-unreadable-validation-failed"
 """A RayJob unreadable from its first read is refused like a bad edit (histories before wait)."""
 STALE_VIEW_PATCH = "rayjob-finished-submitter-asks-ray-first"
+NAMES_PATCH = "rayjob-names-from-the-kubernetes-alphabet"
+"""Job ids and cluster names are drawn as KubeRay draws them (`workflows.names`); workflows
+that began before draw theirs as then, so a replay names the same cluster."""
 """A finished submitter with Ray's last answer not terminal: ask Ray before deciding."""
 
 
@@ -182,6 +185,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         if violations:
             step = machine.validation_failed(facts, violations)
         else:
+            if not workflow.patched(NAMES_PATCH):
+                facts = replace(facts, name_alphabet=naming.LEGACY_ALPHABET)
             step = machine.decide(facts, workflow.now(), workflow.random())
         await self._carry_out(facts, step)
 

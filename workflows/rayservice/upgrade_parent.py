@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.refs import ObjectRef
     from workflows import messages
     from workflows.activity_calls import execute
+    from workflows.names import random_suffix
     from workflows.rayservice.calls import event
     from workflows.rayservice.incremental import Traffic, options_of
     from workflows.rayservice.state import (
@@ -37,7 +38,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
 
-_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of Kubernetes generateName
 _CHILD_GONE = "ExternalWorkflowExecutionNotFound"
 
 
@@ -106,8 +106,7 @@ class UpgradingMixin:
         state = self._state
         assert state.spec is not None
         state.upgrades += 1
-        rng = workflow.random()
-        pending = f"{self._ref.name}-" + "".join(rng.choice(_NAME_ALPHABET) for _ in range(5))
+        pending = f"{self._ref.name}-{random_suffix(workflow.random())}"
         params = UpgradeInput(
             ref=self._ref,
             number=state.upgrades,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,8 +15,9 @@ from crds.enums import JobFailedReason as R
 from crds.enums import JobStatus as J
 from crds.raycluster import RayClusterStatus
 from crds.rayjob import RayJobSpec, RayJobStatus, RayJobStatusInfo
+from workflows.names import KUBERNETES_ALPHABET
 from workflows.rayjob import actions as act
-from workflows.rayjob import machine
+from workflows.rayjob import machine, naming
 from workflows.rayjob.facts import Facts
 from workflows.rayjob.state import Attempt
 
@@ -64,6 +66,25 @@ def test_new_names_the_attempt_before_creating_anything() -> None:
     assert step.status.ray_cluster_name and step.status.ray_cluster_name != step.status.job_id
     assert step.status.start_time == s(1) and step.attempt.number == 2
     assert kinds(step) == ["AddFinalizer"]
+
+
+def test_new_names_are_drawn_as_kuberay_draws_them() -> None:
+    # apimachinery's rand.String, as KubeRay names a RayJob's cluster and job id.
+    for seed in range(50):
+        f = facts(D.NEW, status={"job_id": None, "ray_cluster_name": None})
+        step = machine.decide(f, s(1), random.Random(seed))
+        for name in (step.status.job_id, step.status.ray_cluster_name):
+            assert name is not None and name.startswith("train-")
+            suffix = name.removeprefix("train-")
+            assert len(suffix) == 5 and set(suffix) <= set(KUBERNETES_ALPHABET), name
+
+
+def test_a_workflow_that_began_before_the_patch_draws_its_names_as_then() -> None:
+    f = facts(D.NEW, status={"job_id": None, "ray_cluster_name": None})
+    legacy = replace(f, name_alphabet=naming.LEGACY_ALPHABET)
+    step = machine.decide(legacy, s(1), random.Random(7))
+    # What this decision drew with seed 7 before job names followed KubeRay's alphabet.
+    assert (step.status.job_id, step.status.ray_cluster_name) == ("train-ujzde", "train-8gxd6")
 
 
 @pytest.mark.parametrize(
