@@ -60,6 +60,39 @@ KNOWN = (
         "the usage-stats tag carries the operator's version (kuberay_version=v1.7.0)",
     ),
     Known(
+        "/Job/*/spec/template/metadata/labels/ray.io/originated-from-*",
+        NEWER,
+        "v1.6 labels the submitter's pods with the RayJob they come from",
+    ),
+    Known(
+        "/Job/*/spec/template/metadata/labels/app.kubernetes.io/created-by",
+        NEWER,
+        "v1.6 labels the submitter's pods as created by the operator",
+    ),
+    Known(
+        f"{_POD}/metadata/labels/ray.io/originated-from-*",
+        NEWER,
+        "the submitter's pods carry the labels of its template (above)",
+    ),
+    Known(
+        f"{_POD}/metadata/labels/app.kubernetes.io/created-by",
+        NEWER,
+        "the submitter's pods carry the labels of its template (above)",
+    ),
+    Known(
+        "*/labels/ray.io/rayjob-attempt",
+        CHOSEN,
+        "Each attempt's RayCluster and submitter Job carry `ray.io/rayjob-attempt` (1, 2, …), so "
+        "`kubectl get -l` tells a retry's objects from the last attempt's",
+    ),
+    Known(
+        "/RayCluster/*/metadata/annotations/kubectl.kubernetes.io/last-applied-configuration",
+        CHOSEN,
+        "A RayJob's cluster gets the RayJob's annotations but kubectl's "
+        "`last-applied-configuration`: that records the RayJob's manifest, not the cluster's, "
+        "and `kubectl apply` would read it as the cluster's own",
+    ),
+    Known(
         "/RayCluster/*/status/observedGeneration",
         CHOSEN,
         "`status.observedGeneration` is the generation the last status was computed for; "

@@ -2,10 +2,10 @@
 
 Each capture is one namespace's objects. `normalise` drops what the API server or chance
 decides (uids, resource versions, cluster IPs, pod status) and replaces the namespace's name
-with `NS`, random name suffixes with `-?????`, addresses with `IP` and times with `TIME`;
-`differences` walks two normalised objects side by side and names each path where they part,
-keying lists of named things (containers, env, ports, volumes, conditions) by name, so an
-order change is one difference of its own (`(order)`), not one per item.
+with `NS`, random name suffixes with `-?????`, addresses with `IP`, uids with `UID` and times
+with `TIME`; `differences` walks two normalised objects side by side and names each path where
+they part, keying lists of named things (containers, env, ports, volumes, conditions) by name,
+so an order change is one difference of its own (`(order)`), not one per item.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ NAMESPACE_MARK = "NS"
 SUFFIX_MARK = "-?????"
 ADDRESS_MARK = "IP"
 TIME_MARK = "TIME"
+UID_MARK = "UID"
+_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 # Kubernetes' random-string alphabet (apimachinery's rand.String): no vowels, no 0, 1, 3.
@@ -56,6 +58,8 @@ def _clean(value: Any, namespace: str, path: tuple[str, ...]) -> Any:
 def _text(text: str, namespace: str) -> str:
     if _ADDRESS.fullmatch(text):  # pod and Service addresses: which one is chance
         return ADDRESS_MARK
+    if _UID.fullmatch(text):  # a uid in a label (the Job controller's controller-uid)
+        return UID_MARK
     if _TIME.fullmatch(text):  # when: a second either way is chance (that one was written is not)
         return TIME_MARK
     return _SUFFIX.sub(SUFFIX_MARK, text.replace(namespace, NAMESPACE_MARK))

@@ -15,6 +15,7 @@ POD = {
         "uid": "1234",
         "resourceVersion": "99",
         "creationTimestamp": "2026-12-02T08:38:49Z",
+        "labels": {"controller-uid": "f83fdd48-cc67-4506-a5d4-82e5f768770e"},
         "ownerReferences": [{"kind": "RayCluster", "name": "c", "uid": "5678"}],
     },
     "spec": {
@@ -33,6 +34,7 @@ def test_chance_and_the_namespace_are_taken_out() -> None:
     assert clean["metadata"] == {
         "name": "c-head-?????",
         "namespace": "NS",
+        "labels": {"controller-uid": "UID"},
         "ownerReferences": [{"kind": "RayCluster", "name": "c"}],
     }
     assert clean["spec"] == {
