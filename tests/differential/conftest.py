@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from tests.differential.sides import KUBERAY, OURS
+from tests.differential.sides import KUBERAY, OURS, SIDES
 from tests.e2e.conftest import LocalStack, running_stack
+from tests.eventually import eventually
 
 
 @pytest_asyncio.fixture(scope="package")
@@ -24,4 +25,19 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Local
         args=("--kuberay-namespace", KUBERAY),
     ) as running:
         await running.kubectl("create", "namespace", OURS)
+        for namespace in SIDES:
+            # Pods are refused until the namespace's default ServiceAccount exists; an
+            # operator that raced it would record a Warning the other may not.
+            await eventually(
+                lambda ns=namespace: _has_default_account(running, ns),
+                within=60,
+                message=f"{namespace}'s default ServiceAccount",
+            )
         yield running
+
+
+async def _has_default_account(stack: LocalStack, namespace: str) -> bool:
+    found = await stack.kubectl(
+        "get", "serviceaccount", "default", "-n", namespace, "--ignore-not-found", "-o", "name"
+    )
+    return bool(found.strip())

@@ -117,12 +117,17 @@ class SideBySide:
             await self.stack.kubectl(
                 "delete", kind, name, "-n", namespace, "--ignore-not-found", "--wait=false"
             )
-        for namespace in SIDES:
+        await emptied(self.stack)
 
-            async def emptied(namespace: str = namespace) -> bool:
-                return not await capture(self.stack, namespace)
 
-            await eventually(emptied, within=120, message=f"{namespace} emptied")
+async def emptied(stack: LocalStack) -> None:
+    """Wait until neither side holds a ray.io object or anything an operator made."""
+    for namespace in SIDES:
+
+        async def empty(namespace: str = namespace) -> bool:
+            return not await capture(stack, namespace)
+
+        await eventually(empty, within=120, message=f"{namespace} emptied")
 
 
 @asynccontextmanager
@@ -133,4 +138,17 @@ async def side_by_side(stack: LocalStack) -> AsyncIterator[SideBySide]:
         for namespace in SIDES:
             recorder = Recorder(stack, namespace)
             scenario.recorders[namespace] = await running.enter_async_context(recorder.running())
-        yield scenario
+        try:
+            yield scenario
+        finally:
+            # Whatever a failed scenario left must not become the next one's difference.
+            for namespace in SIDES:
+                await stack.kubectl(
+                    "delete",
+                    "rayclusters,rayjobs,rayservices",
+                    "--all",
+                    "-n",
+                    namespace,
+                    "--wait=false",
+                )
+            await emptied(stack)
