@@ -18,7 +18,7 @@ from pathlib import Path
 
 import aiohttp
 
-from devcluster.control_plane.processes import free_port
+from devcluster.control_plane.processes import free_port, stop_process
 from devcluster.parent_death import die_with_parent
 
 FEATURE_GATES = {
@@ -104,14 +104,8 @@ class KubeRayOperator:
     async def stop(self) -> None:
         """SIGTERM, then SIGKILL after a grace period; nothing if not running."""
         process, self._process = self._process, None
-        if process is None or process.returncode is not None:
-            return
-        process.terminate()
-        try:
-            await asyncio.wait_for(process.wait(), _STOP_GRACE)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+        if process is not None:
+            await stop_process(process, _STOP_GRACE)
 
     async def exited(self) -> str:
         """Wait until the process exits on its own; say how, with where its log is."""

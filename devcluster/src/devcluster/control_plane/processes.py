@@ -127,13 +127,7 @@ class ControlPlane:
         """Stop every component, the last started first."""
         while self._processes:
             _, process = self._processes.pop()
-            if process.returncode is None:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), _STOP_GRACE)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
+            await stop_process(process, _STOP_GRACE)
 
     async def kill(self, name: str) -> None:
         """SIGKILL one component, as a crash would end it; `restart` brings it back."""
@@ -350,6 +344,17 @@ def _write_private(path: Path, text: str) -> None:
     path.touch(mode=0o600)
     path.chmod(0o600)
     path.write_text(text)
+
+
+async def stop_process(process: asyncio.subprocess.Process, grace: float) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `grace` seconds; nothing if ended."""
+    if process.returncode is None:
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), grace)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
 
 
 def free_port() -> int:
