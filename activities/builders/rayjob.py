@@ -201,7 +201,8 @@ def submit_script(
     if check_first:
         cmd.append("--no-wait")
     if spec.runtime_env_yaml:
-        runtime_env = json.dumps(runtime_env_of(spec), separators=(",", ":"))
+        # sigs.k8s.io/yaml's YAMLToJSON goes through Go maps, so every level's keys come sorted.
+        runtime_env = json.dumps(runtime_env_of(spec), separators=(",", ":"), sort_keys=True)
         cmd += ["--runtime-env-json", _go_quote(runtime_env)]
     if spec.metadata:
         metadata = json.dumps(dict(sorted(spec.metadata.items())), separators=(",", ":"))

@@ -122,7 +122,7 @@ def test_k8s_job_script_checks_status_before_submitting() -> None:
     tail = words[submit + 1 :]
     assert tail[:3] == ["--address", address, "--no-wait"]
     assert tail[tail.index("--runtime-env-json") + 1] == (
-        '{"pip":["requests"],"env_vars":{"A":"1"}}'
+        '{"env_vars":{"A":"1"},"pip":["requests"]}'  # keys sorted, as Go's maps marshal
     )
     assert tail[tail.index("--metadata-json") + 1] == '{"a":"1","b":"2"}'
     assert tail[tail.index("--submission-id") + 1] == "j-1"
@@ -222,5 +222,5 @@ def test_runtime_env_timestamps_stay_strings_as_kuberay_sends_them() -> None:
     script = submit_script(job, "j-1", "svc.ns.svc:8265", JobSubmissionMode.K8S_JOB, 0)
     words = shlex.split(script)
     assert words[words.index("--runtime-env-json") + 1] == (
-        '{"env_vars":{"DAY":"2024-01-01"},"config":{"a":1},"more":{"a":1}}'
+        '{"config":{"a":1},"env_vars":{"DAY":"2024-01-01"},"more":{"a":1}}'
     )
