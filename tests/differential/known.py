@@ -10,7 +10,7 @@ README's "Differences from KubeRay" lists every `CHOSEN` reason (a test holds it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from tests.differential.normalise import Difference
@@ -26,13 +26,48 @@ class Known:
     pattern: str
     kind: str
     reason: str
+    when: Callable[[Difference], bool] | None = None
+    """Accept only differences this says yes to (the part that is newer, nothing else)."""
 
     def explains(self, difference: Difference) -> bool:
         parts = (re.escape(part) for part in self.pattern.split("*"))
-        return re.fullmatch(".*".join(parts), difference.path) is not None
+        if re.fullmatch(".*".join(parts), difference.path) is None:
+            return False
+        return self.when is None or self.when(difference)
+
+
+def ours_as(pattern: str, theirs: str = "") -> Callable[[Difference], bool]:
+    """Accept a string of ours that is KubeRay's once its first match of `pattern` (at the
+    start) is written as `theirs`: the newer part differs, nothing else."""
+
+    def same(difference: Difference) -> bool:
+        if not isinstance(difference.ours, str) or not isinstance(difference.kuberay, str):
+            return False
+        written = re.sub(f"^(?:{pattern})", lambda _: theirs, difference.ours, count=1)
+        return written == difference.kuberay
+
+    return same
+
+
+Event = tuple[str, str, str]
+"""(involved kind, type, reason), as `sides.event_reasons` reads them."""
+
+
+def only_events(
+    kuberay: Iterable[Event] = (), ours: Iterable[Event] = ()
+) -> Callable[[Difference], bool]:
+    """Accept an Event difference in which each side's own reasons are among those given."""
+
+    def same(difference: Difference) -> bool:
+        theirs = {tuple(item) for item in difference.kuberay or []}
+        mine = {tuple(item) for item in difference.ours or []}
+        return theirs <= set(kuberay) and mine <= set(ours)
+
+    return same
 
 
 _POD = "/Pod/*"
+_GCS_WAIT = r"until .*? ; do echo .*? ; sleep 2 ; done ; "
 KNOWN = (
     Known(
         f"{_POD}/metadata/annotations/ray.io/kuberay-version",
@@ -48,9 +83,27 @@ KNOWN = (
         f"{_POD}/spec/containers[*]/args[0]",
         NEWER,
         "v1.7 writes `ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}` before `ray start`",
+        ours_as(re.escape("ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}"), "ulimit -n 65536"),
     ),
     Known(
-        f"{_POD}/spec/containers[*]/env[RAY_CLUSTER_NAMESPACE]",
+        "/*/spec/containers[ray-job-submitter]/args[0]",
+        NEWER,
+        "v1.7's K8sJobMode submitter waits until the dashboard reports the GCS healthy before "
+        "`ray job status` (v1.5.0 waits so in SidecarMode only)",
+        ours_as(_GCS_WAIT),
+    ),
+    Known(
+        "/RayJob/*/status/observedGeneration",
+        NEWER,
+        "v1.7 writes the RayJob's `status.observedGeneration`",
+    ),
+    Known(
+        "/RayCluster/*/metadata/labels/ray.io/job-submission-mode",
+        NEWER,
+        "v1.7 labels a RayJob's cluster with the job's submission mode",
+    ),
+    Known(
+        f"{_POD}/spec/containers[*]/env[RAY_CLUSTER_NAMESPACE]*",
         NEWER,
         "v1.7 gives every Ray container RAY_CLUSTER_NAMESPACE",
     ),
@@ -91,6 +144,14 @@ KNOWN = (
         "A RayJob's cluster gets the RayJob's annotations but kubectl's "
         "`last-applied-configuration`: that records the RayJob's manifest, not the cluster's, "
         "and `kubectl apply` would read it as the cluster's own",
+    ),
+    Known(
+        "/events",
+        CHOSEN,
+        "A RayJob's cluster is created once, under the name its workflow drew; KubeRay v1.5.0 "
+        "can draw a second name from a stale cache and record `FailedToCreateRayCluster` "
+        "for the cluster it had already created",
+        only_events(kuberay=[("RayJob", "Warning", "FailedToCreateRayCluster")]),
     ),
     Known(
         "/RayCluster/*/status/observedGeneration",

@@ -5,7 +5,9 @@ decides (uids, resource versions, cluster IPs, pod status) and replaces the name
 with `NS`, random name suffixes with `-?????`, addresses with `IP`, uids with `UID` and times
 with `TIME`; `differences` walks two normalised objects side by side and names each path where
 they part, keying lists of named things (containers, env, ports, volumes, conditions) by name,
-so an order change is one difference of its own (`(order)`), not one per item.
+so an order change is one difference of its own (`(order)`), not one per item. An absent map
+and an empty one are the same (Go cannot omit an empty struct such as a template's `metadata`,
+so KubeRay writes `{}` where the manifest had nothing).
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ class Difference:
 
 def differences(kuberay: Any, ours: Any, path: str = "") -> Iterator[Difference]:
     """Every path where `kuberay` and `ours` part, deepest first found."""
+    if isinstance(kuberay, dict) and ours is None:
+        ours = {}
+    elif kuberay is None and isinstance(ours, dict):
+        kuberay = {}
     if isinstance(kuberay, dict) and isinstance(ours, dict):
         for key in sorted(set(kuberay) | set(ours)):
             yield from differences(kuberay.get(key), ours.get(key), f"{path}/{key}")
@@ -109,3 +115,15 @@ def _key(item: dict[str, Any]) -> str | None:
 
 def _by_name(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {str(_key(item)): item for item in items}
+
+
+def same_course(kuberay: list[Any], ours: list[Any]) -> bool:
+    """Whether two sequences of states tell the same course: the same last state, and one
+    passes through every state of the other in order. A state one operator wrote between two
+    polls of the other (a Ray job RUNNING for half a second) may be missing from the other's
+    sequence; a state neither shares, or one out of order, is a difference."""
+    if kuberay[-1:] != ours[-1:]:
+        return False
+    shorter, longer = sorted((kuberay, ours), key=len)
+    remaining = iter(longer)
+    return all(state in remaining for state in shorter)

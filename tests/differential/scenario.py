@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from tests.differential.known import Known, unexplained
-from tests.differential.normalise import Difference, differences
+from tests.differential.normalise import Difference, differences, same_course
 from tests.differential.sides import KUBERAY, OURS, SIDES, Recorder, capture, event_reasons
 from tests.e2e.conftest import LocalStack
 from tests.eventually import eventually
@@ -90,7 +90,7 @@ class SideBySide:
         theirs, ours = await capture(self.stack, KUBERAY), await capture(self.stack, OURS)
         found = list(differences(theirs, ours))
         kuberay, mine = self.recorders[KUBERAY], self.recorders[OURS]
-        if kuberay.states(kind, name) != mine.states(kind, name):
+        if not same_course(kuberay.states(kind, name), mine.states(kind, name)):
             found.append(
                 Difference(
                     f"/trajectory/{kind}/{name}/states",

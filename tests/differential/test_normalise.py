@@ -4,7 +4,7 @@ and that every accepted difference has its reason in the README."""
 from __future__ import annotations
 
 from tests.differential.known import CHOSEN, KNOWN, NEWER, Known, unexplained
-from tests.differential.normalise import Difference, differences, normalise
+from tests.differential.normalise import Difference, differences, normalise, same_course
 from tests.reference import REPO_ROOT
 
 POD = {
@@ -60,6 +60,13 @@ def test_named_lists_are_compared_by_name_and_their_order_once() -> None:
     ]
 
 
+def test_an_absent_map_is_an_empty_one() -> None:
+    kuberay = {"metadata": {}, "annotations": {"a": "1"}}
+    ours = {"annotations": None}
+
+    assert list(differences(kuberay, ours)) == [Difference("/annotations/a", "1", None)]
+
+
 def test_missing_keys_and_unnamed_lists() -> None:
     found = list(differences({"args": ["a", "b"], "x": 1}, {"args": ["a"], "y": 2}))
 
@@ -86,3 +93,30 @@ def test_every_chosen_difference_is_in_the_readme() -> None:
     for known in KNOWN:
         if known.kind == CHOSEN:
             assert " ".join(known.reason.split()) in readme, known.reason
+
+
+def test_a_known_check_accepts_only_the_newer_part() -> None:
+    wait = "until check ; do echo waiting ; sleep 2 ; done ; "
+    path = "/Job/j/spec/template/spec/containers[ray-job-submitter]/args[0]"
+
+    assert not unexplained([Difference(path, "ray job submit", wait + "ray job submit")])
+    assert unexplained([Difference(path, "ray job submit", wait + "ray job submit -v")])
+
+
+def test_an_event_only_kuberay_records_by_its_race_is_accepted_alone() -> None:
+    race = ["RayJob", "Warning", "FailedToCreateRayCluster"]
+    other = ["RayJob", "Normal", "Created"]
+
+    assert not unexplained([Difference("/events", [race], [])])
+    assert unexplained([Difference("/events", [race, other], [])])
+    assert unexplained([Difference("/events", [race], [other])])
+
+
+def test_a_course_may_skip_a_state_the_other_wrote_between_polls() -> None:
+    theirs = ["Initializing", "Running", "Running/RUNNING", "Complete"]
+
+    assert same_course(theirs, ["Initializing", "Running", "Complete"])
+    assert same_course(["Initializing", "Complete"], theirs)
+    assert not same_course(theirs, ["Initializing", "Running", "Failed"])  # another end
+    assert not same_course(theirs, ["Running", "Initializing", "Complete"])  # out of order
+    assert not same_course(theirs, ["Initializing", "Suspended", "Complete"])  # not theirs

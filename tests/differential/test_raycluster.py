@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.differential.known import NEWER, Known
+from tests.differential.known import NEWER, Known, only_events
 from tests.differential.scenario import SideBySide, side_by_side
 from tests.differential.sides import KUBERAY, OURS, SIDES
 from tests.e2e.conftest import LocalStack
@@ -135,18 +135,24 @@ async def test_recreate_upgrade_is_newer_than_the_operator_built(stack: LocalSta
         await both.patch("raycluster", name, change)
 
         async def recreated() -> bool:
+            # Every pod replaced (the head first, then the workers) and the status says so.
+            pods = await both.pods(OURS, f"ray.io/cluster={name}")
             heads = await both.pods(OURS, f"ray.io/cluster={name},upgraded=yes")
             status = await both.status(OURS, "raycluster", name)
             head_ready = ("HeadPodReady", "True") in {
                 (c["type"], c["status"]) for c in status.get("conditions") or []
             }
-            return len(heads) == 1 and head_ready and status.get("readyWorkerReplicas") == 1
+            replaced = len(heads) == 1 and not set(before[OURS]) & set(pods)
+            return replaced and head_ready and status.get("readyWorkerReplicas") == 1
 
         await both.settle(recreated, "ours recreates the head with the new template")
         assert not set(before[OURS]) & set(await both.pods(OURS, f"ray.io/cluster={name}"))
         assert await both.pods(KUBERAY, f"ray.io/cluster={name}") == before[KUBERAY]
         newer = Known("/Pod/raycluster-kuberay-head-?????/metadata/labels/upgraded", NEWER, "")
         states = Known(f"/trajectory/RayCluster/{name}/states", NEWER, "")
-        found = await both.unexplained("RayCluster", name, newer, states)
+        deleted = Known(
+            "/events", NEWER, "", only_events(ours=[("RayCluster", "Normal", "DeletedPod")])
+        )
+        found = await both.unexplained("RayCluster", name, newer, states, deleted)
         assert not found, "\n".join(found)
         await both.delete("raycluster", name)
