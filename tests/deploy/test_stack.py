@@ -50,7 +50,7 @@ from worker.search_attributes import ALL_KEYS
 COMPONENTS = ("dashboard-proxy",)
 """The kustomize components of a deployment whose worker is outside the cluster network."""
 
-pytestmark = pytest.mark.timeout(420)
+pytestmark = [pytest.mark.timeout(420), pytest.mark.kubernetes]
 
 
 @pytest_asyncio.fixture

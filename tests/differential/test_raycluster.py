@@ -13,7 +13,7 @@ from tests.differential.sides import KUBERAY, OURS, SIDES
 from tests.e2e.conftest import LocalStack
 from tests.reference import KUBERAY_SAMPLES
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.kubernetes]
 
 
 def sample(name: str) -> dict[str, Any]:

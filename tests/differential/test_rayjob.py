@@ -12,7 +12,7 @@ from tests.differential.scenario import side_by_side
 from tests.e2e.conftest import LocalStack
 from tests.reference import KUBERAY_SAMPLES
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.kubernetes]
 
 
 def documents(name: str) -> list[dict[str, Any]]:

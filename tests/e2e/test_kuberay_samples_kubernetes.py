@@ -17,7 +17,7 @@ import pytest_asyncio
 from tests.e2e.conftest import LocalStack, running_stack
 from tests.e2e.test_kuberay_samples_real import delete_sample, get, run_sample
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.kubernetes]
 
 
 @pytest_asyncio.fixture(scope="module")

@@ -23,7 +23,7 @@ from tests.e2e.test_simulated_ray import sample
 from tests.eventually import eventually
 from tests.reference import KUBERAY_SAMPLES, REPO_ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.kubernetes]
 
 
 async def pod_statuses(stack: LocalStack, selector: str) -> dict[str, str]:

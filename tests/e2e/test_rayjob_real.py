@@ -49,7 +49,7 @@ from tests.e2e.rayjob_tools import (
 from tests.eventually import eventually
 from tests.reference import KUBERAY_SAMPLES
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420), pytest.mark.kubernetes]
 
 TTL_DIVISOR = 3
 PINNED_CHECK = 'assert requests.__version__ == "2.26.0"'

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import fcntl
 from pathlib import Path
 
 from devcluster.control_plane.building import (
@@ -11,6 +13,7 @@ from devcluster.control_plane.building import (
     KUBERAY_VERSION,
     STREAMS_SHIM,
     Build,
+    build,
 )
 
 
@@ -68,3 +71,19 @@ def test_the_repository_pins_kuberay_as_a_tool_of_its_own_module() -> None:
     text = go_mod.read_text()
     assert "\ntool github.com/ray-project/kuberay/ray-operator\n" in text
     assert f"github.com/ray-project/kuberay/ray-operator {KUBERAY_VERSION}" in text
+
+
+def test_a_second_build_waits_for_the_first_and_finds_its_binaries(tmp_path: Path) -> None:
+    target = module(tmp_path)
+    target.cache_dir.mkdir()
+    never_run = tmp_path / "no-go-here"  # the waiting caller must not start a build of its own
+    with (target.cache_dir / ".build.lock").open("a") as first:
+        fcntl.flock(first, fcntl.LOCK_EX)  # the first build, in progress
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            second = pool.submit(build, target, never_run, quiet=True)
+            for name in BINARIES:  # the first build ends: binaries and stamps, then unlock
+                target.dir_of(name).mkdir(parents=True, exist_ok=True)
+                target.path(name).write_bytes(b"binary")
+                (target.dir_of(name) / f"{name}.complete").write_text("v1.37.2\n")
+            fcntl.flock(first, fcntl.LOCK_UN)
+            assert second.result(timeout=30) == target.bin_dir

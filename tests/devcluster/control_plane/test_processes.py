@@ -7,11 +7,15 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from devcluster.control_plane.processes import ControlPlane
 from kuberay_temporal.binaries import kubectl
 from tests.eventually import eventually
 from tests.real_cluster import running_control_plane
 from tests.reference import REPO_ROOT
+
+pytestmark = pytest.mark.kubernetes
 
 
 async def run_kubectl(kubeconfig: Path, *args: str) -> str:

@@ -23,6 +23,8 @@ this interpreter's environment on first use.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -30,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,9 +202,27 @@ def build(
 ) -> Path:
     """Build every binary of `names` that is not built yet; return Kubernetes' folder.
 
+    One build runs at a time per cache: a second caller (a test while `make test` builds in
+    the background) waits for the first and then finds its binaries.
+
     Raises:
         BuildError: If Go is missing or a build fails (its output is shown).
     """
+    if all(target.is_built(name) for name in names):
+        return target.bin_dir
+    with _one_build_at_a_time(target.cache_dir):
+        return _build(target, go, quiet=quiet, names=names)
+
+
+@contextlib.contextmanager
+def _one_build_at_a_time(cache_dir: Path) -> Iterator[None]:
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with (cache_dir / ".build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process ends
+        yield
+
+
+def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...]) -> Path:
     missing = [name for name in names if not target.is_built(name)]
     if not missing:
         return target.bin_dir
