@@ -6,6 +6,7 @@ processes; KubeRay's operator reaches those dashboards through the API server's 
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 
 import pytest
@@ -14,6 +15,18 @@ import pytest_asyncio
 from tests.differential.sides import KUBERAY, OURS, SIDES
 from tests.e2e.conftest import LocalStack, running_stack
 from tests.eventually import eventually
+
+FULL_SET = "KUBERAY_TEMPORAL_DIFFERENTIAL"
+"""`all` runs the tests marked `full_set` (every sample, `test_samples.py`); else deselected."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(FULL_SET) == "all":
+        return
+    dropped = [item for item in items if item.get_closest_marker("full_set")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not item.get_closest_marker("full_set")]
 
 
 @pytest_asyncio.fixture(scope="package")
