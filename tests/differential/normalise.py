@@ -117,13 +117,25 @@ def _by_name(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {str(_key(item)): item for item in items}
 
 
-def same_course(kuberay: list[Any], ours: list[Any]) -> bool:
-    """Whether two sequences of states tell the same course: the same last state, and one
-    passes through every state of the other in order. A state one operator wrote between two
-    polls of the other (a Ray job RUNNING for half a second) may be missing from the other's
-    sequence; a state neither shares, or one out of order, is a difference."""
+def same_course(kuberay: list[tuple[str, ...]], ours: list[tuple[str, ...]]) -> bool:
+    """Whether two sequences of states tell the same course.
+
+    A state is a tuple: its first field is the course (a cluster's `state`, a RayJob's
+    `jobDeploymentStatus`), the others (a RayJob's `jobStatus`, which a poll sees PENDING or
+    RUNNING by chance) count only at the end. The last states must be equal, and one course
+    must pass through every step of the other in order: a step one operator wrote between
+    two polls of the other may be missing, one neither shares or out of order may not.
+    """
     if kuberay[-1:] != ours[-1:]:
         return False
-    shorter, longer = sorted((kuberay, ours), key=len)
+    shorter, longer = sorted((_course(kuberay), _course(ours)), key=len)
     remaining = iter(longer)
-    return all(state in remaining for state in shorter)
+    return all(step in remaining for step in shorter)
+
+
+def _course(states: list[tuple[str, ...]]) -> list[str]:
+    steps: list[str] = []
+    for state in states:
+        if state and (not steps or steps[-1] != state[0]):
+            steps.append(state[0])
+    return steps
