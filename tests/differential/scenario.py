@@ -16,8 +16,16 @@ from tests.differential.normalise import Difference, differences, same_course
 from tests.differential.sides import KUBERAY, OURS, SIDES, Recorder, capture, event_reasons
 from tests.e2e.conftest import LocalStack
 from tests.eventually import eventually
+from tests.reference import KUBERAY_SAMPLES
 
 Status = dict[str, Any]
+
+
+def documents(name: str) -> list[dict[str, Any]]:
+    """Every document of KubeRay's sample `name`, in the file's order."""
+    return [dict(d) for d in yaml.safe_load_all((KUBERAY_SAMPLES / name).read_text()) if d]
+
+
 Body = dict[str, Any] | list[dict[str, Any]]
 Patch = Body | Callable[[str], Body]
 

@@ -5,20 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.differential.known import NEWER, Known, only_events
-from tests.differential.scenario import SideBySide, side_by_side
+from tests.differential.scenario import SideBySide, documents, side_by_side
 from tests.differential.sides import KUBERAY, OURS, SIDES
 from tests.e2e.conftest import LocalStack
-from tests.reference import KUBERAY_SAMPLES
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.kubernetes]
 
 
 def sample(name: str) -> dict[str, Any]:
-    (doc,) = [d for d in yaml.safe_load_all((KUBERAY_SAMPLES / name).read_text()) if d]
-    return dict(doc)
+    (doc,) = documents(name)
+    return doc
 
 
 def ready(status: dict[str, Any]) -> bool:

@@ -6,19 +6,16 @@ import copy
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.differential.scenario import side_by_side
+from tests.differential.scenario import documents, side_by_side
 from tests.e2e.conftest import LocalStack
-from tests.reference import KUBERAY_SAMPLES
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.kubernetes]
 
 
-def documents(name: str) -> list[dict[str, Any]]:
+def job_first(name: str) -> list[dict[str, Any]]:
     """Every document of a KubeRay sample, the RayJob first."""
-    docs = [dict(d) for d in yaml.safe_load_all((KUBERAY_SAMPLES / name).read_text()) if d]
-    return sorted(docs, key=lambda d: d["kind"] != "RayJob")
+    return sorted(documents(name), key=lambda d: d["kind"] != "RayJob")
 
 
 def finished(status: dict[str, Any]) -> bool:
@@ -27,7 +24,7 @@ def finished(status: dict[str, Any]) -> bool:
 
 async def test_sample_job_completes_the_same(stack: LocalStack) -> None:
     """`ray-job.sample.yaml` (K8sJobMode, the cluster kept): Complete, same objects."""
-    job, *rest = documents("ray-job.sample.yaml")
+    job, *rest = job_first("ray-job.sample.yaml")
     name = job["metadata"]["name"]
     async with side_by_side(stack) as both:
         for doc in rest:
@@ -44,7 +41,7 @@ async def test_sample_job_completes_the_same(stack: LocalStack) -> None:
 async def test_failing_http_job_retries_the_same(stack: LocalStack) -> None:
     """KubeRay's e2e `rayjob_retry_test`: HTTPMode, the job exits 3, `backoffLimit: 1` gives it
     a second cluster, then Failed; the cluster is deleted after each attempt."""
-    job, *_ = documents("ray-job.sample.yaml")
+    job, *_ = job_first("ray-job.sample.yaml")
     job = copy.deepcopy(job)
     job["metadata"]["name"] = name = "failing"
     job["spec"].pop("runtimeEnvYAML", None)

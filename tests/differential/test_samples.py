@@ -19,9 +19,8 @@ import asyncio
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.differential.scenario import SideBySide, side_by_side
+from tests.differential.scenario import SideBySide, documents, side_by_side
 from tests.differential.sides import SIDES
 from tests.e2e.conftest import LocalStack
 from tests.eventually import eventually
@@ -44,12 +43,8 @@ def samples() -> list[str]:
     return sorted(
         path.name
         for path in KUBERAY_SAMPLES.glob("*.yaml")
-        if path.name.startswith(PREFIXES) and _ray_object(_documents(path.name)) is not None
+        if path.name.startswith(PREFIXES) and _ray_object(documents(path.name)) is not None
     )
-
-
-def _documents(name: str) -> list[dict[str, Any]]:
-    return [dict(d) for d in yaml.safe_load_all((KUBERAY_SAMPLES / name).read_text()) if d]
 
 
 def _ray_object(docs: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -83,7 +78,7 @@ async def _settle(both: SideBySide, kind: str, name: str) -> list[str]:
 
 @pytest.mark.parametrize("file", samples())
 async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
-    docs = _documents(file)
+    docs = documents(file)
     main = _ray_object(docs)
     assert main is not None
     kind, name = main["kind"], main["metadata"]["name"]
