@@ -31,10 +31,10 @@ from activities.kube.errors import KubeUnavailable
 from activities.registry import build_activities
 from bridge.running import Bridge
 from bridge.signalling import Signaller
+from devcluster.ports import free_port
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
 from runtime.settings import Settings
-from tests.worker.ports import free_port
 from worker.running import build_worker
 from worker.search_attributes import ALL_KEYS
 

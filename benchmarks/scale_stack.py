@@ -26,10 +26,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.kube import client as kube
 from benchmarks.scale_report import Memory
+from devcluster.ports import free_port
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.temporal_server import DevServer, DevServerOptions
-from tests.worker.ports import free_port
 from worker.search_attributes import ALL_KEYS
 
 STARTUP_SECONDS = 120.0

@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ import aiohttp
 import yaml
 from temporalio.client import Client
 
+from devcluster.ports import free_port
 from kuberay_temporal.binaries import kubectl
 
 REPO = Path(__file__).resolve().parent.parent
@@ -163,16 +163,10 @@ class Stack:
             )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.asynccontextmanager
 async def local_stack(root: Path) -> AsyncIterator[Stack]:
     """Run the stack until the block ends, then stop it as Ctrl-C does."""
-    temporal, ui, kube = (_free_port() for _ in range(3))
+    temporal, ui, kube = (free_port() for _ in range(3))
     log = root / "dev.log"
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(

@@ -28,6 +28,9 @@ from worker.search_attributes import type_name
 
 # Between two attempts to reach a starting server; it usually answers within 0.3 s.
 _READY_POLL_INTERVAL = 0.05
+# What starts the line of a fatal start-up error: a Go panic, the CLI's own error, a log record.
+_CAUSE_PREFIXES = ("panic:", "Error:")
+_CAUSE_LEVELS = ("level=ERROR", "level=FATAL")
 
 
 class DevServerError(RuntimeError):
@@ -215,7 +218,7 @@ class DevServer:
         if exited.done() and not exited.cancelled():
             raise DevServerError(
                 f"temporal dev server exited with code {exited.result()} during start-up: "
-                f"{_last_line(log, log_start)} (full log: {log})"
+                f"{_cause(log, log_start)} (full log: {log})"
             )
         raise DevServerError(
             f"temporal dev server did not answer on {self.options.address} within "
@@ -253,8 +256,12 @@ def _check_port_free(ip: str, port: int, role: str) -> None:
             ) from err
 
 
-def _last_line(log: Path, start: int) -> str:
-    """Return the last non-empty line the server wrote after offset `start`."""
+def _cause(log: Path, start: int) -> str:
+    """Return the line that says why the server ended, from what it wrote after `start`.
+
+    A Go panic ends with its stack trace, so the last line names a source file; the first
+    error record or `panic:` line is the cause. Without one, the last line is all there is.
+    """
     try:
         with log.open("rb") as file:
             file.seek(start)
@@ -262,4 +269,7 @@ def _last_line(log: Path, start: int) -> str:
     except OSError:
         return "(no log)"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(_CAUSE_PREFIXES) or any(level in line for level in _CAUSE_LEVELS):
+            return line
     return lines[-1] if lines else "(no output)"

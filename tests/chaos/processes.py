@@ -28,6 +28,7 @@ import aiohttp
 
 from devcluster.control_plane.processes import ControlPlane
 from devcluster.kubelet import network
+from devcluster.ports import free_port
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.service_accounts import DASHBOARD_PROXY, deploy_identities
 from kuberay_temporal.temporal_server import DevServerOptions, dev_server_command
@@ -35,7 +36,6 @@ from tests.chaos.counting_devcluster import LOG_ENV
 from tests.chaos.lifecycles import LifecycleFailed, until
 from tests.real_cluster import running_control_plane
 from tests.reference import REPO_ROOT
-from tests.worker.ports import free_port
 from worker.search_attributes import ALL_KEYS
 
 Probe = Callable[[], Awaitable[bool]]

@@ -44,7 +44,7 @@ from tests.eventually import eventually
 from tests.real_cluster import running_control_plane
 from tests.reference import REPO_ROOT
 from tests.time_skipping import SERVER_STARTUP
-from tests.worker.ports import free_port
+from devcluster.ports import free_port
 from worker.search_attributes import ALL_KEYS
 
 COMPONENTS = ("dashboard-proxy",)

@@ -19,9 +19,9 @@ import yaml
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from devcluster.ports import free_port
 from kuberay_temporal.binaries import kubectl
 from tests.eventually import eventually
-from tests.worker.ports import free_port
 
 
 @dataclass

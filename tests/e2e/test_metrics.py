@@ -23,10 +23,10 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from devcluster.ports import free_port
 from tests.e2e.conftest import LocalStack, running_stack
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
-from tests.worker.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -21,10 +21,10 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from devcluster.ports import free_port
 from runtime.codec import ENCODING, PAYLOAD_KEY_VARIABLE
 from runtime.settings import Settings
 from runtime.temporal_client import data_converter
-from tests.worker.ports import free_port
 from worker.search_attributes import RAY_KIND, RAY_NAME
 from workflows.diagnostics import PingInput, PingWorkflow
 

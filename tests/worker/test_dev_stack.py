@@ -17,11 +17,11 @@ from temporalio.client import Client
 
 from activities.kube.client import KubeClient
 from bridge.running import Bridge
+from devcluster.ports import free_port
 from kuberay_temporal.dev import run_stack
 from kuberay_temporal.dev_stack import Component, DevStack, run_bridge
 from kuberay_temporal.temporal_server import DevServerOptions
 from runtime.settings import Settings
-from tests.worker.ports import free_port
 
 
 def recording(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from devcluster.ports import free_port
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.temporal_server import (
     DevServer,
@@ -15,7 +16,6 @@ from kuberay_temporal.temporal_server import (
     DevServerOptions,
     dev_server_command,
 )
-from tests.worker.ports import free_port
 from worker.search_attributes import ALL_KEYS
 
 
@@ -82,3 +82,34 @@ async def test_started_server_answers_and_stops_on_sigterm(tmp_path: Path) -> No
         assert options.database.exists()
 
     assert await server.wait() == 0
+
+
+async def test_server_that_panics_at_start_up_is_reported_with_the_error_not_the_stack(
+    tmp_path: Path,
+) -> None:
+    # A stand-in binary: the real server panics so only when a port it drew at random is
+    # taken between its check and its bind, which no test can bring about on demand. The
+    # output is the shape temporal 1.9.1 printed when its metrics server held the gRPC port.
+    binary = tmp_path / "temporal"
+    binary.write_text(
+        "#!/bin/sh\n"
+        "echo 'time=T level=WARN msg=\"Cluster Id is not a valid uuid\"'\n"
+        'echo \'time=T level=ERROR msg="Failed to start gRPC listener" '
+        'error="listen tcp 127.0.0.1:1: bind: address already in use"\'\n'
+        "echo 'panic: runtime error: invalid memory address or nil pointer dereference'\n"
+        "echo 'goroutine 1 [running]:'\n"
+        "echo 'main.main()'\n"
+        "echo '\t/home/runner/work/cli/cli/cmd/temporal/main.go:18 +0x8e'\n"
+        "exit 2\n"
+    )
+    binary.chmod(0o755)
+    options = DevServerOptions(state_dir=tmp_path, port=free_port(), ui_port=free_port())
+
+    with pytest.raises(DevServerError) as raised:
+        await DevServer(binary, options).start()
+
+    message = str(raised.value)
+    assert "exited with code 2 during start-up" in message
+    assert "Failed to start gRPC listener" in message
+    assert "bind: address already in use" in message
+    assert "main.go" not in message

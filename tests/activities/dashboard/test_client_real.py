@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from activities.dashboard import client as rd
 from activities.dashboard import errors
 from activities.dashboard.contract import JobInfo, JobSubmission, ServeStatus
 from crds.enums import ApplicationStatus, DeploymentStatus, JobStatus
+from devcluster.ports import free_ports
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.slow
@@ -59,15 +59,6 @@ class Head:
     serve_grpc_port: int
     token: str
     app_dir: Path
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports nothing listens on right now (held together so they differ)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
 
 
 def _stat(pid: int) -> tuple[int, int] | None:

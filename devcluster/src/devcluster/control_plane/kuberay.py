@@ -18,8 +18,9 @@ from pathlib import Path
 
 import aiohttp
 
-from devcluster.control_plane.processes import free_port, stop_process
+from devcluster.control_plane.processes import stop_process
 from devcluster.parent_death import die_with_parent
+from devcluster.ports import free_port
 
 FEATURE_GATES = {
     "RayJobDeletionPolicy": True,

@@ -14,7 +14,6 @@ import base64
 import contextlib
 import ipaddress
 import os
-import socket
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ import yaml
 from devcluster.control_plane import pki
 from devcluster.control_plane.building import Build
 from devcluster.parent_death import die_with_parent
+from devcluster.ports import free_port
 
 SERVICE_CIDR = "10.96.0.0/12"
 """The Services' range, the one devcluster's own API server allocates from."""
@@ -355,10 +355,3 @@ async def stop_process(process: asyncio.subprocess.Process, grace: float) -> Non
         except TimeoutError:
             process.kill()
             await process.wait()
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now (the caller binds it soon after)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
