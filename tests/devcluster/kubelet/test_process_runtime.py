@@ -213,6 +213,52 @@ async def test_kuberays_external_redis_runs_in_the_images_data_directory(
 
 
 @pytest.mark.slow
+async def test_a_redis_image_run_as_it_is_serves_other_pods_without_a_password(
+    node: tuple[DevCluster, Kubectl],
+) -> None:
+    """KubeRay's e2e GCS fault-tolerance tests run `redis:7.4` with no command or password."""
+    _, kubectl = node
+    server = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "open-redis"},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "redis", "image": "redis:7.4"}],
+        },
+    }
+    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(server))
+    await kubectl.ok("wait", "--for=condition=Ready", "pod/open-redis", "--timeout=30s")
+    address = str((await _pod_json(kubectl, "open-redis"))["status"]["podIP"])  # type: ignore[index]
+    client = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "redis-client"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "cli",
+                    "image": "redis:7.4",
+                    "command": ["redis-cli", "-h", address, "PING"],
+                }
+            ],
+        },
+    }
+    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(client))
+    await kubectl.ok(
+        "wait",
+        "--for=jsonpath={.status.phase}=Succeeded",
+        "pod/redis-client",
+        "--timeout=30s",
+    )
+
+    # From another pod's address: protected mode would answer "DENIED Redis is running...".
+    assert (await kubectl.ok("logs", "redis-client")).strip() == "PONG"
+    await kubectl.ok("delete", "pod", "open-redis", "redis-client", "--grace-period=1")
+
+
+@pytest.mark.slow
 async def test_a_ray_images_login_shell_finds_ray(node: tuple[DevCluster, Kubectl]) -> None:
     """KubeRay's autoscaler-v2-overwrite-cmd sample starts its autoscaler with `bash -lc`."""
     _, kubectl = node

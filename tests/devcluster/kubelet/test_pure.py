@@ -209,7 +209,7 @@ def test_image_map_and_command_line() -> None:
     ray = mapping.lookup("rayproject/ray:2.41.0")
     assert ray.path_prefix[0].endswith("bin") and ray.home == "/home/ray"
     redis = mapping.lookup("redis:7.2")
-    assert images.command_line(redis, [], []) == ["redis-server"]
+    assert images.command_line(redis, [], []) == ["redis-server", "--protected-mode", "no"]
     assert images.command_line(redis, [], ["--port", "7000"]) == ["--port", "7000"]
     assert images.command_line(ray, ["ray"], ["start"]) == ["ray", "start"]
 

@@ -101,7 +101,10 @@ def default_image_map() -> ImageMap:
         profile=f'export PATH="{venv_bin}:$PATH"\n',
     )
     redis = ImageEnvironment(
-        cmd=("redis-server",),
+        # The official image is built with protected mode off, so its default command
+        # serves other pods without a password; Debian's binary has it on and would answer
+        # every connection from outside the pod with DENIED.
+        cmd=("redis-server", "--protected-mode", "no"),
         directories=("/data",),
         workdir="/data",
         programs=(("redis-server", "apt-get install redis-server"),),
