@@ -42,6 +42,17 @@ async def test_kubectl_talks_to_a_v1_37_2_api_server(control_plane: ControlPlane
     assert services["spec"]["clusterIP"] == "10.96.0.1"
 
 
+async def test_started_means_the_service_account_controller_runs(tmp_path: Path) -> None:
+    async with running_control_plane(tmp_path) as plane:
+        accounts = await run_kubectl(
+            plane.kubeconfig_path, "get", "serviceaccounts", "-n", "default", "-o", "name"
+        )
+
+    # Else a pod in a namespace created right after start is refused with "error looking up
+    # service account NS/default", as KubeRay's e2e tests found.
+    assert accounts.split() == ["serviceaccount/default"]
+
+
 async def test_a_second_start_keeps_objects_and_credentials(tmp_path: Path) -> None:
     async with running_control_plane(tmp_path) as plane:
         await run_kubectl(

@@ -114,6 +114,14 @@ class ControlPlane:
                 ("kube-scheduler", pki.SCHEDULER, self.ports.scheduler),
             ):
                 await self._start_component(name, identity, port)
+            # Healthy is not yet working: a pod in a namespace created now is refused until
+            # the ServiceAccount controller has made the namespace's `default` account, and
+            # clients (KubeRay's e2e tests among them) create both at once.
+            await self._healthy(
+                "kube-controller-manager's ServiceAccount controller",
+                f"{self.url}/api/v1/namespaces/default/serviceaccounts/default",
+                self.certificates.client(pki.ADMIN),
+            )
         except BaseException:
             await self.stop()
             raise
