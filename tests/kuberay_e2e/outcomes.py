@@ -1,0 +1,107 @@
+"""How each of KubeRay's e2e tests ends against our operator, and why where it does not pass.
+
+One `Case` per top-level test function of the packages `building.KUBERAY_E2E_PACKAGES` names,
+at the KubeRay version `controlplane/kuberay/` pins. A test or subtest that fails or skips is
+listed with its reason: ours (then it is a bug to fix, and it is not listed for long) or not
+ours (what it needs that this machine or v1.5.0 does not give).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tests.kuberay_e2e.gotest import Outcome
+
+
+@dataclass(frozen=True)
+class Case:
+    """One of KubeRay's test functions, with every subtest that does not pass against us."""
+
+    package: str
+    name: str
+    minutes: int = 10
+    """The deadline of the test binary (`-test.timeout`), as KubeRay's CI gives its package."""
+    ci: bool = False
+    """Part of the subset CI runs."""
+    fails: Mapping[str, str] = field(default_factory=dict)
+    """Subtest (its name below the test's; "" the test itself) -> why it fails."""
+    skips: Mapping[str, str] = field(default_factory=dict)
+    """Subtest ("" the test itself) -> why it skips."""
+
+    @property
+    def binary(self) -> str:
+        """The test binary's name in the build cache."""
+        return f"kuberay-{self.package}.test"
+
+    @property
+    def accounted(self) -> dict[str, tuple[Outcome, str]]:
+        """Every test or subtest expected not to pass, by full name: (outcome, reason)."""
+        found: dict[str, tuple[Outcome, str]] = {}
+        for outcomes, outcome in ((self.skips, Outcome.SKIP), (self.fails, Outcome.FAIL)):
+            for sub, why in outcomes.items():
+                found[self._full(sub)] = (outcome, why)
+        if self.fails:
+            # Go fails a test when one of its subtests fails.
+            found.setdefault(self.name, (Outcome.FAIL, "a subtest fails"))
+        return found
+
+    def _full(self, sub: str) -> str:
+        return f"{self.name}/{sub}" if sub else self.name
+
+
+CASES: tuple[Case, ...] = (
+    # e2e: RayCluster basics.
+    Case("e2e", "TestRayClusterGCSFaultTolerance"),
+    Case("e2e", "TestGcsFaultToleranceOptions"),
+    Case("e2e", "TestGcsFaultToleranceAnnotations"),
+    Case("e2e", "TestRayClusterSingleHostMultiSlice"),
+    Case("e2e", "TestRayClusterMultiHostMultiSlice"),
+    Case("e2e", "TestRayClusterManagedBy", ci=True),
+    Case("e2e", "TestRayClusterSuspend", ci=True),
+    Case("e2e", "TestRayClusterWithResourceQuota"),
+    Case("e2e", "TestRayClusterScalingDown"),
+    # e2erayjob
+    Case("e2erayjob", "TestRayJobWithClusterSelector"),
+    Case("e2erayjob", "TestDeletionStrategy"),
+    Case("e2erayjob", "TestRayJobLightWeightMode"),
+    Case("e2erayjob", "TestRayJobRecovery"),
+    Case("e2erayjob", "TestRayJobRetry"),
+    Case("e2erayjob", "TestRayJobSidecarMode"),
+    Case("e2erayjob", "TestRayJobSuspend"),
+    Case("e2erayjob", "TestRayJob"),
+    # e2erayjobsubmitter
+    Case("e2erayjobsubmitter", "TestRayJobSubmitter"),
+    # e2erayservice
+    Case("e2erayservice", "TestStaticRayService"),
+    Case("e2erayservice", "TestAutoscalingRayService"),
+    Case("e2erayservice", "TestRayServiceZeroDowntimeUpgrade"),
+    Case("e2erayservice", "TestRayServiceGCSFaultTolerance"),
+    Case("e2erayservice", "TestRayServiceRayClusterDeletionDelaySeconds"),
+    Case("e2erayservice", "TestRayServiceInPlaceUpdate"),
+    Case("e2erayservice", "TestUpdateServeConfigAndRayClusterSpec"),
+    Case("e2erayservice", "TestUpdateServeConfigAndRayClusterSpecWithUpgradeDisabled"),
+    Case("e2erayservice", "TestRayServiceBecomesReadyBeforeTimeout"),
+    Case("e2erayservice", "TestRayServiceInitializingTimeoutTerminalFailure"),
+    Case("e2erayservice", "TestRedeployRayServe"),
+    Case("e2erayservice", "TestOldHeadPodFailDuringUpgrade"),
+    # e2eautoscaler
+    Case("e2eautoscaler", "TestRayClusterAutoscalerV2IdleTimeout"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerGPUNodesForCPUTasks"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerDoNotRemoveIdlesForPlacementGroup"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerSDKRequestResources"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerAddNewWorkerGroup"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerPlacementGroup"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerGCSFT"),
+    Case("e2eautoscaler", "TestRayClusterAutoscaler"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerWithFakeGPU"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerWithCustomResource"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerWithDesiredState"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerMinReplicasUpdate"),
+    Case("e2eautoscaler", "TestRayClusterAutoscalerMaxReplicasUpdate"),
+    # sampleyaml: KubeRay's samples, applied with kubectl.
+    Case("sampleyaml", "TestRayCluster"),
+    Case("sampleyaml", "TestRayJob"),
+    Case("sampleyaml", "TestRayJobInteractiveMode"),
+    Case("sampleyaml", "TestRayService"),
+)
