@@ -245,6 +245,33 @@ def test_configmap_items_become_files(tmp_path: Path) -> None:
     assert not (paths["conf"] / "b").exists() and list(paths) == ["conf"]
 
 
+def test_volume_files_get_their_items_mode_else_the_volumes_default_mode(tmp_path: Path) -> None:
+    # KubeRay v1.5.0's ray-cluster.tls.yaml runs its certificate script from a ConfigMap
+    # mounted with defaultMode 0777; the init container failed with "Permission denied".
+    script = {"key": "gen.sh", "path": "gen.sh"}
+    runnable = {"key": "gen.sh", "path": "run", "mode": 0o755}
+    pod = {"metadata": {"name": "p"}, "spec": {"automountServiceAccountToken": False, "volumes": [
+        {"name": "gen", "configMap": {"name": "tls", "defaultMode": 0o777, "items": [script]}},
+        {"name": "ca", "secret": {"secretName": "ca", "items": [
+            {"key": "ca.key", "path": "ca.key", "mode": 0o400}, {"key": "gen.sh", "path": "x"},
+        ]}},
+        {"name": "both", "projected": {"defaultMode": 0o440, "sources": [
+            {"configMap": {"name": "tls", "items": [runnable]}},
+            {"secret": {"name": "ca", "items": [{"key": "ca.key", "path": "key"}]}},
+        ]}},
+    ]}}  # fmt: skip
+    paths = volumes.prepare_volumes(
+        pod, tmp_path, tmp_path, lambda kind, name: {"gen.sh": b"#!/bin/sh", "ca.key": b"K"}
+    )
+
+    def mode(path: Path) -> int:
+        return path.stat().st_mode & 0o777
+
+    assert mode(paths["gen"] / "gen.sh") == 0o777
+    assert (mode(paths["ca"] / "ca.key"), mode(paths["ca"] / "x")) == (0o400, 0o644)
+    assert (mode(paths["both"] / "run"), mode(paths["both"] / "key")) == (0o755, 0o440)
+
+
 def test_a_projected_token_is_devclusters_placeholder_without_a_real_api_server(
     tmp_path: Path,
 ) -> None:

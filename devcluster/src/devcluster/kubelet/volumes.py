@@ -68,12 +68,41 @@ def source_data(kind: str, obj: JsonObject | None) -> dict[str, bytes] | None:
     return data
 
 
-def _write_files(directory: Path, files: Mapping[str, bytes]) -> None:
+_DEFAULT_MODE = 0o644
+"""A volume file's mode when neither the volume's `defaultMode` nor its item's `mode` sets one."""
+
+
+def _write_files(
+    directory: Path,
+    files: Mapping[str, bytes],
+    default_mode: int = _DEFAULT_MODE,
+    modes: Mapping[str, int] | None = None,
+) -> None:
+    """Write the files with their modes: an item's `mode`, else the volume's `defaultMode`.
+
+    A script in a ConfigMap is run straight from its mount only with an executable mode
+    (KubeRay's TLS sample mounts its certificate scripts with `defaultMode: 0777`).
+    """
     directory.mkdir(parents=True, exist_ok=True)
     for relative, content in files.items():
         path = directory / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
+        path.chmod((modes or {}).get(relative, default_mode))
+
+
+def _item_modes(spec: JsonObject) -> dict[str, int]:
+    """The modes a configMap, secret or downwardAPI source's items give their files."""
+    return {item["path"]: int(item["mode"]) for item in spec.get("items") or [] if "mode" in item}
+
+
+def _projected_modes(volume: JsonObject) -> dict[str, int]:
+    modes: dict[str, int] = {}
+    for source in volume["projected"].get("sources") or []:
+        for kind in ("configMap", "secret", "downwardAPI"):
+            if kind in source:
+                modes.update(_item_modes(source[kind]))
+    return modes
 
 
 def _keyed_files(volume: JsonObject, kind: str, lookup: SourceLookup) -> dict[str, bytes]:
@@ -173,7 +202,9 @@ def prepare_volumes(
             path.mkdir(parents=True, exist_ok=True)
         elif "configMap" in volume or "secret" in volume:
             kind = "configMap" if "configMap" in volume else "secret"
-            _write_files(path, _keyed_files(volume, kind, lookup))
+            spec = volume[kind]
+            files = _keyed_files(volume, kind, lookup)
+            _write_files(path, files, spec.get("defaultMode", _DEFAULT_MODE), _item_modes(spec))
         elif "persistentVolumeClaim" in volume:
             claim = volume["persistentVolumeClaim"].get("claimName", "")
             path = claims_dir / pod["metadata"].get("namespace", "") / claim
@@ -181,9 +212,13 @@ def prepare_volumes(
         elif "hostPath" in volume:
             path = Path(volume["hostPath"].get("path", "/"))
         elif "projected" in volume:
-            _write_files(path, projected_files(volume, pod, lookup, token))
+            files = projected_files(volume, pod, lookup, token)
+            default = volume["projected"].get("defaultMode", _DEFAULT_MODE)
+            _write_files(path, files, default, _projected_modes(volume))
         elif "downwardAPI" in volume:
-            _write_files(path, _downward_files(volume["downwardAPI"].get("items") or [], pod))
+            spec = volume["downwardAPI"]
+            files = _downward_files(spec.get("items") or [], pod)
+            _write_files(path, files, spec.get("defaultMode", _DEFAULT_MODE), _item_modes(spec))
         else:
             raise VolumeError(
                 f"volume {name!r}: only emptyDir, configMap, secret, projected, downwardAPI, "
