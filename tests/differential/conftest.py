@@ -6,7 +6,6 @@ processes; KubeRay's operator reaches those dashboards through the API server's 
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,24 +15,14 @@ import pytest_asyncio
 from tests.differential.sides import KUBERAY, OURS, SIDES
 from tests.e2e.conftest import LocalStack, running_stack
 from tests.eventually import eventually
+from tests.full_set import deselect_unless_asked
 
 FULL_SET = "KUBERAY_TEMPORAL_DIFFERENTIAL"
 """`all` runs the tests marked `full_set` (every sample, `test_samples.py`); else deselected."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get(FULL_SET) == "all":
-        return
-    # This hook sees the whole session's items; it decides for this folder's only.
-    here = Path(__file__).parent
-    dropped = [
-        item
-        for item in items
-        if item.get_closest_marker("full_set") and item.path.is_relative_to(here)
-    ]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if item not in dropped]
+    deselect_unless_asked(config, items, Path(__file__).parent, FULL_SET)
 
 
 @pytest_asyncio.fixture(scope="package")

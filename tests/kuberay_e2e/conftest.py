@@ -8,7 +8,6 @@ namespaces (`test-ns-*`), which our bridge reconciles: no KubeRay operator runs 
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,24 +16,14 @@ import pytest_asyncio
 
 from devcluster.control_plane.building import Build, default_build
 from tests.e2e.conftest import LocalStack, running_stack
+from tests.full_set import deselect_unless_asked
 
 FULL_SET = "KUBERAY_TEMPORAL_KUBERAY_E2E"
 """`all` runs every test of every package (marker `full_set`); else only CI's subset."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get(FULL_SET) == "all":
-        return
-    # This hook sees the whole session's items; it decides for this folder's only.
-    here = Path(__file__).parent
-    dropped = [
-        item
-        for item in items
-        if item.get_closest_marker("full_set") and item.path.is_relative_to(here)
-    ]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if item not in dropped]
+    deselect_unless_asked(config, items, Path(__file__).parent, FULL_SET)
 
 
 @pytest_asyncio.fixture(scope="package")

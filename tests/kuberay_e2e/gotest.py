@@ -54,14 +54,15 @@ def results(output: str) -> dict[str, Result]:
 
 async def run_test(
     binary: Path,
-    name: str,
+    run: str,
     *,
+    skip: str = "",
     kubeconfig: Path,
     output_dir: Path,
     deadline: str = "30m",
     path_prefix: Path | None = None,
 ) -> str:
-    """Run test `name` (a top-level `Test...` function, all its subtests) of `binary`.
+    """Run the tests of `binary` that `run` selects and `skip` does not (`go test -run/-skip`).
 
     Returns what it printed; its exit code says no more than `results` reads from that.
 
@@ -85,7 +86,8 @@ async def run_test(
         "-test.timeout",
         deadline,
         "-test.run",
-        f"^{name}$",
+        run,
+        *(["-test.skip", skip] if skip else []),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env=env,

@@ -20,6 +20,12 @@ class Case:
 
     package: str
     name: str
+    only: str = ""
+    """A `-test.run` pattern for its subtests (all when empty)."""
+    skip: str = ""
+    """A `-test.skip` pattern for its subtests: one whose failure would stop those after it
+    (a subtest failing through its parent's assertions ends the parent), run as a case of its
+    own with `only`."""
     minutes: int = 10
     """The deadline of the test binary (`-test.timeout`), as KubeRay's CI gives its package."""
     ci: bool = False
@@ -28,6 +34,16 @@ class Case:
     """Subtest (its name below the test's; "" the test itself) -> why it fails."""
     skips: Mapping[str, str] = field(default_factory=dict)
     """Subtest ("" the test itself) -> why it skips."""
+
+    @property
+    def id(self) -> str:
+        """The case's name in pytest's report."""
+        return ".".join(part for part in (self.package, self.name, self.only) if part)
+
+    @property
+    def run(self) -> str:
+        """The binary's `-test.run` pattern."""
+        return f"^{self.name}$/{self.only}" if self.only else f"^{self.name}$"
 
     @property
     def binary(self) -> str:
@@ -53,7 +69,7 @@ class Case:
 CASES: tuple[Case, ...] = (
     # e2e: RayCluster basics.
     Case("e2e", "TestRayClusterGCSFaultTolerance"),
-    Case("e2e", "TestGcsFaultToleranceOptions"),
+    Case("e2e", "TestGcsFaultToleranceOptions", minutes=15),
     Case("e2e", "TestGcsFaultToleranceAnnotations"),
     Case("e2e", "TestRayClusterSingleHostMultiSlice"),
     Case("e2e", "TestRayClusterMultiHostMultiSlice"),
@@ -63,13 +79,46 @@ CASES: tuple[Case, ...] = (
     Case("e2e", "TestRayClusterScalingDown"),
     # e2erayjob
     Case("e2erayjob", "TestRayJobWithClusterSelector"),
-    Case("e2erayjob", "TestDeletionStrategy"),
+    Case("e2erayjob", "TestDeletionStrategy", minutes=15),
     Case("e2erayjob", "TestRayJobLightWeightMode"),
     Case("e2erayjob", "TestRayJobRecovery"),
-    Case("e2erayjob", "TestRayJobRetry"),
+    Case("e2erayjob", "TestRayJobRetry", minutes=15),
     Case("e2erayjob", "TestRayJobSidecarMode"),
     Case("e2erayjob", "TestRayJobSuspend"),
-    Case("e2erayjob", "TestRayJob"),
+    Case(
+        "e2erayjob",
+        "TestRayJob",
+        skip="TestRayJob/RayJob_(fails_when_head_Pod_is_deleted|has_exceed_SubmitterFinished)",
+        minutes=20,
+    ),
+    Case(
+        "e2erayjob",
+        "TestRayJob",
+        only="RayJob_fails_when_head_Pod_is_deleted_when_job_is_running",
+        fails={
+            "RayJob_fails_when_head_Pod_is_deleted_when_job_is_running": (
+                "newer than v1.5.0: the head comes back empty, Ray no longer knows the job, and "
+                "ours fails the RayJob at once with AppFailed, as v1.7 does (its test accepts "
+                "AppFailed); v1.5.0 expected JobDeploymentStatusTransitionGracePeriodExceeded "
+                "30 s after its submitter gave up"
+            ),
+        },
+    ),
+    Case(
+        "e2erayjob",
+        "TestRayJob",
+        only="RayJob_has_exceed_SubmitterFinishedTimeout",
+        fails={
+            "RayJob_has_exceed_SubmitterFinishedTimeout": (
+                "not ours: the test marks the submitter Job Complete by hand with a status "
+                "Kubernetes 1.31 and later refuse (422: Complete=True without "
+                "SuccessCriteriaMet=true, active 1 on a finished Job); v1.5.0's CI ran "
+                "Kubernetes 1.25"
+            ),
+        },
+    ),
+    # Not run against ours yet (README): no account of them exists, so any failure a run
+    # finds fails its case until it is explained here.
     # e2erayjobsubmitter
     Case("e2erayjobsubmitter", "TestRayJobSubmitter"),
     # e2erayservice
@@ -100,7 +149,19 @@ CASES: tuple[Case, ...] = (
     Case("e2eautoscaler", "TestRayClusterAutoscalerMinReplicasUpdate"),
     Case("e2eautoscaler", "TestRayClusterAutoscalerMaxReplicasUpdate"),
     # sampleyaml: KubeRay's samples, applied with kubectl.
-    Case("sampleyaml", "TestRayCluster"),
+    Case(
+        "sampleyaml",
+        "TestRayCluster",
+        minutes=30,
+        fails={
+            "ray-cluster.fluentbit.yaml": (
+                "not ours: the node runs processes, not images, and no program on this machine "
+                "stands in for fluent/fluent-bit (not in Debian or PyPI); the head's sidecar "
+                "waits with CreateContainerConfigError"
+            ),
+        },
+    ),
+    # Not run against ours yet, as above.
     Case("sampleyaml", "TestRayJob"),
     Case("sampleyaml", "TestRayJobInteractiveMode"),
     Case("sampleyaml", "TestRayService"),

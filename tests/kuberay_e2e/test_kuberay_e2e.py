@@ -1,9 +1,10 @@
 """KubeRay's own end-to-end tests, run with `go test` against our operator.
 
-Each case is one top-level test function of one of KubeRay's e2e packages, run with all its
-subtests; `outcomes.py` says how each ends against us and, for every subtest that does not
-pass, why. A case fails when the set of failing (or skipped) tests differs from that account,
-in either direction: a fix that makes a listed failure pass must update the account too.
+Each case is one top-level test function of one of KubeRay's e2e packages, run with its
+subtests (all, or those `only` selects or `skip` leaves out); `outcomes.py` says how each
+ends against us and, for every subtest that does not pass, why. A case fails when the tests
+that did not pass differ from that account in either direction: a fix that makes a listed
+failure pass updates the account too.
 
 CI runs the cases marked `ci`; the full set is one command (it takes hours here):
 `KUBERAY_TEMPORAL_KUBERAY_E2E=all .venv/bin/pytest tests/kuberay_e2e -rA`.
@@ -30,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.kubernetes]
     [
         pytest.param(
             case,
-            id=f"{case.package}.{case.name}",
+            id=case.id,
             marks=[pytest.mark.timeout(case.minutes * 60 + 120)]
             + ([] if case.ci else [pytest.mark.full_set]),
         )
@@ -42,7 +43,8 @@ async def test_kuberay_e2e(case: Case, stack: LocalStack, binaries: Build, tmp_p
 
     output = await run_test(
         binaries.path(case.binary),
-        case.name,
+        case.run,
+        skip=case.skip,
         kubeconfig=stack.kubeconfig,
         output_dir=tmp_path,
         deadline=f"{case.minutes}m",
