@@ -26,6 +26,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.kube import client as kube
 from benchmarks.scale_report import Memory
+from devcluster.parent_death import die_with_parent
 from devcluster.ports import free_port
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
@@ -75,10 +76,18 @@ def raise_open_files_limit() -> None:
 
 
 class Child:
-    """One `python -m kuberay_temporal …` process, its output in a log file."""
+    """One `python -m MODULE …` process (`kuberay_temporal` unless told), its output in a log."""
 
-    def __init__(self, label: str, args: list[str], env: Mapping[str, str], log: Path) -> None:
+    def __init__(
+        self,
+        label: str,
+        args: list[str],
+        env: Mapping[str, str],
+        log: Path,
+        module: str = "kuberay_temporal",
+    ) -> None:
         self.label, self.args, self.env, self.log = label, args, dict(env), log
+        self.module = module
         self.process: asyncio.subprocess.Process | None = None
 
     @property
@@ -91,12 +100,13 @@ class Child:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "kuberay_temporal",
+                self.module,
                 *self.args,
                 env={**os.environ, **self.env},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=asyncio.subprocess.STDOUT,
+                preexec_fn=die_with_parent,  # a killed benchmark leaves no process behind
             )
 
     def check_alive(self) -> None:

@@ -19,6 +19,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,6 +49,8 @@ from kuberay_temporal.service_accounts import (
 )
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
     from kuberay_temporal.dev_stack import DevStack
 
 TOKEN_LIFETIME = timedelta(days=365)
@@ -114,26 +117,64 @@ async def operator_identities(
         return None
 
 
-async def _watch(plane: ControlPlane, stack: DevStack) -> None:
-    stack.fail(f"control plane: {await plane.exited()}")
+@dataclass
+class Cluster:
+    """A running control plane with its node, CRDs installed, and who may use it."""
+
+    plane: ControlPlane
+    node: NodeAgent
+    config: NodeConfig
+    kubeconfig: Path
+    """`STATE/kubeconfig`, the admin's."""
+    identities: Identities | None
+    """deploy/'s ServiceAccounts' kubeconfigs; None outside a checkout."""
+
+    @property
+    def worker_kubeconfig(self) -> Path:
+        """What the worker authenticates with: its ServiceAccount's, else the admin's."""
+        return self.identities.worker if self.identities else self.kubeconfig
+
+    @property
+    def bridge_kubeconfig(self) -> Path:
+        """What the bridge authenticates with: its ServiceAccount's, else the admin's."""
+        return self.identities.bridge if self.identities else self.kubeconfig
 
 
 @asynccontextmanager
-async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
-    """Run the control plane and its node, install the CRDs, publish a client and kubeconfig."""
-    began = time.monotonic()
-    state = stack.temporal.state_dir
-    bridged = pod_network_available(stack.runtime)
+async def running_cluster(
+    state: Path,
+    runtime: str,
+    *,
+    kube_port: int,
+    kubelet_port: int,
+    dashboard_access: str,
+    ready_delay: float = NodeConfig.ready_delay,
+    audit_policy: Path | None = None,
+    tracer: Tracer | None = None,
+) -> AsyncIterator[Cluster]:
+    """Run the control plane (state under `STATE/kubernetes`) and its node (`STATE/node`).
+
+    The node's Gateway data plane and volume provisioner get their roles, the CRDs are
+    installed as admin, and deploy/'s identities are applied. Everything stops when the block
+    ends.
+    """
+    bridged = pod_network_available(runtime)
     address = network.HOST_IP if bridged else "127.0.0.1"
     if bridged:  # the API server binds the bridge address, so the bridge comes first
         await asyncio.to_thread(network.ensure_bridge)
     target = default_build()
     await asyncio.to_thread(build, target)
-    plane = ControlPlane(state / "kubernetes", target, address, Ports(apiserver=stack.kube_port))
+    plane = ControlPlane(
+        state / "kubernetes",
+        target,
+        address,
+        Ports(apiserver=kube_port),
+        audit_policy=audit_policy,
+    )
     async with plane:
         if bridged:  # kept while the API server runs, whatever the node does with it
             network.claim_bridge(plane.pid("kube-apiserver"))
-        admin = await connect_kube(str(plane.kubeconfig_path), stack.tracing.kube_tracer)
+        admin = await connect_kube(str(plane.kubeconfig_path), tracer)
         try:
             await apply_cluster_objects(admin, gateway_rbac())
             await apply_cluster_objects(admin, volume_rbac())
@@ -144,33 +185,53 @@ async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
             api_url=plane.url,
             pki_dir=plane.certificates.dir,
             state_dir=state / "node",
-            runtime=stack.runtime,
+            runtime=runtime,
             address=address,
-            kubelet_port=stack.kubelet_port,
+            kubelet_port=kubelet_port,
             pod_network=bridged,
+            ready_delay=ready_delay,
             streams=target.path(STREAMS_SHIM),
         )
-        watcher = asyncio.create_task(_watch(plane, stack))
+        async with NodeAgent(config) as node:
+            kubeconfig = admin_kubeconfig(state, plane)
+            identities = await operator_identities(state, kubeconfig, dashboard_access)
+            yield Cluster(plane, node, config, kubeconfig, identities)
+
+
+async def _watch(plane: ControlPlane, stack: DevStack) -> None:
+    stack.fail(f"control plane: {await plane.exited()}")
+
+
+@asynccontextmanager
+async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
+    """Run the control plane and its node, install the CRDs, publish a client and kubeconfig."""
+    began = time.monotonic()
+    tracer = stack.tracing.kube_tracer
+    async with running_cluster(
+        stack.temporal.state_dir,
+        stack.runtime,
+        kube_port=stack.kube_port,
+        kubelet_port=stack.kubelet_port,
+        dashboard_access=stack.settings.dashboard_access,
+        tracer=tracer,
+    ) as cluster:
+        watcher = asyncio.create_task(_watch(cluster.plane, stack))
         try:
-            async with NodeAgent(config) as node, AsyncExitStack() as clients:
-                kubeconfig = admin_kubeconfig(state, plane)
-                identities = await operator_identities(
-                    state, kubeconfig, stack.settings.dashboard_access
-                )
-                worker = identities.worker if identities else kubeconfig
-                bridge = identities.bridge if identities else kubeconfig
-                tracer = stack.tracing.kube_tracer
+            async with AsyncExitStack() as clients:
+                worker = cluster.worker_kubeconfig
                 stack.kube = await connect_kube(str(worker), tracer)
                 clients.push_async_callback(stack.kube.close)
-                stack.bridge_kube = await connect_kube(str(bridge), tracer)
+                stack.bridge_kube = await connect_kube(str(cluster.bridge_kubeconfig), tracer)
                 clients.push_async_callback(stack.bridge_kube.close)
                 stack.settings = stack.settings.model_copy(update={"kubeconfig": str(worker)})
-                who = "deploy/'s ServiceAccounts" if identities else "admin (no deploy/ here)"
+                who = (
+                    "deploy/'s ServiceAccounts" if cluster.identities else "admin (no deploy/ here)"
+                )
                 stack.running.append(
-                    f"kubernetes {plane.url} (v1.37.2, node {config.name} with the "
-                    f"{stack.runtime} runtime, kubelet port {node.kubelet_port}, up in "
-                    f"{time.monotonic() - began:.0f} s; kubectl --kubeconfig {kubeconfig}; "
-                    f"worker and bridge as {who})"
+                    f"kubernetes {cluster.plane.url} (v1.37.2, node {cluster.config.name} with "
+                    f"the {stack.runtime} runtime, kubelet port {cluster.node.kubelet_port}, up "
+                    f"in {time.monotonic() - began:.0f} s; kubectl --kubeconfig "
+                    f"{cluster.kubeconfig}; worker and bridge as {who})"
                 )
                 try:
                     yield

@@ -70,6 +70,8 @@ class ControlPlane:
     ports: Ports = field(default_factory=Ports)
     service_cidr: str = SERVICE_CIDR
     """Where ClusterIPs come from; its first address is the `kubernetes` Service's."""
+    audit_policy: Path | None = None
+    """Given, the API server writes the audit events it selects to `audit_log_path`."""
     _processes: list[tuple[str, asyncio.subprocess.Process]] = field(default_factory=list)
 
     @property
@@ -92,6 +94,11 @@ class ControlPlane:
         """The admin kubeconfig (`system:masters`: RBAC does not apply to it)."""
         return self.state_dir / "kubeconfig"
 
+    @property
+    def audit_log_path(self) -> Path:
+        """The API server's audit log (JSON lines), written with an `audit_policy` only."""
+        return self.state_dir / "logs" / "audit.log"
+
     async def __aenter__(self) -> ControlPlane:
         await self.start()
         return self
@@ -108,7 +115,7 @@ class ControlPlane:
         try:
             await self._start_etcd()
             await self._start_apiserver()
-            _write_private(self.kubeconfig_path, self.kubeconfig(pki.ADMIN))
+            self.write_kubeconfig(pki.ADMIN, self.kubeconfig_path)
             for name, identity, port in (
                 ("kube-controller-manager", pki.CONTROLLER_MANAGER, self.ports.controller_manager),
                 ("kube-scheduler", pki.SCHEDULER, self.ports.scheduler),
@@ -130,6 +137,10 @@ class ControlPlane:
         """A kubeconfig that authenticates as `identity` with its client certificate."""
         pair = self.certificates.client(identity)
         return kubeconfig_text(self.url, self.certificates.ca.cert, pair)
+
+    def write_kubeconfig(self, identity: pki.ClientIdentity, path: Path) -> None:
+        """Write `kubeconfig(identity)` to `path`, readable by its owner only (it holds a key)."""
+        _write_private(path, self.kubeconfig(identity))
 
     async def stop(self) -> None:
         """Stop every component, the last started first."""
@@ -216,6 +227,15 @@ class ControlPlane:
             ips=sorted({self.kubernetes_ip, ADVERTISED_ADDRESS, "127.0.0.1", self.address}),
         )
         to_kubelet = keys.client(pki.APISERVER_TO_KUBELET)
+        audit = []
+        if self.audit_policy is not None:
+            audit = [
+                f"--audit-policy-file={self.audit_policy}",
+                f"--audit-log-path={self.audit_log_path}",
+                "--audit-log-format=json",
+                # batched: written off the request path, so auditing adds no request latency
+                "--audit-log-mode=batch",
+            ]
         await self._spawn(
             "kube-apiserver",
             f"--etcd-servers=http://127.0.0.1:{self.ports.etcd}",
@@ -239,13 +259,14 @@ class ControlPlane:
             "--allow-privileged=true",
             "--enable-aggregator-routing=true",
             "--profiling=false",
+            *audit,
         )
         admin = keys.client(pki.ADMIN)
         await self._healthy("kube-apiserver", f"{self.url}/readyz", admin)
 
     async def _start_component(self, name: str, identity: pki.ClientIdentity, port: int) -> None:
         config = self.state_dir / f"{name}.kubeconfig"
-        _write_private(config, self.kubeconfig(identity))
+        self.write_kubeconfig(identity, config)
         args = [
             f"--kubeconfig={config}",
             f"--authentication-kubeconfig={config}",
