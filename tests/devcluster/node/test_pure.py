@@ -334,3 +334,13 @@ def test_status_changes_record_what_a_kubelet_would() -> None:
     assert killing_events({**pod, "status": running}) == [
         PodEvent("Normal", "Killing", "Stopping container main", field)
     ]
+
+
+def test_a_simulated_node_has_room_for_every_pod_its_network_can_address() -> None:
+    # 1,000 RayClusters of 4 pods each once stopped at the process node's 1,000 pods, with
+    # the scheduler reporting "Too many pods" for the rest.
+    simulated = node_status(NodeSpec("n", "10.244.0.1", 10250, "simulated"), None, "t")
+    process = node_status(NodeSpec("n", "10.244.0.1", 10250, "process"), None, "t")
+    assert simulated["allocatable"]["pods"] == "60k"  # below the /16's 65,534 addresses
+    assert simulated["allocatable"]["cpu"] == "100k"
+    assert process["allocatable"]["pods"] == "1000"
