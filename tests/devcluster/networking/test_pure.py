@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -143,6 +144,32 @@ def test_hosts_file_names_services_headless_endpoints_and_hostnames() -> None:
     assert "10.96.0.10\thead-svc.ns.svc.cluster.local head-svc.ns.svc head-svc.ns" in lines
     assert "10.244.0.2\thead.ns.svc.cluster.local head.ns.svc head.ns" in lines
     assert "10.244.0.9\tr-0.redis.ns.svc.cluster.local" in lines
+
+
+class _CountedList(list[Any]):
+    """A list that counts how often it is read through."""
+
+    reads = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        self.reads += 1
+        return super().__iter__()
+
+
+def test_hosts_file_reads_the_slices_once_whatever_the_headless_services() -> None:
+    # A scan of every slice per headless Service made the node's rewrites quadratic: with a
+    # thousand RayClusters its event loop spent its time here and its Lease went stale.
+    headless = []
+    for index in range(50):
+        body = service(cluster_ip="None")
+        body["metadata"]["name"] = f"head-{index}"
+        headless.append(body)
+    slices = _CountedList(
+        s for body in headless for s in endpoint_slices.slices(body, [pod("a", "10.244.0.2")])
+    )
+    lines = hosts.hosts_file(headless, slices, []).splitlines()
+    assert slices.reads == 1
+    assert "10.244.0.2	head-49.ns.svc.cluster.local head-49.ns.svc head-49.ns" in lines
 
 
 def test_a_namespaces_hosts_file_has_its_services_bare_names() -> None:

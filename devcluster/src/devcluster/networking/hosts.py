@@ -32,19 +32,24 @@ def service_names(namespace: str, name: str) -> list[str]:
     return [f"{name}.{namespace}.svc.{DOMAIN}", f"{name}.{namespace}.svc", f"{name}.{namespace}"]
 
 
-def _headless_ips(service: JsonObject, slices: list[JsonObject]) -> list[str]:
-    meta = service["metadata"]
-    ips: set[str] = set()
+def _ready_addresses(slices: list[JsonObject]) -> dict[tuple[str, str], list[str]]:
+    """Each Service's ready endpoint addresses, by (namespace, name), from one pass over slices.
+
+    One pass for all headless Services: a scan per Service made every rewrite quadratic, and
+    with a thousand RayClusters (each with a headless head Service) the node's event loop spent
+    its time here while its Lease went stale.
+    """
+    found: dict[tuple[str, str], set[str]] = {}
     for body in slices:
-        labels = body["metadata"].get("labels") or {}
-        if body["metadata"].get("namespace") != meta.get("namespace"):
+        meta = body["metadata"]
+        service = (meta.get("labels") or {}).get(SERVICE_NAME)
+        if service is None:
             continue
-        if labels.get(SERVICE_NAME) != meta["name"]:
-            continue
+        ips = found.setdefault((meta.get("namespace", ""), service), set())
         for endpoint in body.get("endpoints") or []:
             if (endpoint.get("conditions") or {}).get("ready", True):
                 ips.update(endpoint.get("addresses") or [])
-    return sorted(ips)
+    return {key: sorted(ips) for key, ips in found.items()}
 
 
 def hosts_file(
@@ -59,6 +64,7 @@ def hosts_file(
     as the DNS search path `<ns>.svc.cluster.local` makes it answer (`redis:6379`).
     """
     lines = [HEADER, "127.0.0.1\tlocalhost\n"]
+    ready = _ready_addresses(slices)
     for service in services:
         meta, spec = service["metadata"], service.get("spec") or {}
         names = service_names(meta.get("namespace", ""), meta["name"])
@@ -68,7 +74,7 @@ def hosts_file(
         if spec.get("type") == "ExternalName":
             continue
         ips = [cluster_ip] if cluster_ip and cluster_ip != "None" else []
-        for ip in ips or _headless_ips(service, slices):
+        for ip in ips or ready.get((meta.get("namespace", ""), meta["name"]), []):
             lines.append(f"{ip}\t{' '.join(names)}\n")
     for pod in pods:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -94,10 +100,14 @@ def write_in_place(path: Path, content: str) -> None:
 
 
 class HostsWriter:
-    """Rewrites the hosts file whenever a Service, slice or pod hostname changes it."""
+    """Rewrites the hosts file whenever a Service, slice or pod hostname changes it.
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    A burst of changes (a thousand clusters' pods starting) makes one rewrite per `interval`
+    seconds, not one per change: each rewrite reads every Service, slice and pod.
+    """
+
+    def __init__(self, path: Path, interval: float = 0.2) -> None:
+        self.path, self.interval = path, interval
         self._written: dict[Path, str] = {}
 
     def __repr__(self) -> str:
@@ -120,6 +130,7 @@ class HostsWriter:
             while True:
                 self.refresh(view)
                 await changed.wait()
+                await asyncio.sleep(self.interval)  # later changes join this rewrite
                 changed.clear()
         finally:
             view.remove_listener(listen)
