@@ -45,6 +45,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,7 @@ from benchmarks.versus_report import (
     Process,
     Run,
     audit_counts,
+    audit_lines,
     format_table,
     request_total,
 )
@@ -215,7 +217,7 @@ async def run_one(operator: str, args: argparse.Namespace, bodies: list[dict[str
                 shared_pids = {**cluster.pids, "node": node_pid}
                 own, shared = Readings(pids), Readings(shared_pids)
                 requests_before = request_total(await cluster.metrics())
-                audit_from = cluster.audit_log.stat().st_size
+                since = datetime.now(UTC)
                 finishes = Finishes(client, args.kind, set(names))
                 watching = asyncio.create_task(finishes.run())
                 started, applied = await apply_all(client, bodies)
@@ -225,13 +227,11 @@ async def run_one(operator: str, args: argparse.Namespace, bodies: list[dict[str
                     watching.cancel()
                 operator_processes, shared_processes = own.processes(), shared.processes()
                 requests_total = request_total(await cluster.metrics()) - requests_before
-                audit_to = cluster.audit_log.stat().st_size
+                until = datetime.now(UTC)
             finally:
                 await client.close()
-            with cluster.audit_log.open("rb") as audit:
-                audit.seek(audit_from)
-                lines = audit.read(audit_to - audit_from).decode(errors="replace").splitlines()
-        requests = audit_counts(lines)
+        # by time, over every part: a long run's log may have been rotated under us
+        requests = audit_counts(audit_lines(cluster.audit_log), since, until)
     finally:
         if args.keep_state:
             print(f"{operator}: logs and state kept in {state}", file=sys.stderr)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from benchmarks.scale_report import Latencies, Sample
@@ -63,11 +65,27 @@ def call_of(event: dict[str, Any]) -> str:
     return f"{event.get('verb', '?')} {resource}"
 
 
-def audit_counts(lines: Iterable[str]) -> Counter[tuple[str, str]]:
+def audit_files(log: Path) -> list[Path]:
+    """The API server's audit log and its rotated parts (`audit-<time>.log`), oldest first."""
+    rotated = sorted(log.parent.glob(f"{log.stem}-*{log.suffix}"))
+    return [*rotated, log] if log.exists() else rotated
+
+
+def audit_lines(log: Path) -> Iterator[str]:
+    """Every line of the audit log, its rotated parts included, oldest first."""
+    for path in audit_files(log):
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            yield from lines
+
+
+def audit_counts(
+    lines: Iterable[str], since: datetime | None = None, until: datetime | None = None
+) -> Counter[tuple[str, str]]:
     """Completed requests per (`client_of` name, `call_of`), from the API server's audit lines.
 
     A request is counted once, at its ResponseComplete stage (a watch also has a
-    ResponseStarted one); a line cut short by a write still under way is left out.
+    ResponseStarted one); a line cut short by a write still under way is left out. With
+    `since`/`until` (timezone-aware), only requests received in that window count.
     """
     counts: Counter[tuple[str, str]] = Counter()
     for line in lines:
@@ -75,6 +93,10 @@ def audit_counts(lines: Iterable[str]) -> Counter[tuple[str, str]]:
             event = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if since is not None or until is not None:
+            received = datetime.fromisoformat(event.get("requestReceivedTimestamp", ""))
+            if (since is not None and received < since) or (until is not None and received > until):
+                continue
         if event.get("stage") == "ResponseComplete":
             client = client_of(event.get("user", {}).get("username", ""))
             counts[client, call_of(event)] += 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
 
 from benchmarks.scale_report import Sample
 from benchmarks.versus_report import (
@@ -12,6 +14,7 @@ from benchmarks.versus_report import (
     Process,
     Run,
     audit_counts,
+    audit_lines,
     client_of,
     format_table,
     ratio,
@@ -43,10 +46,18 @@ def test_users_are_named_for_the_client_they_are() -> None:
     assert client_of("devcluster:gateway-data-plane") == "other"
 
 
-def _event(user: str, verb: str, resource: str, stage: str = "ResponseComplete", **ref: str) -> str:
+def _event(
+    user: str,
+    verb: str,
+    resource: str,
+    stage: str = "ResponseComplete",
+    at: str = "17:25:01",
+    **ref: str,
+) -> str:
     return json.dumps(
         {
             "stage": stage,
+            "requestReceivedTimestamp": f"2026-12-03T{at}.000000Z",
             "verb": verb,
             "user": {"username": user},
             "objectRef": {"resource": resource, **ref},
@@ -70,6 +81,41 @@ def test_audit_lines_count_each_completed_request_once_by_client_and_call() -> N
             ("kuberay-operator", "get services/proxy"): 2,
             ("kuberay-operator", "watch pods"): 1,
             ("kubelet", "patch pods/status"): 1,
+        }
+    )
+
+
+def test_a_rotated_audit_log_is_read_whole_and_counted_in_the_run_s_window(tmp_path: Path) -> None:
+    # The API server renames a full audit.log to audit-<time>.log and starts a new one; a
+    # long run's requests are spread over all of them.
+    logs = {
+        "audit-2026-12-03T17-37-20.833.log": ["17:25:00", "17:30:00"],
+        "audit-2026-12-03T17-48-29.581.log": ["17:40:00"],
+        "audit.log": ["17:50:00", "18:10:00"],
+    }
+    for name, times in logs.items():
+        lines = [_event("sa:kuberay-temporal-worker", "get", t, at=t) for t in times]
+        (tmp_path / name).write_text("".join(line + "\n" for line in lines))
+
+    lines = list(audit_lines(tmp_path / "audit.log"))
+    counts = audit_counts(
+        lines,
+        since=datetime(2026, 12, 3, 17, 29, tzinfo=UTC),
+        until=datetime(2026, 12, 3, 18, 0, tzinfo=UTC),
+    )
+
+    assert [json.loads(line)["objectRef"]["resource"] for line in lines] == [
+        "17:25:00",
+        "17:30:00",
+        "17:40:00",
+        "17:50:00",
+        "18:10:00",
+    ]
+    assert counts == Counter(
+        {
+            ("worker", "get 17:30:00"): 1,
+            ("worker", "get 17:40:00"): 1,
+            ("worker", "get 17:50:00"): 1,
         }
     )
 

@@ -235,6 +235,8 @@ class ControlPlane:
                 "--audit-log-format=json",
                 # batched: written off the request path, so auditing adds no request latency
                 "--audit-log-mode=batch",
+                # a size in MB; 0 would mean the log library's default, a rotation every 100 MB
+                "--audit-log-maxsize=1000000",
             ]
         await self._spawn(
             "kube-apiserver",
