@@ -8,6 +8,7 @@ other than the API server.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator
 
@@ -20,6 +21,7 @@ from devcluster.control_plane.processes import ControlPlane
 from devcluster.kubelet import network
 from devcluster.kubelet.envs import quantity
 from devcluster.node import NodeAgent
+from devcluster.node.client import CONNECTIONS
 from tests.devcluster.conftest import Kubectl
 from tests.devcluster.node.conftest import get_json, pod_statuses, running_node
 from tests.eventually import eventually
@@ -61,6 +63,34 @@ async def test_the_node_registers_ready_and_renews_its_lease(
         return bool(lease["spec"]["renewTime"] != first["spec"]["renewTime"])
 
     await eventually(renewed, within=30, message="the Lease renewed")
+
+
+async def test_the_lease_renews_while_pod_writes_fill_the_node_s_connections(
+    node: NodeAgent, admin: Kubectl
+) -> None:
+    # Watches read whole hold a connection each for their 40 s: more of them than the pod
+    # writes' client has connections leave it none for anything else.
+    writes = node._writes
+    assert writes is not None
+    watch = {"watch": "true", "timeoutSeconds": "40", "fieldSelector": "spec.nodeName=devcluster"}
+    holding = [
+        asyncio.create_task(writes.client.request("GET", "/api/v1/pods", params=watch))
+        for _ in range(CONNECTIONS + 8)
+    ]
+    try:
+        first = await get_json(admin, "lease", "devcluster", "-n", "kube-node-lease")
+
+        async def renewed() -> bool:
+            lease = await get_json(admin, "lease", "devcluster", "-n", "kube-node-lease")
+            return bool(lease["spec"]["renewTime"] != first["spec"]["renewTime"])
+
+        await eventually(renewed, within=25, message="the Lease renewed behind busy pod writes")
+        done = [t.exception() or t.result() for t in holding if t.done()]
+        assert not done  # the pod writes' pool was still full
+    finally:
+        for task in holding:
+            task.cancel()
+        await asyncio.gather(*holding, return_exceptions=True)
 
 
 async def test_a_deployments_pods_run_and_a_deleted_pod_goes(

@@ -140,7 +140,10 @@ class NodeAgent:
             for client, source in sources:
                 self._spawn(Informer(client, self.mirror, source).run(), source.resource)
             spec = NodeSpec(config.name, config.address, self.kubelet_port, config.runtime)
-            registration = Registration(node_client, spec)
+            # The Lease gets connections of its own, as a kubelet's heartbeat client does:
+            # queued behind a full pool of pod writes it expires under load, and the
+            # node-lifecycle controller then evicts every pod on the node.
+            registration = Registration(self._client(pki.node_identity(config.name)), spec)
             self._spawn(registration.run(), "registration")
             await asyncio.wait_for(self._ready(registration, sources), _START_WITHIN)
         except BaseException:

@@ -25,6 +25,8 @@ JsonObject = dict[str, Any]
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 _REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
+CONNECTIONS = 32
+"""Connections one client keeps open to the API server at most; further requests queue."""
 _WATCH_SECONDS = 300  # the server ends each watch after this; the informer then resumes
 
 
@@ -83,7 +85,7 @@ class NodeClient:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self._ssl, limit=32)
+                connector=aiohttp.TCPConnector(ssl=self._ssl, limit=CONNECTIONS)
             )
         return self._session
 
