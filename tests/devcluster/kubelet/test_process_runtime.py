@@ -319,3 +319,29 @@ def test_a_stopping_devcluster_leaves_the_bridge_to_a_running_one() -> None:
     network.remove_leftovers()  # a later stop cleans the dead one's claim up
     claims = [p.name for p in Path("/run/devcluster-netns").iterdir()]
     assert f"bridge-{other.pid}" not in claims and f"bridge-{os.getpid()}" not in claims
+
+
+def _bridge_mac() -> str:
+    shown = subprocess.run(
+        ["ip", "-o", "link", "show", network.BRIDGE_NAME], capture_output=True, text=True
+    )
+    return shown.stdout.split("link/ether ")[1].split()[0]
+
+
+def test_the_bridge_keeps_its_mac_while_pods_come_and_go() -> None:
+    """Regression: the bridge took the lowest MAC of its ports, so it changed whenever a pod's
+    veth came or went, and pods' packets to the node (the autoscaler's connection to the API
+    server through its ClusterIP) were dropped until their ARP entry for it expired."""
+    network.ensure_bridge()
+    network.claim_bridge()
+    before = _bridge_mac()
+    port = f"{network.VETH_PREFIX}mactest"
+    link = ["ip", "link", "add", port, "address", "00:00:5e:00:53:01", "type", "veth"]
+    subprocess.run([*link, "peer", "name", f"{port}p"], check=True)
+    try:
+        subprocess.run(["ip", "link", "set", port, "master", network.BRIDGE_NAME], check=True)
+        assert _bridge_mac() == before  # a port with a lower MAC joined
+    finally:
+        subprocess.run(["ip", "link", "delete", port], check=True)
+        network.remove_leftovers()
+    assert before == network.BRIDGE_MAC

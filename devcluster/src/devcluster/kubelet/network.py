@@ -23,6 +23,11 @@ from pathlib import Path
 BRIDGE_NAME = "krt0"
 POD_CIDR = ipaddress.IPv4Network("10.244.0.0/16")
 HOST_IP = "10.244.0.1"  # the node's address on the pod network; also status.hostIP
+# A bridge without a MAC of its own takes the lowest of its ports', so it changes as pods come
+# and go, and every pod's ARP entry for HOST_IP goes stale: packets to the node (ClusterIPs, the
+# API server) are dropped until the pod re-resolves it, up to a minute later. A fixed, locally
+# administered MAC keeps the node's address where the pods last saw it.
+BRIDGE_MAC = "02:6b:72:74:30:01"
 NETNS_PREFIX = "krt-"
 VETH_PREFIX = "krtv"
 _NETNS_DIR = "/run/netns"
@@ -107,8 +112,11 @@ def check_privileges() -> None:
 
 def ensure_bridge() -> None:
     """Create the bridge with the node address if it is missing; safe to call repeatedly."""
-    if _ip("link", "show", BRIDGE_NAME, check=False).returncode != 0:
-        _ip("link", "add", BRIDGE_NAME, "type", "bridge", check=False)
+    shown = _ip("link", "show", BRIDGE_NAME, check=False)
+    if shown.returncode != 0:
+        _ip("link", "add", BRIDGE_NAME, "address", BRIDGE_MAC, "type", "bridge", check=False)
+    elif f"link/ether {BRIDGE_MAC} " not in shown.stdout:
+        _ip("link", "set", BRIDGE_NAME, "address", BRIDGE_MAC)  # made by an older version
     addresses = _ip("-o", "addr", "show", "dev", BRIDGE_NAME).stdout
     if f" {HOST_IP}/" not in addresses:
         _ip("addr", "add", f"{HOST_IP}/{POD_CIDR.prefixlen}", "dev", BRIDGE_NAME, check=False)
