@@ -10,50 +10,17 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from devcluster.kubelet import network
 from devcluster.server import DevCluster
 from tests.devcluster.conftest import Kubectl
+from tests.devcluster.kubelet.conftest import pod_json, pod_manifest
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the process runtime needs root")
-RAY_ENV = [{"name": "RAY_memory_monitor_refresh_ms", "value": "0"}]
-
-
-@pytest_asyncio.fixture
-async def node(tmp_path: Path) -> AsyncIterator[tuple[DevCluster, Kubectl]]:
-    cluster = DevCluster(tmp_path / "state", runtime="process", pod_network=True)
-    await cluster.start()
-    try:
-        yield cluster, Kubectl(cluster.kubeconfig_path, tmp_path / "cache")
-    finally:
-        await cluster.stop()
-
-
-def _pod(name: str, command: str, **container: object) -> str:
-    spec = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "terminationGracePeriodSeconds": 5,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "rayproject/ray:2.41.0",
-                    "command": ["/bin/bash", "-c", "--", command],
-                    "env": RAY_ENV,
-                    **container,
-                }
-            ],
-        },
-    }
-    return json.dumps(spec)
 
 
 def _alive(pids: list[int]) -> list[int]:
@@ -65,11 +32,6 @@ def _netns_pids(uid: str) -> list[int]:
         ["ip", "netns", "pids", network.netns_name(uid)], capture_output=True, text=True
     )
     return [int(p) for p in result.stdout.split()]
-
-
-async def _pod_json(kubectl: Kubectl, name: str) -> dict[str, object]:
-    result = await kubectl.run("get", "pod", name, "-o", "json")
-    return json.loads(result.out) if result.code == 0 else {}
 
 
 @pytest.mark.slow
@@ -85,15 +47,15 @@ async def test_two_ray_clusters_side_by_side(node: tuple[DevCluster, Kubectl]) -
         "timeoutSeconds": 10,
     }
     for name in ("head-a", "head-b"):
-        await kubectl.ok("apply", "-f", "-", stdin=_pod(name, head, readinessProbe=probe))
+        await kubectl.ok("apply", "-f", "-", stdin=pod_manifest(name, head, readinessProbe=probe))
     for name in ("head-a", "head-b"):
         await kubectl.ok("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s")
-    pod_a = await _pod_json(kubectl, "head-a")
+    pod_a = await pod_json(kubectl, "head-a")
     ip_a = pod_a["status"]["podIP"]  # type: ignore[index]
-    ip_b = (await _pod_json(kubectl, "head-b"))["status"]["podIP"]  # type: ignore[index]
+    ip_b = (await pod_json(kubectl, "head-b"))["status"]["podIP"]  # type: ignore[index]
     assert ip_a != ip_b and str(ip_a).startswith("10.244.")
     worker = f"ray start --address={ip_a}:6379 --num-cpus=1 --block"
-    await kubectl.ok("apply", "-f", "-", stdin=_pod("worker-a", worker))
+    await kubectl.ok("apply", "-f", "-", stdin=pod_manifest("worker-a", worker))
 
     await eventually(lambda: _ray_nodes(ip_a) == 2, within=90, message="worker joining head-a")
     assert _ray_nodes(ip_b) == 1
@@ -136,7 +98,7 @@ async def test_probes_restart_and_logs(node: tuple[DevCluster, Kubectl]) -> None
             "failureThreshold": 1,
         }
 
-    pod = _pod(
+    pod = pod_manifest(
         "probed",
         command,
         readinessProbe=exec_probe("test -f /tmp/ready"),
@@ -144,18 +106,18 @@ async def test_probes_restart_and_logs(node: tuple[DevCluster, Kubectl]) -> None
     )
     await kubectl.ok("apply", "-f", "-", stdin=pod)
     await kubectl.ok("wait", "--for=condition=Ready", "pod/probed", "--timeout=30s")
-    uid = str((await _pod_json(kubectl, "probed"))["metadata"]["uid"])  # type: ignore[index]
+    uid = str((await pod_json(kubectl, "probed"))["metadata"]["uid"])  # type: ignore[index]
     tmp = node[0].state_dir / "pods" / uid / "containers" / "main" / "tmp-0"
     (tmp / "flip").touch()  # the container's /tmp, seen from the host
     await kubectl.ok("wait", "--for=condition=Ready=false", "pod/probed", "--timeout=30s")
 
     async def restarted() -> bool:
-        pod = await _pod_json(kubectl, "probed")
+        pod = await pod_json(kubectl, "probed")
         statuses = pod.get("status", {}).get("containerStatuses") or [{}]  # type: ignore[attr-defined]
         return bool(statuses[0].get("restartCount", 0) >= 1)
 
     await eventually(restarted, within=30, message="liveness restart")
-    status = (await _pod_json(kubectl, "probed"))["status"]["containerStatuses"][0]  # type: ignore[index]
+    status = (await pod_json(kubectl, "probed"))["status"]["containerStatuses"][0]  # type: ignore[index]
     assert status["lastState"]["terminated"]["exitCode"] == 137  # PID 1 (sleep) ignores SIGTERM
     assert "attempt-start" in await kubectl.ok("logs", "probed", "--previous")
     await kubectl.ok("wait", "--for=condition=Ready", "pod/probed", "--timeout=30s")  # fresh /tmp
@@ -204,10 +166,10 @@ async def test_kuberays_external_redis_runs_in_the_images_data_directory(
     }
     await kubectl.ok("apply", "-f", "-", stdin=json.dumps(pod))
     await kubectl.ok("wait", "--for=condition=Ready", "pod/redis", "--timeout=30s")
-    uid = str((await _pod_json(kubectl, "redis"))["metadata"]["uid"])  # type: ignore[index]
+    uid = str((await pod_json(kubectl, "redis"))["metadata"]["uid"])  # type: ignore[index]
     data = node[0].state_dir / "pods" / uid / "image" / "redis" / "data"
     await eventually(lambda: (data / "redis-6379.pid").exists(), message="Redis's pid file")
-    status = (await _pod_json(kubectl, "redis"))["status"]["containerStatuses"][0]  # type: ignore[index]
+    status = (await pod_json(kubectl, "redis"))["status"]["containerStatuses"][0]  # type: ignore[index]
     assert status["restartCount"] == 0 and "running" in status["state"]
     await kubectl.ok("delete", "pod", "redis", "--grace-period=1", "--timeout=30s")
 
@@ -229,7 +191,7 @@ async def test_a_redis_image_run_as_it_is_serves_other_pods_without_a_password(
     }
     await kubectl.ok("apply", "-f", "-", stdin=json.dumps(server))
     await kubectl.ok("wait", "--for=condition=Ready", "pod/open-redis", "--timeout=30s")
-    address = str((await _pod_json(kubectl, "open-redis"))["status"]["podIP"])  # type: ignore[index]
+    address = str((await pod_json(kubectl, "open-redis"))["status"]["podIP"])  # type: ignore[index]
     client = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -282,7 +244,7 @@ async def test_a_ray_images_login_shell_finds_ray(node: tuple[DevCluster, Kubect
     await kubectl.ok("apply", "-f", "-", stdin=json.dumps(pod))
 
     async def running_or_ended() -> str | None:
-        state = json.dumps(await _pod_json(kubectl, "login"))
+        state = json.dumps(await pod_json(kubectl, "login"))
         return state if '"running"' in state or '"terminated"' in state else None
 
     state = await eventually(running_or_ended, message="the container started")

@@ -9,6 +9,10 @@ crashed run's leftovers can be found and removed on the next start.
 
 Part B (Services) adds ClusterIPs to the bridge, hence `BRIDGE_NAME` and an idempotent
 `ensure_bridge()`.
+
+Pods reach beyond the node as they do on a real one (`ensure_egress`): the host forwards their
+packets and masquerades them behind its own address, and their resolv.conf names the host's
+nameservers, so a runtime env can pip-install from the index the host reaches.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import asyncio
 import ipaddress
 import os
 import random
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -33,6 +38,8 @@ VETH_PREFIX = "krtv"
 _NETNS_DIR = "/run/netns"
 _OWNERS = Path("/run/devcluster-netns")  # netns name (or bridge claim) -> PID of its devcluster
 _BRIDGE_CLAIM = "bridge-"
+EGRESS_TABLE = "krt-egress"  # the nftables table holding the pods' masquerade rule
+_IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 
 
 class RuntimeUnavailable(RuntimeError):
@@ -123,6 +130,71 @@ def ensure_bridge() -> None:
     _ip("link", "set", BRIDGE_NAME, "up")
 
 
+def egress_ruleset() -> str:
+    """Return the nftables script that masquerades pod traffic leaving the pod network.
+
+    Replaced as a whole in one transaction (the add makes the delete safe on a first run), so
+    calling it again leaves exactly one rule.
+    """
+    return (
+        f"add table ip {EGRESS_TABLE}\n"
+        f"delete table ip {EGRESS_TABLE}\n"
+        f"table ip {EGRESS_TABLE} {{\n"
+        "  chain postrouting {\n"
+        "    type nat hook postrouting priority srcnat; policy accept;\n"
+        f"    ip saddr {POD_CIDR} ip daddr != {POD_CIDR} masquerade\n"
+        "  }\n"
+        "}\n"
+    )
+
+
+def ensure_egress() -> str | None:
+    """Let pods reach beyond the node; return None, or why they cannot.
+
+    Forwarding is switched on for the whole host (as a real node's runtime does) and left on:
+    other programs may have wanted it before us.
+    """
+    nft = shutil.which("nft")
+    if nft is None:
+        return "`nft` (Debian's nftables) is not installed"
+    try:
+        if _IP_FORWARD.read_text().strip() != "1":
+            _IP_FORWARD.write_text("1\n")
+    except OSError as err:
+        return f"cannot switch on IPv4 forwarding: {err}"
+    result = subprocess.run(
+        [nft, "-f", "-"], input=egress_ruleset(), capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        return f"nft refused the masquerade rule: {result.stderr.strip() or result.returncode}"
+    return None
+
+
+def _remove_egress() -> None:
+    nft = shutil.which("nft")
+    if nft is not None:
+        subprocess.run([nft, "delete", "table", "ip", EGRESS_TABLE], capture_output=True)
+
+
+def host_nameservers(resolv_conf: str) -> list[str]:
+    """Return the nameservers of a host's resolv.conf that a pod can reach.
+
+    A loopback one (systemd-resolved's 127.0.0.53) is the host's own and not the pod's.
+    """
+    servers = []
+    for line in resolv_conf.splitlines():
+        fields = line.split()
+        if len(fields) < 2 or fields[0] != "nameserver":
+            continue
+        try:
+            address = ipaddress.ip_address(fields[1])
+        except ValueError:
+            continue
+        if not address.is_loopback:
+            servers.append(fields[1])
+    return servers
+
+
 def _owner_alive(netns: str) -> bool:
     try:
         pid = int((_OWNERS / netns).read_text())
@@ -153,6 +225,7 @@ def remove_leftovers(bridge: bool = True) -> None:
         _forget_dead_bridge_claims()
         if not kept and not _bridge_claims():
             _ip("link", "delete", BRIDGE_NAME, check=False)
+            _remove_egress()
 
 
 def claim_bridge(pid: int | None = None) -> None:

@@ -49,6 +49,8 @@ class ProcessRuntime:
         # devcluster's own service-account files; off on a real API server's node, whose
         # ServiceAccount admission adds the projected volume itself.
         self.placeholder_token = True
+        # The host's nameservers, for pods' resolv.conf once they can reach them (egress).
+        self.nameservers: list[str] = []
         self._pods: dict[str, ProcessPod] = {}
 
     def setup(self, state_dir: Path) -> None:
@@ -58,11 +60,24 @@ class ProcessRuntime:
         network.remove_leftovers(bridge=False)
         network.ensure_bridge()
         network.claim_bridge()
+        self._open_egress()
         self.state_dir = state_dir
         hosts = hosts_path(state_dir)
         hosts.parent.mkdir(parents=True, exist_ok=True)
         if not hosts.exists():
             hosts.write_text("127.0.0.1\tlocalhost\n")
+
+    def _open_egress(self) -> None:
+        refused = network.ensure_egress()
+        if refused is not None:
+            log.warning("pods reach only the node and each other: %s", refused)
+            self.nameservers = []
+            return
+        try:
+            self.nameservers = network.host_nameservers(Path("/etc/resolv.conf").read_text())
+        except OSError as err:
+            log.warning("pods resolve only cluster names: /etc/resolv.conf: %s", err)
+            self.nameservers = []
 
     def pod_hosts(self, namespace: str) -> Path:
         """The hosts file a pod of `namespace` mounts (made from the cluster's if not yet)."""
@@ -308,7 +323,8 @@ class ProcessPod:
         tmp.mkdir(parents=True, exist_ok=True)
         (pod_dir / "home").mkdir(parents=True, exist_ok=True)
         namespace = self.ctx.pod()["metadata"].get("namespace", "default")
-        (pod_dir / "resolv.conf").write_text(volumes.resolv_conf(namespace))
+        resolv = volumes.resolv_conf(namespace, self.runtime.nameservers)
+        (pod_dir / "resolv.conf").write_text(resolv)
         mounts = volumes.container_mounts(container, self.volumes, pod_dir)
         image = self.runtime.images.lookup(container.get("image", ""))
         images.write_profile(image, pod_dir / "home")

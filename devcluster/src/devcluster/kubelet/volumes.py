@@ -261,14 +261,16 @@ def container_mounts(
     return sorted(mounts, key=lambda m: m.target.rstrip("/").count("/"))
 
 
-def resolv_conf(namespace: str) -> str:
-    """Return a pod's /etc/resolv.conf: cluster search domains and no reachable nameserver.
+def resolv_conf(namespace: str, nameservers: Sequence[str] = ()) -> str:
+    """Return a pod's /etc/resolv.conf: cluster search domains and the host's nameservers.
 
-    Names resolve from the cluster hosts file; a nameserver on the pod's own loopback fails
-    at once, where the host's nameserver (unreachable from the pod network) would time out.
+    Cluster names resolve from the cluster hosts file first. Without egress (`nameservers`
+    empty) a nameserver on the pod's own loopback fails at once, where an unreachable one
+    would time out.
     """
     search = f"{namespace}.svc.cluster.local svc.cluster.local cluster.local"
-    return f"search {search}\nnameserver 127.0.0.1\noptions ndots:5 timeout:1 attempts:1\n"
+    servers = "".join(f"nameserver {s}\n" for s in nameservers) or "nameserver 127.0.0.1\n"
+    return f"search {search}\n{servers}options ndots:5 timeout:1 attempts:1\n"
 
 
 def mount_script(
