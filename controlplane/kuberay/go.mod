@@ -2,13 +2,17 @@ module github.com/kuberay-temporal/controlplane/kuberay
 
 go 1.26.0
 
-tool github.com/ray-project/kuberay/ray-operator
+tool (
+	github.com/ray-project/kuberay/ray-operator
+	github.com/ray-project/kuberay/ray-operator/rayjob-submitter/cmd
+)
 
 require (
 	github.com/Masterminds/semver/v3 v3.3.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/coder/websocket v1.8.13 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from devcluster.control_plane.building import Build, build
+from devcluster.control_plane.building import KUBERAY_SUBMITTER, Build, build
 from kuberay_temporal.binaries import kubectl
 from tests.e2e.conftest import LocalStack
 from tests.kuberay_e2e.gotest import Outcome, results, run_test
@@ -39,7 +39,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.kubernetes]
     ],
 )
 async def test_kuberay_e2e(case: Case, stack: LocalStack, binaries: Build, tmp_path: Path) -> None:
-    await asyncio.to_thread(build, binaries, quiet=True, names=(case.binary,))
+    # The submitter stands in for the `kuberay/submitter` image some tests' pods run.
+    names = (case.binary, KUBERAY_SUBMITTER)
+    await asyncio.to_thread(build, binaries, quiet=True, names=names)
 
     output = await run_test(
         binaries.path(case.binary),

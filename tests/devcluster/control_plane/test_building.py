@@ -11,6 +11,7 @@ from devcluster.control_plane.building import (
     KUBERAY_E2E,
     KUBERAY_MODULE,
     KUBERAY_OPERATOR,
+    KUBERAY_SUBMITTER,
     KUBERAY_VERSION,
     STREAMS_SHIM,
     Build,
@@ -74,7 +75,7 @@ def test_kuberays_e2e_tests_are_built_from_its_module_beside_its_operator(tmp_pa
         (build.module_dir / KUBERAY_MODULE / pin).write_text("module k\n")
 
     assert len(KUBERAY_E2E) == 6
-    for binary in KUBERAY_E2E:
+    for binary in (*KUBERAY_E2E, KUBERAY_SUBMITTER):
         assert build.module_of(binary) == build.module_dir / KUBERAY_MODULE
         assert build.dir_of(binary) == build.dir_of(KUBERAY_OPERATOR)
         assert binary not in BINARIES
@@ -83,7 +84,9 @@ def test_kuberays_e2e_tests_are_built_from_its_module_beside_its_operator(tmp_pa
 def test_the_repository_pins_kuberay_as_a_tool_of_its_own_module() -> None:
     go_mod = Path(__file__).resolve().parents[3] / "controlplane" / KUBERAY_MODULE / "go.mod"
     text = go_mod.read_text()
-    assert "\ntool github.com/ray-project/kuberay/ray-operator\n" in text
+    tools = text.split("\ntool (\n", 1)[1].split(")", 1)[0].split()
+    operator = "github.com/ray-project/kuberay/ray-operator"
+    assert tools == [operator, f"{operator}/rayjob-submitter/cmd"]  # the submitter's go.sum
     assert f"github.com/ray-project/kuberay/ray-operator {KUBERAY_VERSION}" in text
 
 
@@ -101,3 +104,25 @@ def test_a_second_build_waits_for_the_first_and_finds_its_binaries(tmp_path: Pat
                 (target.dir_of(name) / f"{name}.complete").write_text("v1.37.2\n")
             fcntl.flock(first, fcntl.LOCK_UN)
             assert second.result(timeout=30) == target.bin_dir
+
+
+def test_pins_edited_during_a_build_leave_the_stamp_beside_the_binary(tmp_path: Path) -> None:
+    """Regression: the stamp's folder was named again after `go build`, from pins edited
+    meanwhile (a `go get` beside a running build), and writing it failed: no such folder."""
+    target = module(tmp_path)
+    kuberay = target.module_dir / KUBERAY_MODULE
+    kuberay.mkdir()
+    (kuberay / "go.mod").write_text("module k\n")
+    (kuberay / "go.sum").write_text("k v1 h1:x\n")
+    go = tmp_path / "go"  # writes the binary named after -o, then edits the pins
+    go.write_text(
+        "#!/bin/sh\n"
+        'while [ "$1" != "-o" ]; do shift; done\n'
+        'echo binary > "$2"\n'
+        f"echo 'k v2 h1:y' >> {kuberay / 'go.sum'}\n"
+    )
+    go.chmod(0o755)
+    folder = target.dir_of(KUBERAY_OPERATOR)
+    build(target, go, quiet=True, names=(KUBERAY_OPERATOR,))
+    assert (folder / f"{KUBERAY_OPERATOR}.complete").read_text() == f"{KUBERAY_VERSION}\n"
+    assert target.dir_of(KUBERAY_OPERATOR) != folder  # the next build makes a fresh one

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -328,3 +329,23 @@ def test_redis_images_have_their_data_directory() -> None:
     redis = images.default_image_map().lookup("redis:7.4.0")
     assert redis.directories == ("/data",) and redis.workdir == "/data"
     assert [program for program, _ in redis.programs] == ["redis-server"]
+
+
+def test_kuberays_submitter_image_runs_its_submitter_built_from_the_module() -> None:
+    """KubeRay's e2e tests give the submitter pod `kuberay/submitter:nightly` with command
+    `/submitter`, a FROM-scratch image's one program: it runs the submitter `make kuberay`
+    builds, found on the image's PATH, or names that command when it is not built."""
+    submitter = images.default_image_map().lookup("kuberay/submitter:nightly")
+    assert images.command_line(submitter, ["/submitter"], ["--", "python", "job.py"]) == [
+        "kuberay-submitter",
+        "--",
+        "python",
+        "job.py",
+    ]
+    assert images.command_line(submitter, [], ["--runtime-env-json", "{}"])[0] == (
+        "kuberay-submitter"
+    )  # the image's ENTRYPOINT
+    assert submitter.path_prefix[0].endswith("/bin")
+    unbuilt = dataclasses.replace(submitter, path_prefix=())
+    message = images.missing_program(unbuilt, "kuberay/submitter:nightly")
+    assert message is not None and "`make kuberay`" in message

