@@ -228,7 +228,7 @@ def test_mount_script_orders_mounts_and_uses_relative_sources(tmp_path: Path) ->
         tmp_path, "containers/c/tmp", mounts, "../net/hosts", "p", "/home/ray"
     )
     lines = script.splitlines()
-    assert lines.index("mount --rbind containers/c/tmp /tmp") < lines.index(
+    assert lines.index("mount -o bind containers/c/tmp /tmp") < lines.index(
         "mount -o bind volumes/logs /tmp/ray"
     )
     assert "mount -o bind,ro ../net/hosts /etc/hosts" in lines and lines[-1] == 'exec "$@"'
@@ -311,8 +311,23 @@ def test_host_paths_under_tmp_stay_visible_through_the_private_tmp() -> None:
     )
     lines = script.splitlines()
     bind = lines.index("mount --bind /tmp/ci/main/.venv containers/c/tmp/ci/main/.venv")
-    assert lines.index("mount --rbind containers/c/tmp /tmp") > bind
+    assert lines.index("mount -o rbind containers/c/tmp /tmp") > bind
     assert not any("/opt/elsewhere" in line for line in lines)
+
+
+def test_host_paths_under_the_pods_home_stay_visible_through_it() -> None:
+    """Regression: the per-pod home mounted over /root hid KubeRay's submitter built into
+    /root/.cache, and its pods failed with `exec: kuberay-submitter: not found`."""
+    built = "/root/.cache/kuberay-temporal/kuberay-operator-v1.5.0-0/bin"
+    home = volumes.Mount("home", "/root")
+    script = volumes.mount_script(
+        Path("/state/pods/p"), "tmp", [home], "hosts", "p", "/", host_paths=[built]
+    )
+    lines = script.splitlines()
+    inside = "home/.cache/kuberay-temporal/kuberay-operator-v1.5.0-0/bin"
+    bind = lines.index(f"mount --bind {built} {inside}")
+    assert lines.index(f"mkdir -p {inside}") < bind < lines.index("mount -o rbind home /root")
+    assert "mount -o bind tmp /tmp" in lines  # nothing of the host's under /tmp here
 
 
 def test_a_missing_stand_in_program_is_named_with_its_install_command() -> None:

@@ -345,7 +345,7 @@ class ProcessPod:
             hosts,
             hostname(self.ctx.pod()),
             workdir,
-            host_paths=[sys.prefix],
+            host_paths=list(dict.fromkeys([sys.prefix, *image.path_prefix])),
         )
 
     async def _probe(

@@ -261,6 +261,16 @@ def container_mounts(
     return sorted(mounts, key=lambda m: m.target.rstrip("/").count("/"))
 
 
+def _kept_inside(mount: Mount, host_paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(host path, where inside the mount's source it goes) for each path the mount covers."""
+    target = PurePosixPath(mount.target)
+    kept = []
+    for path in host_paths:
+        if target != PurePosixPath("/") and PurePosixPath(path).is_relative_to(target):
+            kept.append((path, f"{mount.source}/{PurePosixPath(path).relative_to(target)}"))
+    return kept
+
+
 def resolv_conf(namespace: str, nameservers: Sequence[str] = ()) -> str:
     """Return a pod's /etc/resolv.conf: cluster search domains and the host's nameservers.
 
@@ -285,25 +295,25 @@ def mount_script(
     """Return the shell that sets up a container's view, then execs its command ("$@").
 
     `host_paths` are host directories the container's programs live in (the venv behind a
-    `rayproject/ray` image); one under /tmp is bound into the private /tmp at the same path,
-    or the private /tmp would hide it (a checkout cloned under /tmp, as CI may do).
+    `rayproject/ray` image, the folder of KubeRay's built submitter). A mount that would hide
+    one (the private /tmp of a checkout cloned under /tmp, as CI may do; the per-pod home over
+    a build cache under /root) gets it bound inside at the same path.
     """
     q = shlex.quote
     lines = ["set -e", f"cd {q(str(pod_dir))}"]
-    for path in host_paths:
-        inside = PurePosixPath(path).relative_to("/tmp") if path.startswith("/tmp/") else None
-        if inside is not None:
-            lines.append(f"mkdir -p {q(f'{tmp_dir}/{inside}')}")
-            lines.append(f"mount --bind {q(path)} {q(f'{tmp_dir}/{inside}')}")
-    # Recursive, so the host paths bound inside it come along.
-    lines.append(f"mount --rbind {q(tmp_dir)} /tmp")
-    for mount in mounts:
+    for mount in [Mount(tmp_dir, "/tmp"), *mounts]:
         target = q(mount.target)
         if mount.is_file:
             lines.append(f"[ -e {target} ] || {{ mkdir -p $(dirname {target}); : > {target}; }}")
         else:
             lines.append(f"mkdir -p {target}")
-        options = "bind,ro" if mount.read_only else "bind"
+        kept = [] if mount.is_file else _kept_inside(mount, host_paths)
+        for path, inside in kept:
+            lines.append(f"mkdir -p {q(inside)}")
+            lines.append(f"mount --bind {q(path)} {q(inside)}")
+        # Recursive when host paths were bound inside the source, so they come along.
+        options = "rbind" if kept else "bind"
+        options += ",ro" if mount.read_only else ""
         lines.append(f"mount -o {options} {q(mount.source)} {target}")
     lines.append(f"mount -o bind,ro {q(hosts_file)} /etc/hosts")
     lines.append("mount -o bind,ro resolv.conf /etc/resolv.conf")
