@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+
+from devcluster.control_plane.building import find_go
 
 # `--- PASS: TestX/sub_test (1.23s)`, indented by four spaces per level of subtest.
 _RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)$")
@@ -52,6 +55,14 @@ def results(output: str) -> dict[str, Result]:
     return found
 
 
+def module_cache() -> Path:
+    """The Go module cache the binaries were built from (`go env GOMODCACHE`)."""
+    done = subprocess.run(
+        [str(find_go()), "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+    )
+    return Path(done.stdout.strip())
+
+
 async def run_test(
     binary: Path,
     run: str,
@@ -61,6 +72,7 @@ async def run_test(
     output_dir: Path,
     deadline: str = "30m",
     path_prefix: Path | None = None,
+    source_root: Path | None = None,
 ) -> str:
     """Run the tests of `binary` that `run` selects and `skip` does not (`go test -run/-skip`).
 
@@ -68,7 +80,9 @@ async def run_test(
 
     The tests find the cluster through KUBECONFIG, as client-go's default loading rules do,
     and use CI's timeouts (1, 5 and 10 minutes); some shell out to `kubectl`, found on PATH
-    (`path_prefix` goes first).
+    (`path_prefix` goes first). The binaries are built with `-trimpath`, so a test that finds
+    files beside its source (sampleyaml's `config/samples`, through `runtime.Caller`) gets a
+    path relative to the module cache: `source_root` is where it runs.
     """
     path = os.environ.get("PATH", "")
     env = {
@@ -91,6 +105,7 @@ async def run_test(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env=env,
+        cwd=source_root,
     )
     out, _ = await process.communicate()
     return out.decode(errors="replace")
