@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from devcluster.control_plane.building import find_go
+from devcluster.control_plane.building import KUBERAY_OPERATOR, Build, find_go
+
+KUBERAY_GO_MODULE = "github.com/ray-project/kuberay/ray-operator"
 
 # `--- PASS: TestX/sub_test (1.23s)`, indented by four spaces per level of subtest.
 _RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)$")
@@ -55,12 +57,21 @@ def results(output: str) -> dict[str, Result]:
     return found
 
 
-def module_cache() -> Path:
-    """The Go module cache the binaries were built from (`go env GOMODCACHE`)."""
+def package_dir(binaries: Build, package: str) -> Path:
+    """The source folder of one of KubeRay's test packages, in the Go module cache.
+
+    `go test` runs a test binary there, and some tests read files relative to it
+    (e2erayservice's `testdata/`).
+    """
     done = subprocess.run(
-        [str(find_go()), "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+        [str(find_go()), "list", "-m", "-f", "{{.Dir}}", KUBERAY_GO_MODULE],
+        cwd=binaries.module_of(KUBERAY_OPERATOR),
+        env={**os.environ, "GOFLAGS": "-mod=readonly", "GOTOOLCHAIN": "local"},
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    return Path(done.stdout.strip())
+    return Path(done.stdout.strip()) / "test" / package
 
 
 async def run_test(
@@ -72,7 +83,7 @@ async def run_test(
     output_dir: Path,
     deadline: str = "30m",
     path_prefix: Path | None = None,
-    source_root: Path | None = None,
+    workdir: Path | None = None,
 ) -> str:
     """Run the tests of `binary` that `run` selects and `skip` does not (`go test -run/-skip`).
 
@@ -80,9 +91,8 @@ async def run_test(
 
     The tests find the cluster through KUBECONFIG, as client-go's default loading rules do,
     and use CI's timeouts (1, 5 and 10 minutes); some shell out to `kubectl`, found on PATH
-    (`path_prefix` goes first). The binaries are built with `-trimpath`, so a test that finds
-    files beside its source (sampleyaml's `config/samples`, through `runtime.Caller`) gets a
-    path relative to the module cache: `source_root` is where it runs.
+    (`path_prefix` goes first). `workdir` is where it runs: its package's folder, as with
+    `go test` (`package_dir`).
     """
     path = os.environ.get("PATH", "")
     env = {
@@ -105,7 +115,7 @@ async def run_test(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env=env,
-        cwd=source_root,
+        cwd=workdir,
     )
     out, _ = await process.communicate()
     return out.decode(errors="replace")

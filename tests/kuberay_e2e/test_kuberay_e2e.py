@@ -20,7 +20,7 @@ import pytest
 from devcluster.control_plane.building import KUBERAY_SUBMITTER, Build, build
 from kuberay_temporal.binaries import kubectl
 from tests.e2e.conftest import LocalStack
-from tests.kuberay_e2e.gotest import Outcome, module_cache, results, run_test
+from tests.kuberay_e2e.gotest import Outcome, package_dir, results, run_test
 from tests.kuberay_e2e.outcomes import CASES, Case
 
 pytestmark = [pytest.mark.slow, pytest.mark.kubernetes]
@@ -51,7 +51,7 @@ async def test_kuberay_e2e(case: Case, stack: LocalStack, binaries: Build, tmp_p
         output_dir=tmp_path,
         deadline=f"{case.minutes}m",
         path_prefix=kubectl().parent,
-        source_root=await asyncio.to_thread(module_cache),
+        workdir=await asyncio.to_thread(package_dir, binaries, case.package),
     )
 
     reported = results(output)

@@ -126,3 +126,28 @@ def test_pins_edited_during_a_build_leave_the_stamp_beside_the_binary(tmp_path: 
     build(target, go, quiet=True, names=(KUBERAY_OPERATOR,))
     assert (folder / f"{KUBERAY_OPERATOR}.complete").read_text() == f"{KUBERAY_VERSION}\n"
     assert target.dir_of(KUBERAY_OPERATOR) != folder  # the next build makes a fresh one
+
+
+def test_kuberays_test_binaries_keep_their_source_paths(tmp_path: Path) -> None:
+    """Regression: built with -trimpath, sampleyaml's path to config/samples (from
+    runtime.Caller) was relative and did not resolve where `go test` runs a package's binary;
+    a test binary built that way counts as unbuilt, so it is built again."""
+    target = module(tmp_path)
+    kuberay = target.module_dir / KUBERAY_MODULE
+    kuberay.mkdir()
+    for pin in ("go.mod", "go.sum"):
+        (kuberay / pin).write_text("module k\n")
+    go = tmp_path / "go"  # writes the binary named after -o, with the GOFLAGS it was given
+    go.write_text(
+        '#!/bin/sh\nwhile [ "$1" != "-o" ]; do shift; done\necho "GOFLAGS=$GOFLAGS" > "$2"\n'
+    )
+    go.chmod(0o755)
+    e2e, stale = KUBERAY_E2E[0], target.dir_of(KUBERAY_E2E[0]) / f"{KUBERAY_E2E[0]}.complete"
+    target.dir_of(e2e).mkdir(parents=True)
+    target.path(e2e).write_text("built with -trimpath\n")
+    stale.write_text(f"{KUBERAY_VERSION}\n")  # the stamp such a build wrote
+    assert not target.is_built(e2e)
+    build(target, go, quiet=True, names=(e2e, KUBERAY_OPERATOR))
+    assert target.path(e2e).read_text() == "GOFLAGS=-mod=readonly\n"
+    assert target.path(KUBERAY_OPERATOR).read_text() == "GOFLAGS=-mod=readonly -trimpath\n"
+    assert target.is_built(e2e) and target.is_built(KUBERAY_OPERATOR)
