@@ -102,6 +102,10 @@ def test_serve_apps_turn_running_after_the_delay() -> None:
         ({"applications": [{"name": "", "import_path": "m:a"}]}, "must be nonempty"),
         ({"applications": [{"name": "x", "import_path": "m:a"}] * 2}, "must be unique"),
         ({"applications": [{"name": "x"}]}, "import_path"),
+        ({"applications": [{"name": "x", "import_path": "a:b:c"}]}, "more than one colon"),
+        ({"applications": [{"name": "x", "import_path": "module"}]}, "names no attribute"),
+        ({"applications": [{"name": "x", "import_path": "m.app."}]}, "starts or ends"),
+        ({"applications": [{"name": "x", "import_path": ":app"}]}, "starts or ends"),
         ({"applications": "nope"}, "valid list"),
         ([], "valid list"),
     ],
@@ -109,6 +113,16 @@ def test_serve_apps_turn_running_after_the_delay() -> None:
 def test_serve_rejects_what_ray_rejects(config: object, message: str) -> None:
     with pytest.raises(InvalidServeConfig, match=message):
         SimulatedServe().apply(config, now=0.0)
+
+
+def test_serve_takes_both_forms_of_import_path_as_ray_does() -> None:
+    """Regression: only `module:attribute` was taken, so KubeRay's own RayService sample
+    (`fruit.deployment_graph`) was refused with 400 and never became Ready on either side."""
+    serve = SimulatedServe(delay=5.0)
+    dotted = {"name": "fruit_app", "import_path": "fruit.deployment_graph"}
+    serve.apply({"applications": [dotted, {"name": "m", "import_path": "m:app"}]}, now=0.0)
+    statuses = {n: a["status"] for n, a in serve.details(10.0)["applications"].items()}
+    assert statuses == {"fruit_app": "RUNNING", "m": "RUNNING"}
 
 
 def kuberay_job(entrypoint: str) -> RayJob:

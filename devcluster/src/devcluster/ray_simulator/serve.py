@@ -61,8 +61,11 @@ class SimulatedServe:
                 _pydantic("applications", "Value error, Application names must be unique.")
             )
         for app in apps:
-            if not isinstance(app.get("import_path"), str) or ":" not in app["import_path"]:
+            if not isinstance(app.get("import_path"), str):
                 raise InvalidServeConfig(_pydantic("applications.import_path", "Field required"))
+            problem = import_path_problem(app["import_path"])
+            if problem is not None:
+                raise InvalidServeConfig(_pydantic("applications.import_path", problem))
         if self.started_at is None:
             self.started_at = now
         self.http_options = dict(body.get("http_options") or {})
@@ -153,6 +156,22 @@ def _actor(name: str) -> JsonObject:
         "worker_id": "simulated",
         "log_file_path": "/serve/simulated.log",
     }
+
+
+def import_path_problem(path: str) -> str | None:
+    """Why Ray refuses an application's import path, or None.
+
+    Ray takes `module:attribute` (one colon, inside) and `module.attribute` (a dot, inside):
+    KubeRay's samples use the second form (`fruit.deployment_graph`).
+    """
+    separator = ":" if ":" in path else "."
+    if separator == ":" and path.count(":") > 1:
+        return f"Value error, import path {path!r} has more than one colon"
+    if separator not in path:
+        return f"Value error, import path {path!r} names no attribute after a dot or a colon"
+    if path.startswith(separator) or path.endswith(separator):
+        return f"Value error, import path {path!r} starts or ends with {separator!r}"
+    return None
 
 
 def _pydantic(location: str, message: str) -> str:
