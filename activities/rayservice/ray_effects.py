@@ -31,7 +31,7 @@ from activities.dashboard.errors import DashboardError, DashboardRejected
 from activities.dashboard.urls import pod_proxied_base_url
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.vocabulary import PodPhase
+from activities.kube.vocabulary import EventType, PodPhase
 from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
 from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceStore
@@ -146,6 +146,10 @@ class ServeActivities:
             return await dashboard.serve_proxy_healthy(base)
 
 
+UPDATED_SERVE_LABEL = "UpdatedHeadPodServeLabel"
+"""The Event KubeRay records on the RayService when it changes a head's `ray.io/serve`."""
+
+
 class HeadLabeler:
     """Keeps a head pod's `ray.io/serve` label in line with its Serve proxy's health (S6, S7)."""
 
@@ -182,9 +186,14 @@ class HeadLabeler:
         serving = False if exclude_head else await self._serve.head_serving(cluster, head)
         value = flags.text(serving)
         if (head["metadata"].get("labels") or {}).get(k.LABEL_SERVE) != value:
+            pod = head["metadata"]["name"]
             patch = {"metadata": {"labels": {k.LABEL_SERVE: value}}}
-            await self._kube.patch(kube.PODS, ref.namespace, head["metadata"]["name"], patch)
-            activity.logger.info("%s: %s=%s", head["metadata"]["name"], k.LABEL_SERVE, value)
+            await self._kube.patch(kube.PODS, ref.namespace, pod, patch)
+            activity.logger.info("%s: %s=%s", pod, k.LABEL_SERVE, value)
+            # Keyed by the version patched: each change of the label is recorded once.
+            key = f"serve-label/{pod}/{head['metadata'].get('resourceVersion', '')}"
+            message = f'Set {k.LABEL_SERVE}="{value}" on the head pod {ref.namespace}/{pod}'
+            await self._store.event(ref, EventType.NORMAL, UPDATED_SERVE_LABEL, message, key)
         return serving
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from devcluster.control_plane.building import KUBERAY_VERSION
 from tests.differential.normalise import Difference
 
 NEWER = "newer"
@@ -159,6 +160,32 @@ KNOWN = (
         "`status.observedGeneration` is the generation the last status was computed for; "
         "KubeRay leaves it stale when nothing else in the status changed (its own TODO says "
         "the field is not well maintained)",
+    ),
+    Known(
+        "/RayCluster/*/metadata/annotations/ray.io/kuberay-version",
+        NEWER,
+        "a RayService's cluster is stamped with the version of the operator that made it",
+        lambda d: (d.kuberay, d.ours) == (KUBERAY_VERSION, "v1.7.0"),
+    ),
+    Known(
+        "/RayService/*/metadata/finalizers",
+        NEWER,
+        "v1.7 puts `ray.io/rayservice-finalizer` on a RayService, to delete its clusters at once",
+        lambda d: d.kuberay is None and d.ours == ["ray.io/rayservice-finalizer"],
+    ),
+    Known(
+        "/RayCluster/*/metadata/annotations/ray.io/hash-without-replicas-and-workers-to-delete",
+        CHOSEN,
+        "A RayService's cluster carries a digest of its spec under KubeRay's annotation, but "
+        "computed from our model's JSON, not Go's, so the value differs; it changes exactly "
+        "when KubeRay's does, so upgrades start on the same edits",
+    ),
+    Known(
+        "/events",
+        CHOSEN,
+        "A blue-green switch records `PromotedRayCluster` on the RayService (KubeRay records no "
+        "Event for it), so `kubectl describe` shows when traffic moved",
+        only_events(ours=[("RayService", "Normal", "PromotedRayCluster")]),
     ),
     Known(
         f"{_POD}/metadata/generateName",

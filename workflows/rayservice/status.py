@@ -80,10 +80,16 @@ def app_statuses(serve: ServeStatus | None) -> dict[str, AppStatus] | None:
     }
 
 
+def empty_side() -> RayServiceStatus:
+    """A side with no cluster, as KubeRay writes it: its Go types' zero quantities show "0"."""
+    zero = RayClusterStatus(desired_cpu="0", desired_memory="0", desired_gpu="0", desired_tpu="0")
+    return RayServiceStatus(ray_cluster_status=zero)
+
+
 def _side(side: ClusterSide) -> RayServiceStatus:
     return RayServiceStatus(
         ray_cluster_name=side.name or None,
-        ray_cluster_status=side.cluster_status,
+        ray_cluster_status=side.cluster_status or empty_side().ray_cluster_status,
         applications=app_statuses(side.serve),
         target_capacity=side.capacity,
         traffic_routed_percent=side.traffic,
@@ -207,8 +213,8 @@ def initializing_timed_out(
 ) -> RayServiceStatuses:
     """The terminal InitializingTimeout state: names cleared so the clusters go (S18)."""
     status = previous.model_copy(deep=True)
-    status.active_service_status = RayServiceStatus()
-    status.pending_service_status = RayServiceStatus()
+    status.active_service_status = empty_side()
+    status.pending_service_status = empty_side()
     status.conditions = set_condition(
         status.conditions, Cond.READY, _F, Reason.INITIALIZING_TIMEOUT, message, now
     )
@@ -230,8 +236,8 @@ def suspend_begun(
     for kind, message in _SUSPEND_MESSAGES:
         conds = set_condition(conds, kind, _F, Reason.SUSPEND_IN_PROGRESS, message, now, generation)
     status.conditions = conds
-    status.active_service_status = RayServiceStatus()
-    status.pending_service_status = RayServiceStatus()
+    status.active_service_status = empty_side()
+    status.pending_service_status = empty_side()
     status.num_serve_endpoints = 0
     status.service_status = ServiceStatus.NOT_RUNNING
     status.observed_generation = generation

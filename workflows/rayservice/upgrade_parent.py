@@ -173,7 +173,7 @@ class UpgradingMixin:
         state = self._state
         status = state.status.model_copy(deep=True) if state.status else RayServiceStatuses()
         status.active_service_status = RayServiceStatus(ray_cluster_name=result.pending)
-        status.pending_service_status = RayServiceStatus()
+        status.pending_service_status = st.empty_side()
         state.status = status
         state.traffic = Traffic() if result.traffic is not None else None
         state.streaks = {}

@@ -216,9 +216,17 @@ async def test_head_serve_label_follows_the_proxy_health(client: KubeClient) -> 
         stored = await client.get(kube.PODS, "default", pod)
         return str(stored["metadata"]["labels"]["ray.io/serve"])
 
+    async def label_events() -> list[str]:
+        found = await client.list_all(kube.EVENTS, "default")
+        return [e["message"] for e in found if e["reason"] == "UpdatedHeadPodServeLabel"]
+
     assert await label() == "true"
     assert probed == [f"/api/v1/namespaces/default/pods/{pod}:8000/proxy/-/healthz"]
+    assert await label() == "true"  # unchanged: no second Event
+    assert await label_events() == [f'Set ray.io/serve="true" on the head pod default/{pod}']
     healthy["now"] = False
     assert await label() == "false"
     healthy["now"] = True
-    assert await label(exclude=True) == "false" and len(probed) == 2
+    assert await label(exclude=True) == "false" and len(probed) == 3
+    # As KubeRay's: one Event on the RayService per change of the label (true, false).
+    assert len(await label_events()) == 2

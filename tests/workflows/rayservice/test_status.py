@@ -252,7 +252,7 @@ def test_sides_copy_cluster_names_applications_and_traffic() -> None:
     deployment = (apps["app1"].deployments or {})["D"]
     assert (deployment.status, deployment.message) == ("UPDATING", "starting")
     assert apps["app2"].message == "ok" and apps["app2"].deployments is None
-    assert status.pending_service_status == RayServiceStatus()
+    assert status.pending_service_status == st.empty_side()
     wire = status.to_json_dict()
     assert wire["activeServiceStatus"]["applicationStatuses"]["app1"]["serveDeploymentStatuses"]
     assert wire["activeServiceStatus"]["trafficRoutedPercent"] == 75
@@ -278,8 +278,8 @@ def test_initializing_timeout_clears_the_clusters_and_is_terminal() -> None:
     )
     status = st.initializing_timed_out(previous, "too slow", NOW)
     assert summary(status)[Cond.READY] == (_F, Reason.INITIALIZING_TIMEOUT)
-    assert status.active_service_status == RayServiceStatus()
-    assert status.pending_service_status == RayServiceStatus()
+    assert status.active_service_status == st.empty_side()
+    assert status.pending_service_status == st.empty_side()
     assert status.service_status == ServiceStatus.NOT_RUNNING
     # A later pass without clusters keeps the terminal reason.
     later = st.compute_status(inputs(status), NOW + timedelta(minutes=1))
@@ -304,7 +304,7 @@ def test_suspend_steps_write_kuberays_conditions() -> None:
         Cond.SUSPENDING: (_T, Reason.SUSPEND_REQUESTED),
         Cond.ROLLBACK_IN_PROGRESS: (_F, Reason.SUSPEND_IN_PROGRESS),
     }
-    assert begun.active_service_status == RayServiceStatus()
+    assert begun.active_service_status == st.empty_side()
     assert begun.num_serve_endpoints == 0 and begun.observed_generation == 4
     assert begun.service_status == ServiceStatus.NOT_RUNNING
 
@@ -420,3 +420,16 @@ def test_a_blocked_upgrade_is_told_in_the_message_and_untold_after(
     unblocked = st.compute_status(given.model_copy(update={"previous": blocked}), NOW)
     found = find_condition(unblocked.conditions, kind)
     assert found is not None and found.message == expected.split(";")[0]
+
+
+def test_a_side_without_a_cluster_is_written_as_kuberay_writes_it() -> None:
+    """Regression: an empty side was `{}`, where KubeRay writes its Go zero quantities: after a
+    blue-green promotion the differential suite saw `pendingServiceStatus.rayClusterStatus`
+    with `desiredCPU: "0"` (and memory, GPU, TPU) on KubeRay's side only."""
+    zero = {"desiredCPU": "0", "desiredMemory": "0", "desiredGPU": "0", "desiredTPU": "0"}
+    empty = st.empty_side().model_dump(by_alias=True, exclude_none=True)
+    assert empty == {"rayClusterStatus": zero}
+    status = st.compute_status(inputs(), NOW)
+    for side in (status.active_service_status, status.pending_service_status):
+        assert side is not None
+        assert side.model_dump(by_alias=True, exclude_none=True) == {"rayClusterStatus": zero}
