@@ -50,23 +50,6 @@ def ours_as(pattern: str, theirs: str = "") -> Callable[[Difference], bool]:
     return same
 
 
-Event = tuple[str, str, str]
-"""(involved kind, type, reason), as `sides.event_reasons` reads them."""
-
-
-def only_events(
-    kuberay: Iterable[Event] = (), ours: Iterable[Event] = ()
-) -> Callable[[Difference], bool]:
-    """Accept an Event difference in which each side's own reasons are among those given."""
-
-    def same(difference: Difference) -> bool:
-        theirs = {tuple(item) for item in difference.kuberay or []}
-        mine = {tuple(item) for item in difference.ours or []}
-        return theirs <= set(kuberay) and mine <= set(ours)
-
-    return same
-
-
 _POD = "/Pod/*"
 _GCS_WAIT = r"until .*? ; do echo .*? ; sleep 2 ; done ; "
 KNOWN = (
@@ -147,12 +130,12 @@ KNOWN = (
         "and `kubectl apply` would read it as the cluster's own",
     ),
     Known(
-        "/events",
+        "/events/RayJob/Warning/FailedToCreateRayCluster",
         CHOSEN,
         "A RayJob's cluster is created once, under the name its workflow drew; KubeRay v1.5.0 "
         "can draw a second name from a stale cache and record `FailedToCreateRayCluster` "
         "for the cluster it had already created",
-        only_events(kuberay=[("RayJob", "Warning", "FailedToCreateRayCluster")]),
+        lambda d: d.ours is None,
     ),
     Known(
         "/RayCluster/*/status/observedGeneration",
@@ -181,11 +164,11 @@ KNOWN = (
         "when KubeRay's does, so upgrades start on the same edits",
     ),
     Known(
-        "/events",
+        "/events/RayService/Normal/PromotedRayCluster",
         CHOSEN,
         "A blue-green switch records `PromotedRayCluster` on the RayService (KubeRay records no "
         "Event for it), so `kubectl describe` shows when traffic moved",
-        only_events(ours=[("RayService", "Normal", "PromotedRayCluster")]),
+        lambda d: d.kuberay is None,
     ),
     Known(
         f"{_POD}/metadata/generateName",

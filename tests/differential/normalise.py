@@ -117,6 +117,18 @@ def _by_name(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {str(_key(item)): item for item in items}
 
 
+def event_differences(
+    kuberay: set[tuple[str, ...]], ours: set[tuple[str, ...]]
+) -> list[Difference]:
+    """One difference per Event reason only one side recorded: `/events/<kind>/<type>/<reason>`,
+    True on the side that has it. Each is accepted or not on its own, whatever else the
+    namespace recorded (it keeps the Events of earlier scenarios)."""
+    return [
+        Difference(f"/events/{'/'.join(event)}", event in kuberay or None, event in ours or None)
+        for event in sorted(kuberay ^ ours)
+    ]
+
+
 def same_course(kuberay: list[tuple[str, ...]], ours: list[tuple[str, ...]]) -> bool:
     """Whether two sequences of states tell the same course.
 

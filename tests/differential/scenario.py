@@ -12,7 +12,12 @@ from typing import Any
 import yaml
 
 from tests.differential.known import Known, unexplained
-from tests.differential.normalise import Difference, differences, same_course
+from tests.differential.normalise import (
+    Difference,
+    differences,
+    event_differences,
+    same_course,
+)
 from tests.differential.sides import KUBERAY, OURS, SIDES, Recorder, capture, event_reasons
 from tests.e2e.conftest import LocalStack
 from tests.eventually import eventually
@@ -106,13 +111,8 @@ class SideBySide:
                     mine.states(kind, name),
                 )
             )
-        reasons = [await event_reasons(self.stack, namespace) for namespace in SIDES]
-        if reasons[0] != reasons[1]:
-            found.append(
-                Difference(
-                    "/events", sorted(reasons[0] - reasons[1]), sorted(reasons[1] - reasons[0])
-                )
-            )
+        theirs_events = await event_reasons(self.stack, KUBERAY)
+        found.extend(event_differences(theirs_events, await event_reasons(self.stack, OURS)))
         return found
 
     async def unexplained(self, kind: str, name: str, *also: Known) -> list[str]:

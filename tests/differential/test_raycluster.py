@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.differential.known import NEWER, Known, only_events
+from tests.differential.known import NEWER, Known
 from tests.differential.scenario import SideBySide, documents, side_by_side
 from tests.differential.sides import KUBERAY, OURS, SIDES
 from tests.e2e.conftest import LocalStack
@@ -149,7 +149,7 @@ async def test_recreate_upgrade_is_newer_than_the_operator_built(stack: LocalSta
         newer = Known("/Pod/raycluster-kuberay-head-?????/metadata/labels/upgraded", NEWER, "")
         states = Known(f"/trajectory/RayCluster/{name}/states", NEWER, "")
         deleted = Known(
-            "/events", NEWER, "", only_events(ours=[("RayCluster", "Normal", "DeletedPod")])
+            "/events/RayCluster/Normal/DeletedPod", NEWER, "", lambda d: d.kuberay is None
         )
         found = await both.unexplained("RayCluster", name, newer, states, deleted)
         assert not found, "\n".join(found)
