@@ -68,16 +68,15 @@ class ProcessRuntime:
             hosts.write_text("127.0.0.1\tlocalhost\n")
 
     def _open_egress(self) -> None:
+        self.nameservers = []
         refused = network.ensure_egress()
         if refused is not None:
             log.warning("pods reach only the node and each other: %s", refused)
-            self.nameservers = []
             return
         try:
             self.nameservers = network.host_nameservers(Path("/etc/resolv.conf").read_text())
         except OSError as err:
             log.warning("pods resolve only cluster names: /etc/resolv.conf: %s", err)
-            self.nameservers = []
 
     def pod_hosts(self, namespace: str) -> Path:
         """The hosts file a pod of `namespace` mounts (made from the cluster's if not yet)."""
