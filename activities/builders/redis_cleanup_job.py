@@ -24,6 +24,11 @@ from crds.raycluster import RayCluster
 CLEANUP_SUFFIX = "redis-cleanup"
 
 _SCRIPT = (
+    # KubeRay's first line tells a user reading the Job's log where to look if it fails.
+    'echo "To get more information about manually deleting the storage namespace in Redis and '
+    "removing the RayCluster's finalizer, please check "
+    "https://docs.ray.io/en/master/cluster/kubernetes/user-guides/kuberay-gcs-ft.html for more "
+    'details." && '
     "python -c "
     '"from ray._private.gcs_utils import cleanup_redis_storage; '
     "from urllib.parse import urlparse; "
@@ -70,7 +75,14 @@ def build_redis_cleanup_job(
     fixed = {"cpu": "200m", "memory": "256Mi"}
     container["resources"] = {"limits": dict(fixed), "requests": dict(fixed)}
     spec["restartPolicy"] = RestartPolicy.NEVER.value
-    template_meta = {k_: v for k_, v in meta.items() if k_ in ("labels", "annotations")}
+    # KubeRay's template keeps the head pod's metadata as it builds it: `generateName`,
+    # namespace and owner included (the Job controller gives the pods its own owner).
+    template_meta = {
+        "generateName": names.head_pod_name_prefix(cluster),
+        "namespace": cluster.namespace,
+        **{k_: v for k_, v in meta.items() if k_ in ("labels", "annotations")},
+        "ownerReferences": [names.owner_reference(cluster)],
+    }
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from activities.builders import build_gcs_storage_pvc, build_head_pod, build_worker_pod
+from activities.builders.redis_cleanup_job import build_redis_cleanup_job
 from tests.activities.builders.fixtures import (
     HEAD_POD,
     WORKER_POD,
@@ -229,3 +230,19 @@ def test_no_pvc_without_embedded_storage_or_with_claim() -> None:
     assert build_gcs_storage_pvc(cluster(data)) is None
     data["spec"]["gcsFaultToleranceOptions"] = {"redisAddress": "redis:6379"}
     assert build_gcs_storage_pvc(cluster(data)) is None
+
+
+def test_redis_cleanup_job_is_kuberays() -> None:
+    """KubeRay's buildRedisCleanupJob: the script starts by naming the manual procedure, and the
+    pod template keeps the head pod's metadata (generateName, namespace, owner)."""
+    data = instance_dict()
+    data["spec"]["gcsFaultToleranceOptions"] = {"redisAddress": "redis:6379"}
+    job = build_redis_cleanup_job(cluster(data))
+    script = job["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert script.startswith('echo "To get more information about manually deleting the storage')
+    assert ' for more details." && python -c "from ray._private.gcs_utils import' in script
+    meta = job["spec"]["template"]["metadata"]
+    assert meta["generateName"] == "raycluster-sample-head-"
+    assert meta["namespace"] == job["metadata"]["namespace"]
+    assert meta["ownerReferences"] == job["metadata"]["ownerReferences"]
+    assert meta["labels"]["ray.io/node-type"] == "redis-cleanup"
