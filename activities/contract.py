@@ -102,6 +102,15 @@ class ReplicaFailure(BaseModel):
     reason: RayClusterConditionReason
     message: str
 
+    @classmethod
+    def refused(cls, reason: RayClusterConditionReason, api_message: str) -> ReplicaFailure:
+        """The failure of a call the API server refused, worded as KubeRay words it.
+
+        KubeRay joins its reason and the API server's refusal with Go's `errors.Join`: the
+        reason, then the refusal on the next line.
+        """
+        return cls(reason=reason, message=f"{reason}\n{api_message}")
+
 
 def summarize_pod(pod: JSON) -> PodView:
     """Reduce a pod object to a `PodView`."""

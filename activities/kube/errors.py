@@ -22,10 +22,14 @@ import json
 class KubeError(Exception):
     """Any failure talking to the Kubernetes API."""
 
-    def __init__(self, message: str, status: int = 0, reason: str = "") -> None:
+    def __init__(
+        self, message: str, status: int = 0, reason: str = "", api_message: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.api_message = message if api_message is None else api_message
+        """The API server's own message, as Go's client prints a refusal (no status code)."""
         self.retry_after: float | None = None  # seconds the server asked us to wait, if any
 
 
@@ -86,7 +90,8 @@ def from_status(status: int, body: str | bytes | None) -> KubeError:
     kind = _BY_STATUS.get(status)
     if kind is None:
         kind = KubeUnavailable if status >= 500 or status == 429 else KubeRejected
-    return kind(f"{status} {reason or 'Error'}: {message}", status=status, reason=reason)
+    text = f"{status} {reason or 'Error'}: {message}"
+    return kind(text, status=status, reason=reason, api_message=message)
 
 
 def _parse_status_body(body: str | bytes | None) -> tuple[str, str]:

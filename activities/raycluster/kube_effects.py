@@ -267,7 +267,7 @@ class ClusterActivities:
         try:
             await self._kube.delete_collection(kube.PODS, cluster.namespace, selector)
         except KubeRejected as err:
-            result.failure = ReplicaFailure(reason=Reason.FAILED_DELETE_ALL_PODS, message=str(err))
+            result.failure = ReplicaFailure.refused(Reason.FAILED_DELETE_ALL_PODS, err.api_message)
             await self._event(
                 cluster, EventType.WARNING, "FailedToDeletePodCollection", str(err), "all"
             )
@@ -292,7 +292,7 @@ class ClusterActivities:
                 existed = await self._kube.delete(kube.PODS, cluster.namespace, deletion.name)
             except KubeRejected as err:
                 reason = Reason.FAILED_DELETE_HEAD_POD if head else Reason.FAILED_DELETE_WORKER_POD
-                result.failure = ReplicaFailure(reason=reason, message=str(err))
+                result.failure = ReplicaFailure.refused(reason, err.api_message)
                 kind = "FailedToDeleteHeadPod" if head else "FailedToDeleteWorkerPod"
                 await self._event(cluster, EventType.WARNING, kind, str(err), deletion.name)
                 return
@@ -315,7 +315,7 @@ class ClusterActivities:
             except KubeRejected as err:
                 head = creation.head
                 reason = Reason.FAILED_CREATE_HEAD_POD if head else Reason.FAILED_CREATE_WORKER_POD
-                result.failure = ReplicaFailure(reason=reason, message=str(err))
+                result.failure = ReplicaFailure.refused(reason, err.api_message)
                 kind = "FailedToCreateHeadPod" if head else "FailedToCreateWorkerPod"
                 role = "head" if head else "worker"
                 message = f"Failed to create {role} Pod {cluster.namespace}/{creation.name}: {err}"

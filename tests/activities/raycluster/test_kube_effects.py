@@ -135,6 +135,9 @@ async def test_a_rejected_pod_is_a_replica_failure_with_a_warning(client: KubeCl
         acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, creations=[bad])
     )
     assert result.failure is not None and result.failure.reason == "FailedCreateWorkerPod"
+    # As KubeRay writes it: the reason, then the API server's own message (no status code).
+    reason, refusal = result.failure.message.split("\n")
+    assert reason == "FailedCreateWorkerPod" and refusal.startswith('Pod "Not_A_Valid_Name" is')
     events = await client.list_all(kube.EVENTS, "default")
     assert [e["type"] for e in events if e["reason"] == "FailedToCreateWorkerPod"] == ["Warning"]
 
