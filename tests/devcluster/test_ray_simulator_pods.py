@@ -5,7 +5,8 @@ proxy (and Serve's health through the pod proxy) once it is Running; a batch Job
 KubeRay's K8sJobMode submitter script submits to it through the head Service and completes;
 a SidecarMode submitter in the head pod exits 1 when its job fails; token auth follows the
 head container's environment (a head whose token Secret is missing waits, as a kubelet keeps
-it, in CreateContainerConfigError); a deleted head answers no more.
+it, in CreateContainerConfigError); a deleted head answers no more; a Redis cleanup Job
+completes.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ import httpx
 import pytest_asyncio
 
 from activities.builders.rayjob import submit_script
+from activities.builders.redis_cleanup_job import build_redis_cleanup_job
 from crds.enums import JobSubmissionMode
+from devcluster.ray_simulator.pods import auth_error
 from devcluster.server import DevCluster
+from tests.activities.builders.fixtures import cluster, instance_dict
 from tests.devcluster.test_ray_simulator import kuberay_job
 from tests.eventually import eventually
 
@@ -265,6 +269,17 @@ async def test_token_auth_without_a_token_is_a_head_that_does_not_start(
     assert (await http.get(pod_proxy)).status_code != 200
 
 
+def test_kubernetes_token_auth_needs_no_token_variable() -> None:
+    """With RAY_ENABLE_K8S_TOKEN_AUTH=true Ray authenticates with the pod's projected
+    ServiceAccount token (KubeRay's `ray-cluster.kubernetes.auth*.yaml`)."""
+    token_mode = {"name": "RAY_AUTH_MODE", "value": "token"}
+    k8s = {"name": "RAY_ENABLE_K8S_TOKEN_AUTH", "value": "true"}
+    for env, refused in (([token_mode], True), ([token_mode, k8s], False)):
+        pod = head_pod("h", env=env)
+        container = pod["spec"]["containers"][0]
+        assert (auth_error(container, pod, lambda _ns, _name: None) is not None) is refused
+
+
 async def test_a_head_and_its_sidecar_outlive_a_devcluster_restart(tmp_path: Path) -> None:
     script = submit_script(kuberay_job("sleep 3"), "r1", "", JobSubmissionMode.SIDECAR, 8265)
     sidecar = {"name": "ray-job-submitter", "image": "rayproject/ray:2.60.0", "args": [script]}
@@ -302,3 +317,20 @@ async def test_a_head_and_its_sidecar_outlive_a_devcluster_restart(tmp_path: Pat
             assert [(j["submission_id"], j["status"]) for j in jobs] == [("r1", "SUCCEEDED")]
     finally:
         await second.stop()
+
+
+async def test_the_redis_cleanup_job_succeeds(http: httpx.AsyncClient) -> None:
+    """Simulated Ray keeps nothing in Redis: a fault-tolerant cluster's cleanup Job completes
+    (without that it would run until its deadline and hold the cluster's finalizer)."""
+    data = instance_dict()
+    data["spec"]["gcsFaultToleranceOptions"] = {"redisAddress": "redis:6379"}
+    job = build_redis_cleanup_job(cluster(data))
+    job["metadata"].pop("ownerReferences")
+    job["metadata"]["namespace"] = NS
+    await create(http, f"/apis/batch/v1/namespaces/{NS}/jobs", job)
+    path = f"/apis/batch/v1/namespaces/{NS}/jobs/{job['metadata']['name']}"
+
+    async def complete() -> bool:
+        return (await http.get(path)).json().get("status", {}).get("succeeded") == 1
+
+    await eventually(complete, within=20, message="the cleanup Job to complete")

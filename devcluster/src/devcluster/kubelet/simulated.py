@@ -11,7 +11,8 @@ simulated dashboard and Serve proxy.
 Ray is simulated too (see `devcluster.ray_simulator`): a container running `ray start --head`
 gets a simulated Ray dashboard, and a container running `ray job submit` submits to one and
 exits as KubeRay's submitter would, so RayJobs in every submission mode and RayServices go
-through their whole lifecycle. Every other container runs until its pod is deleted.
+through their whole lifecycle; the Redis cleanup of a fault-tolerant cluster succeeds at once.
+Every other container runs until its pod is deleted.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from devcluster.ray_simulator.pods import (
     config_error,
     head_container,
     head_ports,
+    is_redis_cleanup,
 )
 
 JsonObject = dict[str, Any]
@@ -103,6 +105,9 @@ class SimulatedRuntime:
             record.state, record.reason, record.message, record.started_at = RUNNING, "", "", now
             record.ready = record.started = True
             record.container_id = f"simulated://{ctx.uid[:8]}-{index}"
+            if is_redis_cleanup(containers[index]):
+                record.state, record.reason, record.exit_code = TERMINATED, "Completed", 0
+                record.finished_at, record.ready = now, False
         head_spec = head_container(pod)
         refused = auth_error(head_spec, pod, ctx.lookup) if head_spec else None
         if head_spec is not None and refused:  # Ray exits at once; the container failed
@@ -121,6 +126,8 @@ class SimulatedRuntime:
             for container, record in zip(containers, records, strict=True)
             if submitter.is_submitter(container)
         ]
+        # A finished container (the Redis cleanup, above) counts as one that has ended.
+        ending += [asyncio.create_task(asyncio.sleep(0)) for r in records if r.state == TERMINATED]
         stopping = asyncio.create_task(ctx.terminating.wait())
         try:
             if ending and len(ending) == len(records):  # a Job's pod: done when they are

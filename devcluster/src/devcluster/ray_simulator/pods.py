@@ -37,23 +37,33 @@ SERVE_PORT = 8000  # Serve's HTTP proxy unless its config says otherwise
 _DASHBOARD_FLAG = re.compile(r"--dashboard-port[= ](\d+)")
 
 
+def _script(container: JsonObject) -> str:
+    return " ".join(
+        str(p) for p in [*(container.get("command") or []), *(container.get("args") or [])]
+    )
+
+
 def head_container(pod: JsonObject) -> JsonObject | None:
     """The container that runs `ray start --head`, if any."""
     for container in (pod.get("spec") or {}).get("containers") or []:
-        script = " ".join(
-            str(p) for p in [*(container.get("command") or []), *(container.get("args") or [])]
-        )
+        script = _script(container)
         if "ray start" in script and "--head" in script:
             return dict(container)
     return None
 
 
+def is_redis_cleanup(container: JsonObject) -> bool:
+    """Whether the container runs Ray's `cleanup_redis_storage` (a `<cluster>-redis-cleanup` Job).
+
+    Simulated Ray keeps nothing in Redis, so such a container succeeds at once: without that,
+    the Job would run until its deadline and hold the cluster's finalizer for minutes.
+    """
+    return "cleanup_redis_storage" in _script(container)
+
+
 def dashboard_port(container: JsonObject) -> int:
     """The dashboard port `ray start` is given (8265 unless `--dashboard-port`)."""
-    script = " ".join(
-        str(p) for p in [*(container.get("command") or []), *(container.get("args") or [])]
-    )
-    found = _DASHBOARD_FLAG.search(script)
+    found = _DASHBOARD_FLAG.search(_script(container))
     return int(found.group(1)) if found else DASHBOARD_PORT
 
 
@@ -91,8 +101,14 @@ def config_error(pod: JsonObject, container: JsonObject, lookup: Lookup) -> str 
 
 
 def auth_error(container: JsonObject, pod: JsonObject, lookup: Lookup) -> str | None:
-    """Why Ray would refuse to start this head: token auth without a token, or None."""
+    """Why Ray would refuse to start this head: token auth without a token, or None.
+
+    With RAY_ENABLE_K8S_TOKEN_AUTH=true (Ray 2.55 and later) the token is the pod's projected
+    ServiceAccount token, which Ray reads from its file: no RAY_AUTH_TOKEN is needed.
+    """
     env = _env(pod, container, lookup)
+    if env.get("RAY_ENABLE_K8S_TOKEN_AUTH", "").lower() == "true":
+        return None
     if env.get("RAY_AUTH_MODE") == "token" and not env.get("RAY_AUTH_TOKEN"):
         return "RAY_AUTH_MODE=token needs RAY_AUTH_TOKEN, which the container does not have"
     return None
