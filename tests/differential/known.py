@@ -37,14 +37,15 @@ class Known:
         return self.when is None or self.when(difference)
 
 
-def ours_as(pattern: str, theirs: str = "") -> Callable[[Difference], bool]:
+def ours_as(pattern: str, theirs: str = "", anywhere: bool = False) -> Callable[[Difference], bool]:
     """Accept a string of ours that is KubeRay's once its first match of `pattern` (at the
-    start) is written as `theirs`: the newer part differs, nothing else."""
+    start, or `anywhere`) is written as `theirs`: the newer part differs, nothing else."""
+    anchored = "" if anywhere else "^"
 
     def same(difference: Difference) -> bool:
         if not isinstance(difference.ours, str) or not isinstance(difference.kuberay, str):
             return False
-        written = re.sub(f"^(?:{pattern})", lambda _: theirs, difference.ours, count=1)
+        written = re.sub(f"{anchored}(?:{pattern})", lambda _: theirs, difference.ours, count=1)
         return written == difference.kuberay
 
     return same
@@ -52,14 +53,35 @@ def ours_as(pattern: str, theirs: str = "") -> Callable[[Difference], bool]:
 
 _POD = "/Pod/*"
 _GCS_WAIT = r"until .*? ; do echo .*? ; sleep 2 ; done ; "
+
+
+def in_ray_pods(
+    suffix: str, kind: str, reason: str, when: Callable[[Difference], bool] | None = None
+) -> tuple[Known, Known]:
+    """The same acceptance for Ray pods and for Jobs whose template is a Ray pod's (the Redis
+    cleanup Job is the head pod's clone, annotations and env included)."""
+    pod, job = f"{_POD}{suffix}", f"/Job/*{suffix}"
+    return Known(pod, kind, reason, when), Known(job, kind, reason, when)
+
+
+def absent_on(side: str) -> Callable[[Difference], bool]:
+    """Accept only a value one side lacks: `side` ("kuberay" or "ours") has nothing there."""
+    return lambda d: getattr(d, side) is None
+
+
+def _not_by_name(difference: Difference) -> bool:
+    theirs = difference.kuberay
+    return isinstance(theirs, list) and theirs != sorted(theirs)
+
+
 KNOWN = (
-    Known(
-        f"{_POD}/metadata/annotations/ray.io/kuberay-version",
+    *in_ray_pods(
+        "/metadata/annotations/ray.io/kuberay-version",
         NEWER,
         "v1.6 stamps the operator's version on each head pod",
     ),
-    Known(
-        f"{_POD}/metadata/annotations/ray.io/upgrade-strategy-recreate-hash",
+    *in_ray_pods(
+        "/metadata/annotations/ray.io/upgrade-strategy-recreate-hash",
         NEWER,
         "v1.6 stamps the Recreate upgrade hash on each head pod (upgradeStrategy)",
     ),
@@ -67,7 +89,11 @@ KNOWN = (
         f"{_POD}/spec/containers[*]/args[0]",
         NEWER,
         "v1.7 writes `ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}` before `ray start`",
-        ours_as(re.escape("ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}"), "ulimit -n 65536"),
+        ours_as(
+            re.escape("ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}"),
+            "ulimit -n 65536",
+            anywhere=True,  # after the user's own command, when there is one
+        ),
     ),
     Known(
         "/*/spec/containers[ray-job-submitter]/args[0]",
@@ -86,13 +112,13 @@ KNOWN = (
         NEWER,
         "v1.7 labels a RayJob's cluster with the job's submission mode",
     ),
-    Known(
-        f"{_POD}/spec/containers[*]/env[RAY_CLUSTER_NAMESPACE]*",
+    *in_ray_pods(
+        "/spec/containers[*]/env[RAY_CLUSTER_NAMESPACE]*",
         NEWER,
         "v1.7 gives every Ray container RAY_CLUSTER_NAMESPACE",
     ),
-    Known(
-        f"{_POD}/spec/containers[*]/env[RAY_USAGE_STATS_EXTRA_TAGS]/value",
+    *in_ray_pods(
+        "/spec/containers[*]/env[RAY_USAGE_STATS_EXTRA_TAGS]/value",
         NEWER,
         "the usage-stats tag carries the operator's version (kuberay_version=v1.7.0)",
     ),
@@ -138,6 +164,14 @@ KNOWN = (
         lambda d: d.ours is None,
     ),
     Known(
+        "/events/RayJob/Warning/FailedToDeleteRayJobSubmitter",
+        CHOSEN,
+        "A suspended or retried RayJob's submitter Job is deleted once; KubeRay v1.5.0 can find "
+        'it again in a stale cache and record `FailedToDeleteRayJobSubmitter` ("not found") '
+        "for the Job it had already deleted",
+        absent_on("ours"),
+    ),
+    Known(
         "/RayCluster/*/status/observedGeneration",
         CHOSEN,
         "`status.observedGeneration` is the generation the last status was computed for; "
@@ -176,6 +210,97 @@ KNOWN = (
         "Pods are created under a full name of KubeRay's shape (`<cluster>-head-<5 random>`) "
         "drawn in the workflow, not with `generateName`: a create retried after a lost answer "
         "then finds its own pod instead of adding a second one",
+    ),
+    Known(
+        f"{_POD}/spec/containers[autoscaler]/env[KUBERAY_GEN_AUTOSCALER_START_CMD]*",
+        NEWER,
+        "v1.7 hands the autoscaler its generated command as KUBERAY_GEN_AUTOSCALER_START_CMD",
+    ),
+    Known(
+        f"{_POD}/spec/containers[autoscaler]/command[*]",
+        NEWER,
+        "v1.7 takes the autoscaler's command and args from `autoscalerOptions`",
+    ),
+    Known(
+        f"{_POD}/spec/containers[autoscaler]/args[*]",
+        NEWER,
+        "v1.7 takes the autoscaler's command and args from `autoscalerOptions`",
+    ),
+    *(
+        Known(f"{_POD}/spec/*containers[*]/env[{name}]*", NEWER, "v1.6 token auth (`authOptions`)")
+        for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")
+    ),
+    *(
+        Known(
+            f"{_POD}/spec/{where}",
+            NEWER,
+            "v1.7 Kubernetes token auth (`authOptions.enableK8sTokenAuth`): the flag and the "
+            "projected ServiceAccount token",
+            absent_on("kuberay"),
+        )
+        for where in (
+            "*containers[*]/env[RAY_ENABLE_K8S_TOKEN_AUTH]*",
+            "*containers[*]/volumeMounts[ray-token]*",
+            "volumes[ray-token]*",
+        )
+    ),
+    Known(
+        "/NetworkPolicy/*",
+        NEWER,
+        "v1.7 (alpha) creates the NetworkPolicies `networkIsolation` asks for",
+        absent_on("kuberay"),
+    ),
+    Known(
+        "/events/RayCluster/Normal/CreatedNetworkPolicy",
+        NEWER,
+        "v1.7 (alpha) creates the NetworkPolicies `networkIsolation` asks for",
+        absent_on("kuberay"),
+    ),
+    Known(
+        "/RayCluster/*/status/conditions[ReplicaFailure]/message",
+        CHOSEN,
+        "Pods are created under a full name of KubeRay's shape (`<cluster>-head-<5 random>`) "
+        "drawn in the workflow, not with `generateName`: a create retried after a lost answer "
+        "then finds its own pod instead of adding a second one",
+        lambda d: isinstance(d.ours, str) and d.ours.replace('-?????"', '-"') == d.kuberay,
+    ),
+    *(
+        known
+        for probe in ("livenessProbe", "readinessProbe")
+        for known in (
+            Known(
+                f"{_POD}/spec/containers[*]/{probe}/exec/command",
+                NEWER,
+                "v1.6 probes Ray 2.53 and later with one HTTP GET of :52365/api/healthz",
+                absent_on("ours"),
+            ),
+            Known(
+                f"{_POD}/spec/containers[*]/{probe}/httpGet/*",
+                NEWER,
+                "v1.6 probes Ray 2.53 and later with one HTTP GET of :52365/api/healthz",
+                absent_on("kuberay"),
+            ),
+        )
+    ),
+    Known(
+        "/RayCluster/*/status/conditions[HeadPodReady]/reason",
+        NEWER,
+        "v1.7 gives HeadPodReady the first unready container's reason (v1.5.0: PodReady's)",
+        lambda d: d.kuberay == "ContainersNotReady",
+    ),
+    Known(
+        "/RayCluster/*/status/conditions[HeadPodReady]/message",
+        NEWER,
+        "v1.7 gives HeadPodReady the first unready container's message",
+        lambda d: isinstance(d.ours, str) and d.ours.startswith(d.kuberay or ""),
+    ),
+    Known(
+        "/Service/*/spec/ports(order)",
+        CHOSEN,
+        "A custom head Service (`headService`) lists the user's ports, then the default ones by "
+        "name; KubeRay appends the default ones in Go's map order, which changes from one "
+        "reconcile to the next",
+        _not_by_name,
     ),
 )
 

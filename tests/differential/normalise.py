@@ -2,12 +2,13 @@
 
 Each capture is one namespace's objects. `normalise` drops what the API server or chance
 decides (uids, resource versions, cluster IPs, pod status) and replaces the namespace's name
-with `NS`, random name suffixes with `-?????`, addresses with `IP`, uids with `UID` and times
-with `TIME`; `differences` walks two normalised objects side by side and names each path where
-they part, keying lists of named things (containers, env, ports, volumes, conditions) by name,
-so an order change is one difference of its own (`(order)`), not one per item. An absent map
-and an empty one are the same (Go cannot omit an empty struct such as a template's `metadata`,
-so KubeRay writes `{}` where the manifest had nothing).
+with `NS`, random name suffixes with `-?????`, addresses with `IP`, uids with `UID`, times with
+`TIME` and the NodePorts the API server drew with `NODEPORT`; `differences` walks two
+normalised objects side by side and names each path where they part, keying lists of named
+things (containers, env, ports, volumes, conditions) by name, so an order change is one
+difference of its own (`(order)`), not one per item. An absent map and an empty one are the
+same (Go cannot omit an empty struct such as a template's `metadata`, so KubeRay writes `{}`
+where the manifest had nothing).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ SUFFIX_MARK = "-?????"
 ADDRESS_MARK = "IP"
 TIME_MARK = "TIME"
 UID_MARK = "UID"
+NODE_PORT_MARK = "NODEPORT"
+NODE_PORTS = (30000, 32767)
+"""kube-apiserver's default `--service-node-port-range`, from which it draws NodePorts."""
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
@@ -48,6 +52,9 @@ def _clean(value: Any, namespace: str, path: tuple[str, ...]) -> Any:
                 continue
             if path[-1:] == ("ownerReferences",) and key == "uid":
                 continue
+            if _node_port(path, key, item):
+                kept[key] = NODE_PORT_MARK
+                continue
             kept[_text(key, namespace)] = _clean(item, namespace, (*path, key))
         return kept
     if isinstance(value, list):
@@ -55,6 +62,17 @@ def _clean(value: Any, namespace: str, path: tuple[str, ...]) -> Any:
     if isinstance(value, str):
         return _text(value, namespace)
     return value
+
+
+def _node_port(path: tuple[str, ...], key: str, value: Any) -> bool:
+    """Whether `value` is a NodePort the API server drew: a Service port's `nodePort`, or a
+    RayCluster's `status.endpoints` entry naming one (KubeRay's endpoints give the NodePort
+    when there is one, else the target port, which is never in the NodePort range)."""
+    if path[-2:] == ("spec", "ports") and key == "nodePort":
+        return True
+    if path[-2:] == ("status", "endpoints") and isinstance(value, str) and value.isdigit():
+        return NODE_PORTS[0] <= int(value) <= NODE_PORTS[1]
+    return False
 
 
 def _text(text: str, namespace: str) -> str:

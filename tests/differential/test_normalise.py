@@ -134,3 +134,36 @@ def test_a_course_may_skip_a_state_the_other_wrote_between_polls() -> None:
     assert not same_course(theirs, [*ours[:-1], ("Failed", "STOPPED")])  # another end
     assert not same_course(theirs, [("Running", ""), ("Initializing", ""), ("Failed", "FAILED")])
     assert not same_course(theirs, [("Suspended", ""), ("Failed", "FAILED")])  # not theirs
+
+
+def test_node_ports_the_api_server_drew_are_chance() -> None:
+    """A NodePort head Service gets its ports from the API server's range on each side; the
+    RayCluster's endpoints name them. Target ports stay as they are."""
+    service = {"spec": {"ports": [{"name": "client", "port": 10001, "nodePort": 31114}]}}
+    cluster = {"status": {"endpoints": {"client": "31114", "dashboard": "8265"}}}
+
+    assert normalise(service, "ns")["spec"]["ports"] == [
+        {"name": "client", "port": 10001, "nodePort": "NODEPORT"}
+    ]
+    assert normalise(cluster, "ns")["status"]["endpoints"] == {
+        "client": "NODEPORT",
+        "dashboard": "8265",
+    }
+
+
+def test_a_custom_head_services_default_ports_may_come_in_any_order() -> None:
+    """KubeRay appends a custom head Service's default ports in Go's map order; its default
+    head Service sorts them by name, so an order of ours that differs there is still found."""
+    path = "/Service/s/spec/ports(order)"
+    random = ["custom", "gcs-server", "dashboard", "client"]
+    by_name = ["custom", "client", "dashboard", "gcs-server"]
+    assert not unexplained([Difference(path, random, by_name)])
+    assert unexplained([Difference(path, ["client", "dashboard"], ["dashboard", "client"])])
+
+
+def test_probes_newer_than_the_operator_built_are_accepted_only_as_such() -> None:
+    head = "/Pod/c-head-?????/spec/containers[ray-head]"
+    exec_probe = Difference(f"{head}/livenessProbe/exec/command", ["bash"], None)
+    http_probe = Difference(f"{head}/readinessProbe/httpGet/path", None, "/api/healthz")
+    assert not unexplained([exec_probe, http_probe])
+    assert unexplained([Difference(f"{head}/livenessProbe/exec/command", ["bash"], ["sh"])])

@@ -10,7 +10,8 @@ and followed until each side reaches the end its kind can reach here — a clust
 Complete or Failed, a service Running — or `SETTLE_SECONDS` pass: samples that ask for GPUs or
 TPUs, or for CRDs this control plane lacks, stay pending on both sides, and what each operator
 made by then is compared as well. A sample's test fails with every difference `known.py` does
-not accept, and with the side that did not finish where only one did.
+not accept, and with the side that did not finish where only one did (`/ended`), unless the
+sample is among `NEWER_SAMPLES`.
 """
 
 from __future__ import annotations
@@ -20,13 +21,28 @@ from typing import Any
 
 import pytest
 
+from tests.differential.known import NEWER, Known, unexplained
+from tests.differential.normalise import Difference
 from tests.differential.scenario import SideBySide, documents, side_by_side
-from tests.differential.sides import SIDES
+from tests.differential.sides import KUBERAY, OURS, SIDES
 from tests.e2e.conftest import LocalStack
 from tests.eventually import eventually
 from tests.reference import KUBERAY_SAMPLES
 
 SETTLE_SECONDS = 90.0
+_V15_LACKS = "a v1.7 feature the v1.5.0 operator built does not have"
+NEWER_SAMPLES = {
+    "ray-cluster.embedded-gcs-ft.yaml": f"{_V15_LACKS}: embedded GCS fault tolerance "
+    "(`gcsFaultToleranceOptions.backend: rocksdb` on a PVC); v1.5.0 drops the fields it does not "
+    "know when it writes the RayCluster back, and runs it as Redis fault tolerance",
+    "ray-cluster.historyserver.yaml": f"{_V15_LACKS}: the history-server collector sidecar; "
+    "v1.5.0 ignores `historyServerOptions`, ours refuses the spec until it is built (README: "
+    "KubeRay samples we do not accept)",
+    "ray-cluster.mtls.yaml": f"{_V15_LACKS}: mTLS through cert-manager, which this control plane "
+    "lacks; v1.5.0 ignores `tlsOptions`, ours waits for the Issuer (FailedToCreateIssuer)",
+}
+"""Samples whose every difference is accepted, and why: the reference cannot run them as v1.7
+does, so no difference of theirs says anything about ours."""
 KINDS = ("RayCluster", "RayJob", "RayService")
 PREFIXES = ("ray-cluster", "ray-job", "ray-service")
 
@@ -88,10 +104,13 @@ async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
             for doc in [*others, *(d for d in docs if d.get("kind") in KINDS)]:
                 await both.apply(doc)
             missed = await _settle(both, kind, name)
-            found = await both.unexplained(kind, name)
+            found = await both.compare(kind, name)
             if len(missed) == 1:  # one operator finished, the other did not: a difference
-                found.append(f"only {', '.join(set(SIDES) - set(missed))} reached the end")
-            assert not found, f"{file} (not ended: {missed or 'none'}):\n" + "\n".join(found)
+                ended = {side: side not in missed for side in SIDES}
+                found.append(Difference("/ended", ended[KUBERAY], ended[OURS]))
+            newer = [Known("*", NEWER, NEWER_SAMPLES[file])] if file in NEWER_SAMPLES else []
+            left = [str(d) for d in unexplained(found, newer)]
+            assert not left, f"{file} (not ended: {missed or 'none'}):\n" + "\n".join(left)
         finally:
             # The sample's own objects (a Redis Deployment, ConfigMaps) go with it, so the
             # next sample starts from empty namespaces; side_by_side removes the ray.io ones.
