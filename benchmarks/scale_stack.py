@@ -180,9 +180,12 @@ def memories(
 
 
 @contextlib.asynccontextmanager
-async def running_stack(state: Path, workers: int, ready_delay: float) -> AsyncIterator[Stack]:
+async def running_stack(
+    state: Path, workers: int, ready_delay: float, extra_env: Mapping[str, str] | None = None
+) -> AsyncIterator[Stack]:
     """Start everything (CRDs installed, every process ready) in the existing directory `state`.
 
+    `extra_env` is added to the workers' and the bridge's environment (tracing variables).
     Everything is stopped when the block ends.
     """
     raise_open_files_limit()
@@ -222,7 +225,11 @@ async def running_stack(state: Path, workers: int, ready_delay: float) -> AsyncI
         stack.push_async_callback(client.close)
         await install_crds(client)
         temporal = await Client.connect(options.address, data_converter=pydantic_data_converter)
-        env = {"TEMPORAL_ADDRESS": options.address, "KUBECONFIG": str(kubeconfig)}
+        env = {
+            "TEMPORAL_ADDRESS": options.address,
+            "KUBECONFIG": str(kubeconfig),
+            **(extra_env or {}),
+        }
         started: list[tuple[Child, int]] = []
         for index in range(workers):
             port = free_port()
