@@ -1,10 +1,12 @@
 """One pending batch of signals per workflow, drained by a bounded pool of senders.
 
-Bursts coalesce: while a workflow's batch waits (a short window) or is being sent, new nudges
-for it merge into the next batch — the highest generation wins, owned-object changes are
-unioned, a deletion is kept. A workflow is never sent to by two senders at once, so its
-signals arrive in order. A failed send (Temporal unreachable) goes back into the queue with
-back-off, merged with anything newer: the latest state of every object is never dropped.
+Bursts coalesce: the first nudge for a workflow that nothing was sent to lately goes at once (a
+new CR's workflow starts without waiting); while a batch is being sent, and for a short window
+after each send, new nudges for it merge into the next batch — the highest generation wins,
+owned-object changes are unioned, a deletion is kept. A workflow is never sent to by two
+senders at once, so its signals arrive in order. A failed send (Temporal unreachable) goes back
+into the queue with back-off, merged with anything newer: the latest state of every object is
+never dropped.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from workflows import messages
 logger = logging.getLogger(__name__)
 
 MAX_NAMES = 20
+_FORGET_ABOVE = 1024
+"""Send times kept before the old ones (over a window) are forgotten."""
 """Owned-object names kept per batch (for the history's readability; kinds are always kept)."""
 
 
@@ -89,6 +93,8 @@ class Coalescer:
     _pending: dict[str, Batch] = field(default_factory=dict)
     _due: dict[str, float] = field(default_factory=dict)
     _in_flight: set[str] = field(default_factory=set)
+    _sent_at: dict[str, float] = field(default_factory=dict)
+    """When each workflow was last sent to, while that is less than a window ago (about)."""
     _queue: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     delivered: int = 0
 
@@ -98,7 +104,8 @@ class Coalescer:
         batch = self._pending.get(key)
         if batch is None:
             batch = self._pending[key] = Batch(nudge.target)
-            self._schedule(key, self.window)
+            since = time.monotonic() - self._sent_at.get(key, float("-inf"))
+            self._schedule(key, max(0.0, self.window - since))
         batch.merge(nudge)
         batch.traceparent = traceparent or batch.traceparent
 
@@ -135,8 +142,18 @@ class Coalescer:
                 self._retry(key, batch, err)
             finally:
                 self._in_flight.discard(key)
+                self._sent(key)
                 if key in self._pending:
                     self._queue.put_nowait(key)
+
+    def _sent(self, key: str) -> None:
+        """Remember the send, so that what comes within a window waits for the next batch."""
+        now = time.monotonic()
+        if len(self._sent_at) >= _FORGET_ABOVE:  # keep only the workflows sent to lately
+            self._sent_at = {k: t for k, t in self._sent_at.items() if now - t < self.window}
+        self._sent_at[key] = now
+        if key in self._pending:  # nudges that came during the send wait out the window
+            self._due[key] = max(self._due.get(key, 0.0), now + self.window)
 
     def _retry(self, key: str, batch: Batch, err: Exception) -> None:
         batch.attempts += 1

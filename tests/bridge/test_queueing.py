@@ -57,3 +57,28 @@ async def test_burst_coalesces_and_failures_retry_without_loss() -> None:
         runner.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await runner
+
+
+async def test_a_first_nudge_goes_at_once_and_what_follows_waits_the_window() -> None:
+    """A new CR's workflow starts without waiting the window; nudges within a window after a
+    send (a new cluster's pods turning up one by one) still coalesce into one batch."""
+    sent: list[int] = []
+
+    async def send(batch: Batch) -> None:
+        assert batch.spec is not None
+        sent.append(batch.spec.generation)
+
+    queue = Coalescer(send, concurrency=4, window=3600)  # a window no test waits out
+    runner = asyncio.create_task(queue.run())
+    try:
+        queue.put(spec(1))
+        await eventually(lambda: sent == [1], message="the first nudge, sent at once")
+        for generation in range(2, 52):
+            queue.put(spec(generation))
+        # Held for the window after the first send, as one batch of the latest generation.
+        assert sent == [1] and not queue.idle
+        assert [b.spec.generation for b in queue._pending.values() if b.spec] == [51]
+    finally:
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
