@@ -108,7 +108,7 @@ def _span(proto: ProtoSpan) -> Span:
 
 def marks(applied_ns: int, trace: Sequence[Span]) -> list[tuple[str, int]] | None:
     """The marks from the apply to the head pod's creation, in time order; None while the
-    trace does not reach the pod call yet.
+    trace does not reach the pod call, and the activity that made it, yet.
 
     Only the path to the first pod call counts: the delivery and its signal-with-start, then
     the worker's spans that start before that call ends.
@@ -118,6 +118,8 @@ def marks(applied_ns: int, trace: Sequence[Span]) -> list[tuple[str, int]] | Non
     if not calls or not deliveries:
         return None
     call, delivery = calls[0], deliveries[0]
+    if call.parent_id not in {s.span_id for s in trace}:
+        return None  # the activity around the call ends (and is exported) after it
     # The signal-with-start call is inside "delivery → workflow task": its answer may come
     # after the workflow task has run, so its end is no mark on the path.
     found = [("apply", applied_ns), ("delivery", delivery.start_ns)]

@@ -63,8 +63,10 @@ def test_the_marks_follow_one_path_to_the_head_pod() -> None:
     assert sum(ms for _, ms in steps(found)) == 110.0
 
 
-def test_no_marks_until_the_pod_call_is_exported() -> None:
+def test_no_marks_until_the_pod_call_and_its_activity_are_exported() -> None:
     assert marks(0, [s for s in TRACE if s.name != POD_CALL]) is None
+    # The activity's span ends after the call in it: without it the path would lack a mark.
+    assert marks(0, [s for s in TRACE if s.name != "RunActivity:apply_cluster"]) is None
 
 
 def test_the_table_gives_each_step_its_median_in_the_order_taken() -> None:
