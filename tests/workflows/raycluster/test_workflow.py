@@ -324,3 +324,20 @@ async def test_the_redis_password_never_enters_the_history(harness: Harness) -> 
     await eventually(lambda: cluster.status and cluster.status.state == "ready")
     history = await handle.fetch_history()
     assert "s3cret" not in history.to_json()
+
+
+async def test_each_pass_reads_in_the_workflow_task(harness: Harness) -> None:
+    """The read before a pass is a local activity: a marker in the history, no activity task
+    (no dispatch through the server, no workflow task for its result)."""
+    cluster = harness.cluster
+    handle = await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
+    history = await handle.fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+    assert "read_raycluster" not in scheduled and "apply_raycluster" in scheduled, scheduled
+    assert len(markers) >= 2, "a patch marker and the local read's"
