@@ -157,6 +157,9 @@ async def rayservice_lifecycle(client: Client) -> WorkflowHistory:
 
 SCENARIOS = {
     "raycluster_lifecycle": raycluster_lifecycle,
+    # The same lifecycle once each pass read locally (patch `raycluster-local-read`); the
+    # first one keeps the path of workflows started before it.
+    "raycluster_lifecycle_local_read": raycluster_lifecycle,
     "rayjob_lifecycle": rayjob_lifecycle,
     "rayservice_lifecycle": rayservice_lifecycle,
 }
