@@ -227,7 +227,8 @@ KNOWN = (
         "v1.7 takes the autoscaler's command and args from `autoscalerOptions`",
     ),
     *(
-        Known(f"{_POD}/spec/*containers[*]/env[{name}]*", NEWER, "v1.6 token auth (`authOptions`)")
+        # `*ontainers`: containers and initContainers alike.
+        Known(f"{_POD}/spec/*ontainers[*]/env[{name}]*", NEWER, "v1.6 token auth (`authOptions`)")
         for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")
     ),
     *(
@@ -239,8 +240,8 @@ KNOWN = (
             absent_on("kuberay"),
         )
         for where in (
-            "*containers[*]/env[RAY_ENABLE_K8S_TOKEN_AUTH]*",
-            "*containers[*]/volumeMounts[ray-token]*",
+            "*ontainers[*]/env[RAY_ENABLE_K8S_TOKEN_AUTH]*",
+            "*ontainers[*]/volumeMounts[ray-token]*",
             "volumes[ray-token]*",
         )
     ),

@@ -18,7 +18,15 @@ from tests.differential.normalise import (
     event_differences,
     same_course,
 )
-from tests.differential.sides import KUBERAY, OURS, SIDES, Recorder, capture, event_reasons
+from tests.differential.sides import (
+    KUBERAY,
+    OURS,
+    RAY_KINDS,
+    SIDES,
+    Recorder,
+    capture,
+    event_reasons,
+)
 from tests.e2e.conftest import LocalStack
 from tests.eventually import eventually
 from tests.reference import KUBERAY_SAMPLES
@@ -130,12 +138,35 @@ class SideBySide:
 
 async def emptied(stack: LocalStack) -> None:
     """Wait until neither side holds a ray.io object or anything an operator made."""
+    left: dict[str, list[str]] = {}
     for namespace in SIDES:
 
         async def empty(namespace: str = namespace) -> bool:
-            return not await capture(stack, namespace)
+            left[namespace] = operators_made(await capture(stack, namespace))
+            return not left[namespace]
 
-        await eventually(empty, within=120, message=f"{namespace} emptied")
+        try:
+            await eventually(empty, within=120, message=f"{namespace} emptied")
+        except AssertionError as err:  # say what stayed: the next scenario would see it
+            raise AssertionError(f"{err}; left: {', '.join(left[namespace])}") from None
+
+
+def operators_made(captured: dict[str, Any]) -> list[str]:
+    """The keys of a capture that are ray.io objects or made for one (owned by one, or by a
+    Job that is): not what a sample brought along (its Redis Deployment's pods)."""
+
+    def owners(key: str) -> list[dict[str, Any]]:
+        objs = captured[key] if isinstance(captured[key], list) else [captured[key]]
+        return [ref for obj in objs for ref in obj["metadata"].get("ownerReferences") or []]
+
+    ray = {key for key in captured if key.split("/")[0] in RAY_KINDS}
+    made = ray | {key for key in captured if any(r["kind"] in RAY_KINDS for r in owners(key))}
+    made |= {
+        key
+        for key in captured
+        if any(r["kind"] == "Job" and f"Job/{r['name']}" in made for r in owners(key))
+    }
+    return sorted(made)
 
 
 @asynccontextmanager
@@ -160,3 +191,6 @@ async def side_by_side(stack: LocalStack) -> AsyncIterator[SideBySide]:
                     "--wait=false",
                 )
             await emptied(stack)
+            # And its Events (a later scenario would count them as its own).
+            for namespace in SIDES:
+                await stack.kubectl("delete", "events", "--all", "-n", namespace)

@@ -3,6 +3,8 @@ and that every accepted difference has its reason in the README."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.differential.known import CHOSEN, KNOWN, NEWER, Known, unexplained
 from tests.differential.normalise import (
     Difference,
@@ -11,6 +13,7 @@ from tests.differential.normalise import (
     normalise,
     same_course,
 )
+from tests.differential.scenario import operators_made
 from tests.reference import REPO_ROOT
 
 POD = {
@@ -167,3 +170,20 @@ def test_probes_newer_than_the_operator_built_are_accepted_only_as_such() -> Non
     http_probe = Difference(f"{head}/readinessProbe/httpGet/path", None, "/api/healthz")
     assert not unexplained([exec_probe, http_probe])
     assert unexplained([Difference(f"{head}/livenessProbe/exec/command", ["bash"], ["sh"])])
+
+
+def test_what_the_operators_made_leaves_out_what_a_sample_brought() -> None:
+    """A sample's Redis pod (owned by its ReplicaSet) must not hold up the end of a scenario;
+    a submitter Job's pod (owned by a Job the RayJob owns) is the operator's."""
+
+    def owned(kind: str, name: str) -> dict[str, Any]:
+        return {"metadata": {"ownerReferences": [{"kind": kind, "name": name}]}}
+
+    captured = {
+        "RayJob/j": {"metadata": {}},
+        "Job/j": owned("RayJob", "j"),
+        "Pod/j-?????": owned("Job", "j"),
+        "Pod/redis-?????": owned("ReplicaSet", "redis"),
+        "Service/j-head-svc": owned("RayJob", "j"),
+    }
+    assert operators_made(captured) == ["Job/j", "Pod/j-?????", "RayJob/j", "Service/j-head-svc"]

@@ -99,8 +99,8 @@ async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
     assert main is not None
     kind, name = main["kind"], main["metadata"]["name"]
     others = [d for d in docs if d.get("kind") not in KINDS]
-    async with side_by_side(stack) as both:
-        try:
+    try:
+        async with side_by_side(stack) as both:
             for doc in [*others, *(d for d in docs if d.get("kind") in KINDS)]:
                 await both.apply(doc)
             missed = await _settle(both, kind, name)
@@ -111,18 +111,19 @@ async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
             newer = [Known("*", NEWER, NEWER_SAMPLES[file])] if file in NEWER_SAMPLES else []
             left = [str(d) for d in unexplained(found, newer)]
             assert not left, f"{file} (not ended: {missed or 'none'}):\n" + "\n".join(left)
-        finally:
-            # The sample's own objects (a Redis Deployment, ConfigMaps) go with it, so the
-            # next sample starts from empty namespaces; side_by_side removes the ray.io ones.
-            for doc in others:
-                for namespace in SIDES:
-                    await stack.kubectl(
-                        "delete",
-                        doc["kind"],
-                        doc["metadata"]["name"],
-                        "-n",
-                        namespace,
-                        "--ignore-not-found",
-                        "--wait=false",
-                        check=False,
-                    )
+    finally:
+        # The sample's own objects (a Redis Deployment, its password Secret) go after its
+        # ray.io objects, as a user would remove them: a fault-tolerant cluster's Redis
+        # cleanup needs both. Then the next sample starts from empty namespaces.
+        for doc in others:
+            for namespace in SIDES:
+                await stack.kubectl(
+                    "delete",
+                    doc["kind"],
+                    doc["metadata"]["name"],
+                    "-n",
+                    namespace,
+                    "--ignore-not-found",
+                    "--wait=false",
+                    check=False,
+                )
