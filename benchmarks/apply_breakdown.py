@@ -44,6 +44,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from activities.kube import client as kube
+from benchmarks.raycluster_scale import body
 from benchmarks.scale_stack import running_stack
 from devcluster.ports import free_port
 
@@ -161,21 +162,6 @@ def table(runs: Sequence[Sequence[tuple[str, float]]]) -> list[str]:
     return lines
 
 
-def cluster(name: str) -> dict[str, object]:
-    container = {"name": "ray-head", "image": "rayproject/ray:2.60.0"}
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "headGroupSpec": {
-                "rayStartParams": {},
-                "template": {"spec": {"containers": [container]}},
-            }
-        },
-    }
-
-
 @contextlib.asynccontextmanager
 async def receiving() -> AsyncIterator[tuple[Receiver, str]]:
     """A receiver listening on a loopback port, and the endpoint to give the exporters."""
@@ -204,7 +190,7 @@ async def run(count: int, ready_delay: float, state: Path) -> list[list[tuple[st
             for index in range(count):
                 name = f"breakdown-{index:04d}"
                 applied = time.time_ns()
-                await stack.kube.create(kube.RAYCLUSTERS, "default", cluster(name))
+                await stack.kube.create(kube.RAYCLUSTERS, "default", body(name, workers=0))
                 deadline = time.monotonic() + WAIT_SECONDS
                 while (found := marks(applied, receiver.trace_of(name))) is None:
                     if time.monotonic() > deadline:

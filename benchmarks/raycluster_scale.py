@@ -46,26 +46,18 @@ def rss_mib() -> float:
     return 0.0
 
 
-def body(name: str) -> dict[str, object]:
+def body(name: str, workers: int = 3) -> dict[str, object]:
+    """A RayCluster of a head and `workers` workers (none: no worker group)."""
     container = {"name": "ray", "image": "rayproject/ray:2.60.0"}
+    group = {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}}
+    spec: dict[str, object] = {"headGroupSpec": group}
+    if workers:
+        spec["workerGroupSpecs"] = [{"groupName": "w", "replicas": workers, **group}]
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "headGroupSpec": {
-                "rayStartParams": {},
-                "template": {"spec": {"containers": [container]}},
-            },
-            "workerGroupSpecs": [
-                {
-                    "groupName": "w",
-                    "replicas": 3,
-                    "rayStartParams": {},
-                    "template": {"spec": {"containers": [container]}},
-                }
-            ],
-        },
+        "spec": spec,
     }
 
 

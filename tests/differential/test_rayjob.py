@@ -24,6 +24,16 @@ def finished(status: dict[str, Any]) -> bool:
     return status.get("jobDeploymentStatus") in {"Complete", "Failed"}
 
 
+async def succeeded_the_same(both: SideBySide, name: str) -> None:
+    """The RayJob ends SUCCEEDED on both sides with no unexplained difference, then goes."""
+    await both.reach("rayjob", name, finished, "finished", within=240)
+    for ns in both.recorders:
+        assert (await both.status(ns, "rayjob", name))["jobStatus"] == "SUCCEEDED", ns
+    found = await both.unexplained("RayJob", name)
+    assert not found, "\n".join(found)
+    await both.delete("rayjob", name)
+
+
 async def test_sample_job_completes_the_same(stack: LocalStack) -> None:
     """`ray-job.sample.yaml` (K8sJobMode, the cluster kept): Complete, same objects."""
     job, *rest = job_first("ray-job.sample.yaml")
@@ -32,12 +42,7 @@ async def test_sample_job_completes_the_same(stack: LocalStack) -> None:
         for doc in rest:
             await both.apply(doc)
         await both.apply(job)
-        await both.reach("rayjob", name, finished, "finished", within=240)
-        for ns in both.recorders:
-            assert (await both.status(ns, "rayjob", name))["jobStatus"] == "SUCCEEDED", ns
-        found = await both.unexplained("RayJob", name)
-        assert not found, "\n".join(found)
-        await both.delete("rayjob", name)
+        await succeeded_the_same(both, name)
 
 
 def plain_job(name: str, entrypoint: str, **spec: Any) -> dict[str, Any]:
@@ -98,12 +103,7 @@ async def test_suspended_running_and_resumed_the_same(stack: LocalStack) -> None
             for ns in both.recorders:  # KubeRay's test: the cluster and the Job are gone
                 gone = f"{ns}: children gone"
                 await both.settle(lambda ns=ns: _cluster_and_job_gone(both, ns), gone)
-        await both.reach("rayjob", name, finished, "finished", within=240)
-        for ns in both.recorders:
-            assert (await both.status(ns, "rayjob", name))["jobStatus"] == "SUCCEEDED", ns
-        found = await both.unexplained("RayJob", name)
-        assert not found, "\n".join(found)
-        await both.delete("rayjob", name)
+        await succeeded_the_same(both, name)
 
 
 async def _cluster_and_job_gone(both: SideBySide, namespace: str) -> bool:
