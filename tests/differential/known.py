@@ -69,6 +69,13 @@ def absent_on(side: str) -> Callable[[Difference], bool]:
     return lambda d: getattr(d, side) is None
 
 
+def _gcs_check_aside(script: object) -> object:
+    """A submitter script with the command of its GCS wait loop left out."""
+    if not isinstance(script, str):
+        return script
+    return re.sub(r"^until .*? >/dev/null 2>&1 ; do ", "until CHECK ; do ", script, count=1)
+
+
 def _not_by_name(difference: Difference) -> bool:
     theirs = difference.kuberay
     return isinstance(theirs, list) and theirs != sorted(theirs)
@@ -101,6 +108,20 @@ KNOWN = (
         "v1.7's K8sJobMode submitter waits until the dashboard reports the GCS healthy before "
         "`ray job status` (v1.5.0 waits so in SidecarMode only)",
         ours_as(_GCS_WAIT),
+    ),
+    Known(
+        "/*/spec/containers[ray-job-submitter]/args[0]",
+        NEWER,
+        "v1.7's submitter waits for the GCS with Python's urllib (v1.5.0: wget, which not every "
+        "Ray image has)",
+        lambda d: _gcs_check_aside(d.ours) == _gcs_check_aside(d.kuberay),
+    ),
+    Known(
+        "/RayCluster/*/metadata/annotations/ray.io/disable-provisioned-head-restart",
+        NEWER,
+        "v1.6 annotates a SidecarMode RayJob's cluster so that a provisioned head is not "
+        "recreated (the job would run again)",
+        absent_on("kuberay"),
     ),
     Known(
         "/RayJob/*/status/observedGeneration",
