@@ -304,7 +304,9 @@ class JobActivities:
         current = await self._own(params.ref)
         if current is None:
             return
-        new = params.status.to_json_dict()
+        # Every RayJobStatus field is `omitempty` in Go: an empty string is not written (a new
+        # job's jobStatus, an interactive job's jobId).
+        new = {key: value for key, value in params.status.to_json_dict().items() if value != ""}
         patch = replacing_patch(current.get("status") or {}, new)
         await self._patch(params.ref, {"status": patch}, sub="status")
         if self._metrics is not None:

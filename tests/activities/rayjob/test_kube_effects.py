@@ -239,6 +239,11 @@ async def test_status_suspend_and_finalizer_writes(client: KubeClient) -> None:
     stored = (await client.get(kube.RAYJOBS, "default", ref.name))["status"]
     # Replaced, not merged: the old jobId is gone (the CRD defaults the counters to 0).
     assert stored["jobDeploymentStatus"] == "Suspended" and "jobId" not in stored
+    waiting = RayJobStatus(job_status=JobStatus.NEW, job_deployment_status="Waiting", job_id="")
+    await run(acts.write_status, contract.WriteJobStatusInput(ref=ref, status=waiting))
+    stored = (await client.get(kube.RAYJOBS, "default", ref.name))["status"]
+    # As KubeRay (omitempty): a new job's empty jobStatus and jobId are not written at all.
+    assert "jobStatus" not in stored and "jobId" not in stored, stored
 
     await run(acts.set_suspend, contract.SetJobSuspendInput(ref=ref, suspend=True))
     await run(acts.set_finalizer, contract.SetFinalizerInput(ref=ref, present=True))
