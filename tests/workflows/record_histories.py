@@ -161,6 +161,9 @@ SCENARIOS = {
     # first one keeps the path of workflows started before it.
     "raycluster_lifecycle_local_read": raycluster_lifecycle,
     "rayjob_lifecycle": rayjob_lifecycle,
+    # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-
+    # running`); the first keeps the path of workflows started before.
+    "rayjob_lifecycle_cluster_status": rayjob_lifecycle,
     "rayservice_lifecycle": rayservice_lifecycle,
 }
 

@@ -35,6 +35,9 @@ class Facts:
     """The operator's RayJob switches, as the read activity reported them (history)."""
     name_alphabet: str = KUBERNETES_ALPHABET
     """What a new attempt's job id and cluster name are drawn from (`naming`)."""
+    cluster_status_early: bool = False
+    """Copy the cluster's status while Initializing too, as workflows started before the
+    patch `rayjob-cluster-status-while-running` did (their histories hold those writes)."""
 
     @property
     def mode(self) -> JobSubmissionMode:

@@ -89,9 +89,12 @@ def _initializing(facts: Facts, now: datetime, rng: random.Random) -> Step:
     cluster = facts.cluster
     if cluster is None or not cluster.exists:
         return _missing_cluster(facts, name)
-    status = facts.status.model_copy(update={"ray_cluster_status": cluster.status})
-    facts = replace(facts, status=status)
-    url = status.dashboard_url
+    # KubeRay copies the cluster's status into the RayJob's only while the job runs: before,
+    # `rayClusterStatus` stays empty (an InteractiveMode job Waiting for its id shows none).
+    if facts.cluster_status_early:
+        status = facts.status.model_copy(update={"ray_cluster_status": cluster.status})
+        facts = replace(facts, status=status)
+    url = facts.status.dashboard_url
     if not url:
         # A quick job can finish in SidecarMode before the cluster is ever `ready`: its
         # terminated sidecar makes the head pod not Ready for good, so waiting would hang.
@@ -111,7 +114,9 @@ def _initializing(facts: Facts, now: datetime, rng: random.Random) -> Step:
     step = move(facts, Deploy.RUNNING, f"cluster {name} ready at {url}", dashboard_url=url)
     if facts.mode == Mode.K8S_JOB and (facts.submitter is None or not facts.submitter.exists):
         step.actions.append(
-            act.CreateSubmitter(cluster_name=name, job_id=status.job_id or "", dashboard_url=url)
+            act.CreateSubmitter(
+                cluster_name=name, job_id=facts.status.job_id or "", dashboard_url=url
+            )
         )
     return step
 

@@ -53,10 +53,13 @@ IDLE_STATES = frozenset(
 UNREADABLE_PATCH = "rayjob-unreadable-validation-failed"
 """A RayJob unreadable from its first read is refused like a bad edit (histories before wait)."""
 STALE_VIEW_PATCH = "rayjob-finished-submitter-asks-ray-first"
+"""A finished submitter with Ray's last answer not terminal: ask Ray before deciding."""
 NAMES_PATCH = "rayjob-names-from-the-kubernetes-alphabet"
 """Job ids and cluster names are drawn as KubeRay draws them (`workflows.names`); workflows
 that began before draw theirs as then, so a replay names the same cluster."""
-"""A finished submitter with Ray's last answer not terminal: ask Ray before deciding."""
+CLUSTER_STATUS_PATCH = "rayjob-cluster-status-while-running"
+"""`status.rayClusterStatus` is copied from the cluster only while the job runs, as KubeRay
+does; workflows that began before copy it while Initializing too (their writes replay)."""
 
 
 @workflow.defn(name="RayJob")
@@ -169,6 +172,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             submitter=snap.submitter,
             has_finalizer=state.has_finalizer,
             options=snap.options,
+            cluster_status_early=not workflow.patched(CLUSTER_STATUS_PATCH),
         )
         deadline = state.wake_at is not None and workflow.now() >= state.wake_at
         running = facts.status.job_deployment_status == Deploy.RUNNING

@@ -465,3 +465,17 @@ def test_a_borrowed_cluster_is_looked_at_every_few_seconds(
     step = decide(facts(D.INITIALIZING, spec, cluster=cluster))
     assert step.status.job_deployment_status == D.INITIALIZING
     assert step.busy is busy
+
+
+@pytest.mark.parametrize("early", [False, True], ids=["as-kuberay", "before-the-patch"])
+def test_the_cluster_status_is_copied_only_once_the_job_runs(early: bool) -> None:
+    """KubeRay copies `rayClusterStatus` in Running only: an InteractiveMode job Waiting for
+    its id shows none (workflows from before the patch copied it while Initializing)."""
+    interactive = {"submissionMode": "InteractiveMode"}
+    initializing = facts(D.INITIALIZING, interactive, cluster=READY, cluster_status_early=early)
+    waiting = decide(initializing)
+    assert waiting.status.job_deployment_status == D.WAITING
+    assert (waiting.status.ray_cluster_status is not None) is early
+
+    running = decide(facts(D.RUNNING, cluster=READY))
+    assert running.status.ray_cluster_status == READY.status
