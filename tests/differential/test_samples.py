@@ -92,6 +92,17 @@ async def _settle(both: SideBySide, kind: str, name: str) -> list[str]:
     return [ns for ns in await asyncio.gather(*(side(ns) for ns in SIDES)) if ns]
 
 
+async def _apply_if_served(both: SideBySide, doc: dict[str, Any]) -> None:
+    """Apply a sample's own object; one of a kind this control plane does not serve (KAI's
+    Queue, Volcano's) is left out on both sides alike, and said so on the output."""
+    try:
+        await both.apply(doc)
+    except AssertionError as err:
+        if "resource mapping not found" not in str(err):
+            raise
+        print(f"not served here, left out on both sides: {doc['kind']} {doc['metadata']['name']}")
+
+
 @pytest.mark.parametrize("file", samples())
 async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
     docs = documents(file)
@@ -101,8 +112,11 @@ async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
     others = [d for d in docs if d.get("kind") not in KINDS]
     try:
         async with side_by_side(stack) as both:
-            for doc in [*others, *(d for d in docs if d.get("kind") in KINDS)]:
-                await both.apply(doc)
+            for doc in others:
+                await _apply_if_served(both, doc)
+            for doc in docs:
+                if doc.get("kind") in KINDS:
+                    await both.apply(doc)
             missed = await _settle(both, kind, name)
             found = await both.compare(kind, name)
             if len(missed) == 1:  # one operator finished, the other did not: a difference
