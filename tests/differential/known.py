@@ -52,6 +52,11 @@ def ours_as(pattern: str, theirs: str = "", anywhere: bool = False) -> Callable[
 
 
 _POD = "/Pod/*"
+_FULL_POD_NAMES = (
+    "Pods are created under a full name of KubeRay's shape (`<cluster>-head-<5 random>`) "
+    "drawn in the workflow, not with `generateName`: a create retried after a lost answer "
+    "then finds its own pod instead of adding a second one"
+)
 _GCS_WAIT = r"until .*? ; do echo .*? ; sleep 2 ; done ; "
 
 
@@ -182,7 +187,7 @@ KNOWN = (
         "A RayJob's cluster is created once, under the name its workflow drew; KubeRay v1.5.0 "
         "can draw a second name from a stale cache and record `FailedToCreateRayCluster` "
         "for the cluster it had already created",
-        lambda d: d.ours is None,
+        absent_on("ours"),
     ),
     Known(
         "/events/RayJob/Warning/FailedToDeleteRayJobSubmitter",
@@ -223,14 +228,12 @@ KNOWN = (
         CHOSEN,
         "A blue-green switch records `PromotedRayCluster` on the RayService (KubeRay records no "
         "Event for it), so `kubectl describe` shows when traffic moved",
-        lambda d: d.kuberay is None,
+        absent_on("kuberay"),
     ),
     Known(
         f"{_POD}/metadata/generateName",
         CHOSEN,
-        "Pods are created under a full name of KubeRay's shape (`<cluster>-head-<5 random>`) "
-        "drawn in the workflow, not with `generateName`: a create retried after a lost answer "
-        "then finds its own pod instead of adding a second one",
+        _FULL_POD_NAMES,
     ),
     Known(
         f"{_POD}/spec/containers[autoscaler]/env[KUBERAY_GEN_AUTOSCALER_START_CMD]*",
@@ -281,9 +284,7 @@ KNOWN = (
     Known(
         "/RayCluster/*/status/conditions[ReplicaFailure]/message",
         CHOSEN,
-        "Pods are created under a full name of KubeRay's shape (`<cluster>-head-<5 random>`) "
-        "drawn in the workflow, not with `generateName`: a create retried after a lost answer "
-        "then finds its own pod instead of adding a second one",
+        _FULL_POD_NAMES,
         lambda d: isinstance(d.ours, str) and d.ours.replace('-?????"', '-"') == d.kuberay,
     ),
     *(

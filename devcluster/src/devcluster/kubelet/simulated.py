@@ -126,11 +126,10 @@ class SimulatedRuntime:
             for container, record in zip(containers, records, strict=True)
             if submitter.is_submitter(container)
         ]
-        # A finished container (the Redis cleanup, above) counts as one that has ended.
-        ending += [asyncio.create_task(asyncio.sleep(0)) for r in records if r.state == TERMINATED]
+        ended = sum(1 for r in records if r.state == TERMINATED)  # the Redis cleanup, above
         stopping = asyncio.create_task(ctx.terminating.wait())
         try:
-            if ending and len(ending) == len(records):  # a Job's pod: done when they are
+            if (ending or ended) and len(ending) + ended == len(records):  # a Job's pod: done
                 all_ended: asyncio.Future[Any] = asyncio.gather(*ending)
                 await asyncio.wait([stopping, all_ended], return_when=asyncio.FIRST_COMPLETED)
             else:
