@@ -230,6 +230,11 @@ class RayClusterStatus(RayModel):
     max_worker_replicas: Int | None = None
     observed_generation: Int | None = None
 
+    @classmethod
+    def zero(cls) -> RayClusterStatus:
+        """None copied yet, as KubeRay writes it: a struct field Go cannot omit, zero quantities."""
+        return cls(desired_cpu="0", desired_memory="0", desired_gpu="0", desired_tpu="0")
+
 
 class RayCluster(RayObject):
     """A RayCluster custom resource."""

@@ -37,7 +37,7 @@ from activities.rayjob.views import JobViews
 from crds.constants import FINALIZER_RAYJOB, LABEL_CLUSTER
 from crds.enums import JobSubmissionMode
 from crds.loading import parse_ray_object
-from crds.raycluster import RayCluster
+from crds.raycluster import RayCluster, RayClusterStatus
 from crds.rayjob import RayJob
 from crds.redaction import redacted_job_spec
 from crds.refs import ObjectRef
@@ -307,6 +307,8 @@ class JobActivities:
         # Every RayJobStatus field is `omitempty` in Go: an empty string is not written (a new
         # job's jobStatus, an interactive job's jobId).
         new = {key: value for key, value in params.status.to_json_dict().items() if value != ""}
+        # Go holds the cluster's status by value, so KubeRay writes it before any copy: zeros.
+        new.setdefault("rayClusterStatus", RayClusterStatus.zero().to_json_dict())
         patch = replacing_patch(current.get("status") or {}, new)
         await self._patch(params.ref, {"status": patch}, sub="status")
         if self._metrics is not None:

@@ -80,20 +80,15 @@ def app_statuses(serve: ServeStatus | None) -> dict[str, AppStatus] | None:
     }
 
 
-def _no_cluster_status() -> RayClusterStatus:
-    """The cluster status of a side without one, as KubeRay writes it: Go's zero quantities."""
-    return RayClusterStatus(desired_cpu="0", desired_memory="0", desired_gpu="0", desired_tpu="0")
-
-
 def empty_side() -> RayServiceStatus:
     """A side with no cluster, as KubeRay writes it."""
-    return RayServiceStatus(ray_cluster_status=_no_cluster_status())
+    return RayServiceStatus(ray_cluster_status=RayClusterStatus.zero())
 
 
 def _side(side: ClusterSide) -> RayServiceStatus:
     return RayServiceStatus(
         ray_cluster_name=side.name or None,
-        ray_cluster_status=side.cluster_status or _no_cluster_status(),
+        ray_cluster_status=side.cluster_status or RayClusterStatus.zero(),
         applications=app_statuses(side.serve),
         target_capacity=side.capacity,
         traffic_routed_percent=side.traffic,

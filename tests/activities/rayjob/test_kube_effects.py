@@ -244,6 +244,9 @@ async def test_status_suspend_and_finalizer_writes(client: KubeClient) -> None:
     stored = (await client.get(kube.RAYJOBS, "default", ref.name))["status"]
     # As KubeRay (omitempty): a new job's empty jobStatus and jobId are not written at all.
     assert "jobStatus" not in stored and "jobId" not in stored, stored
+    # Before any copy of its cluster's status, KubeRay's struct value: zero quantities.
+    zero = {"desiredCPU": "0", "desiredGPU": "0", "desiredMemory": "0", "desiredTPU": "0"}
+    assert stored["rayClusterStatus"] == zero
 
     await run(acts.set_suspend, contract.SetJobSuspendInput(ref=ref, suspend=True))
     await run(acts.set_finalizer, contract.SetFinalizerInput(ref=ref, present=True))
