@@ -198,6 +198,14 @@ KNOWN = (
         absent_on("ours"),
     ),
     Known(
+        "/RayJob/*/spec/*",
+        CHOSEN,
+        "A RayJob's spec stays as applied: KubeRay adds its finalizer by writing the whole object "
+        'back through its Go types, which drops empty fields (InteractiveMode\'s `jobId: ""`); '
+        "ours patches the finalizer alone",
+        lambda d: d.kuberay is None and d.ours == "",
+    ),
+    Known(
         "/RayCluster/*/status/observedGeneration",
         CHOSEN,
         "`status.observedGeneration` is the generation the last status was computed for; "
