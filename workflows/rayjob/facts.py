@@ -38,6 +38,9 @@ class Facts:
     cluster_status_early: bool = False
     """Copy the cluster's status while Initializing too, as workflows started before the
     patch `rayjob-cluster-status-while-running` did (their histories hold those writes)."""
+    sidecar_catch_up: bool = False
+    """A SidecarMode job's end waits briefly for its cluster's status to show the exited
+    sidecar (patch `rayjob-sidecar-end-waits-for-cluster`; older histories did not)."""
 
     @property
     def mode(self) -> JobSubmissionMode:

@@ -10,10 +10,16 @@ the 30 s submitter-finished timeout, and finally what to ask Ray next.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from activities.rayjob.contract import RayJobView
-from crds.enums import JobDeploymentStatus, JobFailedReason, JobStatus, JobSubmissionMode
+from crds.enums import (
+    JobDeploymentStatus,
+    JobFailedReason,
+    JobStatus,
+    JobSubmissionMode,
+    RayClusterConditionType,
+)
 from crds.rayjob import RayJobStatus
 from workflows.rayjob import actions as act
 from workflows.rayjob import deadlines, naming
@@ -25,6 +31,8 @@ Reason = JobFailedReason
 Mode = JobSubmissionMode
 
 HAS_SUBMITTER = (Mode.K8S_JOB, Mode.SIDECAR)
+CLUSTER_CATCH_UP = timedelta(seconds=5)
+"""How long a SidecarMode job's end waits for its cluster's status to show the exited sidecar."""
 
 
 def decide_running(facts: Facts, now: datetime) -> Step:
@@ -94,6 +102,9 @@ def _outcome(facts: Facts, now: datetime) -> Step | None:
     needs_submitter = facts.mode in HAS_SUBMITTER
     finished_at = submitter.finished_at if submitter is not None else None
     if job_status.is_terminal and (not needs_submitter or finished_at is not None):
+        if finished_at is not None and _cluster_behind(facts, finished_at, now):
+            waiting = "the RayCluster's status to show the sidecar's exit"
+            return stay(facts, waiting, wake_at=finished_at + CLUSTER_CATCH_UP)
         if job_status == JobStatus.FAILED:
             return fail(facts, Reason.APP_FAILED, status.message or "the Ray job failed")
         return move(facts, Deploy.COMPLETE, f"Ray job {status.job_id} {job_status}")
@@ -115,6 +126,22 @@ def _outcome(facts: Facts, now: datetime) -> Step | None:
         reason = Reason.TRANSITION_GRACE_PERIOD_EXCEEDED
         return fail(facts, reason, message, job_status=JobStatus.FAILED)
     return None
+
+
+def _cluster_behind(facts: Facts, finished_at: datetime, now: datetime) -> bool:
+    """A SidecarMode job ended, but the status to copy still has the head pod Ready.
+
+    The exited sidecar leaves the head pod not Ready for good; KubeRay's last copy of the
+    cluster's status, made when it sees the exit, shows that. The cluster's own workflow
+    writes it moments after the exit, and its write nudges this one: wait for it, briefly.
+    """
+    if not facts.sidecar_catch_up or facts.mode != Mode.SIDECAR or facts.cluster is None:
+        return False
+    if now >= finished_at + CLUSTER_CATCH_UP:
+        return False
+    conditions = facts.cluster.status.conditions if facts.cluster.status else None
+    ready = [c for c in conditions or [] if c.type == RayClusterConditionType.HEAD_POD_READY]
+    return bool(ready) and ready[0].status == "True"
 
 
 def _observe(facts: Facts, now: datetime) -> Step:

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from crds import constants
     from crds.common import ObjectMeta
     from crds.enums import JobDeploymentStatus as Deploy
+    from crds.enums import JobSubmissionMode as Mode
     from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
     from crds.validation import validate
     from workflows import messages
@@ -60,6 +61,8 @@ that began before draw theirs as then, so a replay names the same cluster."""
 CLUSTER_STATUS_PATCH = "rayjob-cluster-status-while-running"
 """`status.rayClusterStatus` is copied from the cluster only while the job runs, as KubeRay
 does; workflows that began before copy it while Initializing too (their writes replay)."""
+SIDECAR_END_PATCH = "rayjob-sidecar-end-waits-for-cluster"
+"""A SidecarMode job's end waits briefly for its cluster's status to show the exited sidecar."""
 
 
 @workflow.defn(name="RayJob")
@@ -174,6 +177,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             options=snap.options,
             cluster_status_early=not workflow.patched(CLUSTER_STATUS_PATCH),
         )
+        if facts.mode == Mode.SIDECAR and workflow.patched(SIDECAR_END_PATCH):
+            facts = replace(facts, sidecar_catch_up=True)
         deadline = state.wake_at is not None and workflow.now() >= state.wake_at
         running = facts.status.job_deployment_status == Deploy.RUNNING
         # A pass the poll timer starts may read a finished submitter before the bridge's

@@ -479,3 +479,31 @@ def test_the_cluster_status_is_copied_only_once_the_job_runs(early: bool) -> Non
 
     running = decide(facts(D.RUNNING, cluster=READY))
     assert running.status.ray_cluster_status == READY.status
+
+
+@pytest.mark.parametrize("catch_up", [True, False], ids=["as-kuberay", "before-the-patch"])
+def test_a_sidecar_job_ends_with_its_clusters_status_after_the_exit(catch_up: bool) -> None:
+    """The exited sidecar leaves the head pod not Ready; KubeRay's last copy of the cluster's
+    status shows that. Ours waited for nothing and copied the head pod still Ready."""
+    cond = {"type": "HeadPodReady", "lastTransitionTime": T0, "reason": "x", "message": ""}
+    head_ready = READY.model_copy(
+        update={"status": RayClusterStatus(state="ready", conditions=[cond | {"status": "True"}])}
+    )
+    sidecar = {"submissionMode": "SidecarMode"}
+
+    def end(cluster: ClusterView, at: float) -> machine.Step:
+        f = running(sidecar, view(J.SUCCEEDED), cluster=cluster, submitter=FINISHED)
+        return decide(replace(f, sidecar_catch_up=catch_up), at)
+
+    step = end(head_ready, 1)
+    if catch_up:
+        assert step.status.job_deployment_status == D.RUNNING
+        assert step.wake_at == s(5)
+    else:
+        assert step.status.job_deployment_status == D.COMPLETE
+    # The cluster's workflow wrote the exit, or the wait ran out: Complete either way.
+    exited = READY.model_copy(
+        update={"status": RayClusterStatus(state="ready", conditions=[cond | {"status": "False"}])}
+    )
+    assert end(exited, 1).status.job_deployment_status == D.COMPLETE
+    assert end(head_ready, 5).status.job_deployment_status == D.COMPLETE
