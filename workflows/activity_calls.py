@@ -91,13 +91,13 @@ async def execute_local(
 ) -> ResultT:
     """Run one short activity in the workflow task that asks for it (a local activity).
 
-    No dispatch through the server and no workflow task for its result: the read before each
-    reconcile pass costs the Kubernetes calls alone. Retries past a minute wait on a timer, as
+    No dispatch through the server and no workflow task for its result: a short Kubernetes
+    call costs the call alone. Retries past a minute wait on a timer, as
     the SDK does for local activities, so an API server that is down still only delays the
     pass. Its history is a marker, not an activity's three events.
     """
     options = _options(ref, policy, summary)
-    del options["heartbeat_timeout"], options["summary"]  # neither exists for local activities
+    del options["heartbeat_timeout"]  # a local activity cannot heartbeat
     result = await workflow.execute_local_activity(ref.name, arg, **options)
     return cast(ResultT, result)
 

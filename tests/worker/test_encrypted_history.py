@@ -16,17 +16,17 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from temporalio import activity
+from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.raycluster import contract
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_cli
 from runtime.codec import ENCODING, EncryptionCodec, parse_keys
@@ -46,17 +46,24 @@ from workflows.raycluster.workflow import RayClusterWorkflow
 MARKER = f"marker-{uuid.uuid4().hex}"
 
 
-class FailingOnceCluster(FakeCluster):
-    """The first status write fails with the marker in its message, then writes succeed."""
+@activity.defn(name="refused_once")
+async def refused_once() -> None:
+    """Fails its first attempt with the marker in the message (the started event keeps it)."""
+    if activity.info().attempt == 1:
+        raise RuntimeError(f"status write refused for image {MARKER}")
 
-    failed = False
 
-    @activity.defn(name=contract.WRITE_CLUSTER_STATUS.name)
-    async def write_status(self, params: contract.WriteStatusInput) -> None:
-        if not self.failed:
-            self.failed = True
-            raise RuntimeError(f"status write refused for image {MARKER}")
-        await super().write_status(params)
+@workflow.defn(name="FailingOnce", sandboxed=False)
+class FailingOnce:
+    """Runs `refused_once` to its success (a test workflow: no sandbox needed)."""
+
+    @workflow.run
+    async def run(self) -> None:
+        retry = RetryPolicy(initial_interval=timedelta(milliseconds=10))
+        timeout = timedelta(seconds=10)
+        await workflow.execute_activity(
+            refused_once, start_to_close_timeout=timeout, retry_policy=retry
+        )
 
 
 @dataclass
@@ -85,7 +92,7 @@ async def encrypted(local_env: WorkflowEnvironment, task_queue: str) -> AsyncIte
             "template": {"spec": {"containers": [{"name": "h", "image": f"reg/{MARKER}:1"}]}},
         },
     }
-    cluster = FailingOnceCluster(name, spec)
+    cluster = FakeCluster(name, spec)
     ref = ObjectRef(kind="RayCluster", namespace="default", name=name, uid=str(uuid.uuid4()))
     async with Worker(
         client,
@@ -121,7 +128,6 @@ async def test_the_server_stores_no_readable_payload(
     raw = await raw_history(local_env.client, encrypted.workflow_id)
     assert ENCODING in raw
     assert MARKER.encode() not in raw
-    assert b"status write refused" not in raw  # the failure message is encrypted too
 
     settings = Settings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": encrypted.key})
     codec = data_converter(settings).payload_codec
@@ -129,6 +135,29 @@ async def test_the_server_stores_no_readable_payload(
     decoded = await decoded_history(local_env.client, encrypted.workflow_id, codec)
     assert ENCODING not in decoded
     assert MARKER.encode() in decoded
+
+
+async def test_a_failure_message_is_stored_encrypted(
+    encrypted: Encrypted, local_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    failing_queue = f"{task_queue}-failing"
+    async with Worker(
+        encrypted.client,
+        task_queue=failing_queue,
+        workflows=[FailingOnce],
+        activities=[refused_once],
+    ):
+        workflow_id = f"failing-{uuid.uuid4().hex[:6]}"
+        await encrypted.client.execute_workflow(
+            FailingOnce.run, id=workflow_id, task_queue=failing_queue
+        )
+    raw = await raw_history(local_env.client, workflow_id)
+    assert b"status write refused" not in raw and MARKER.encode() not in raw
+
+    settings = Settings.from_env({"KUBERAY_TEMPORAL_PAYLOAD_KEY": encrypted.key})
+    codec = data_converter(settings).payload_codec
+    assert isinstance(codec, EncryptionCodec)
+    decoded = await decoded_history(local_env.client, workflow_id, codec)
     assert f"status write refused for image {MARKER}".encode() in decoded
 
 
@@ -241,7 +270,7 @@ async def test_the_temporal_cli_reads_the_history_through_the_codec_server(
             assert MARKER not in refused and token not in refused
     assert encrypted_encoding not in decoded
     opened = payload_data(decoded)
-    assert MARKER.encode() in opened and b"status write refused" in opened
+    assert MARKER.encode() in opened
 
     undecoded = await show()
     assert encrypted_encoding in undecoded

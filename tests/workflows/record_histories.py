@@ -160,6 +160,8 @@ SCENARIOS = {
     # The same lifecycle once each pass read locally (patch `raycluster-local-read`); the
     # first one keeps the path of workflows started before it.
     "raycluster_lifecycle_local_read": raycluster_lifecycle,
+    # And once its writes were local too (`raycluster-local-writes`).
+    "raycluster_lifecycle_local_writes": raycluster_lifecycle,
     "rayjob_lifecycle": rayjob_lifecycle,
     # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-
     # running`); the first keeps the path of workflows started before.

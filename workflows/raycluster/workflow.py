@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 from datetime import timedelta
+from typing import TypeVar
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from activities.contract import ActivityRef
     from activities.kube.vocabulary import EventType
     from activities.raycluster import contract
     from crds import constants, flags
@@ -40,7 +42,12 @@ with workflow.unsafe.imports_passed_through():
 RESYNC = timedelta(seconds=300)
 LOCAL_READ_PATCH = "raycluster-local-read"
 """The pass's read runs as a local activity: one dispatch and one workflow task fewer."""
+LOCAL_WRITES_PATCH = "raycluster-local-writes"
+"""The pass's writes (pods and Services, status, Events, the finalizer) run as local
+activities too: a pass is one workflow task, not one per call."""
 BUSY_RESYNC = timedelta(seconds=15)
+InputT = TypeVar("InputT")
+ResultT = TypeVar("ResultT")
 _PROVISIONED = RayClusterConditionType.PROVISIONED
 
 
@@ -163,7 +170,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
                 ref=self._ref, step=decision.step, reason=decision.reason
             )
             summary = f"{decision.step}: {decision.reason}"
-            await execute(contract.CLEANUP_CLUSTER, step, summary=summary)
+            await self._kube(contract.CLEANUP_CLUSTER, step, summary=summary)
             state.remember(f"finalizer: {summary}")
         if snap.deleting:
             reason = decision.reason or "Kubernetes to collect the pods"
@@ -234,7 +241,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             now,
         )
         if status_changed(previous, status):
-            await execute(
+            await self._kube(
                 contract.WRITE_CLUSTER_STATUS,
                 contract.WriteStatusInput(ref=self._ref, status=status),
                 summary="write the RayCluster status",
@@ -252,7 +259,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         """Run the plan (when there is anything to do) and remember what it did."""
         if plan.empty and not missing_objects:
             return contract.ApplyClusterResult()
-        result = await execute(
+        result = await self._kube(
             contract.APPLY_CLUSTER,
             contract.ApplyClusterInput(
                 ref=self._ref,
@@ -292,7 +299,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._state.user_suspend = None
         assert wanted is not None
         verb = "suspend" if wanted else "resume"
-        await execute(
+        await self._kube(
             contract.SET_CLUSTER_SUSPEND,
             contract.SetSuspendInput(ref=self._ref, suspend=wanted),
             summary=f"write spec.suspend={str(wanted).lower()} ({verb} signal)",
@@ -301,9 +308,15 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
 
     # --- helpers --------------------------------------------------------------------------------
 
+    async def _kube(self, ref: ActivityRef[InputT, ResultT], arg: InputT, summary: str) -> ResultT:
+        """A write of the pass: local, unless the run began before the patch (its history)."""
+        if workflow.patched(LOCAL_WRITES_PATCH):
+            return await execute_local(ref, arg, summary=summary)
+        return await execute(ref, arg, summary=summary)
+
     async def _event(self, kind: EventType, reason: str, message: str) -> None:
         event = contract.EventSpec(type=kind, reason=reason, message=message)
-        await execute(
+        await self._kube(
             contract.RECORD_EVENT,
             contract.RecordEventInput(ref=self._ref, event=event),
             summary=f"record Event {reason}",
