@@ -60,6 +60,7 @@ from benchmarks.scale_report import (
     Sample,
     Summary,
     count_actions,
+    event_kind,
     format_summary,
     plot,
     read_csv,
@@ -211,7 +212,8 @@ async def lifecycle_counts(temporal: Client, queries: list[str]) -> Counter[str]
             run = temporal.get_workflow_handle(execution.id, run_id=execution.run_id)
             events = []
             async for event in run.fetch_history_events():
-                kind = event.WhichOneof("attributes") or ""
+                marker = event.marker_recorded_event_attributes.marker_name
+                kind = event_kind(event.WhichOneof("attributes") or "", marker)
                 attempt = event.activity_task_started_event_attributes.attempt
                 events.append((kind, attempt))
             total.update(count_actions(events))

@@ -26,8 +26,27 @@ ACTION_EVENTS = {
     "start_child_workflow_execution_initiated_event_attributes": "children",
     "upsert_workflow_search_attributes_event_attributes": "upserts",
 }
-ACTION_COLUMNS = ("starts", "signals", "activities", "retries", "timers", "children", "upserts")
+ACTION_COLUMNS = (
+    "starts",
+    "signals",
+    "activities",
+    "local",
+    "retries",
+    "timers",
+    "children",
+    "upserts",
+)
 _ACTIVITY_STARTED = "activity_task_started_event_attributes"
+_LOCAL_ACTIVITY_MARKER = "core_local_activity"  # the SDK's marker name; patches have another
+_MARKER = "marker_recorded_event_attributes"
+LOCAL_ACTIVITY = "local_activity"
+
+
+def event_kind(kind: str, marker_name: str) -> str:
+    """An event's attributes field, or `local_activity` for a local activity's marker."""
+    if kind == _MARKER and marker_name == _LOCAL_ACTIVITY_MARKER:
+        return LOCAL_ACTIVITY
+    return kind
 
 
 @dataclass(frozen=True)
@@ -112,17 +131,26 @@ def count_actions(events: Iterable[tuple[str, int]]) -> Counter[str]:
     """Events and billable actions of one workflow run's history.
 
     Args:
-        events: Per history event, the name of its attributes field
-            (`HistoryEvent.WhichOneof("attributes")`) and, for a started activity, its attempt
+        events: Per history event, its kind (`event_kind`: the name of its attributes field,
+            `HistoryEvent.WhichOneof("attributes")`) and, for a started activity, its attempt
             (else anything).
 
     Returns:
         `events` (all of them) and one count per `ACTION_COLUMNS` entry; `retries` are the
-        activity attempts after the first, which Temporal bills like a new activity.
+        activity attempts after the first, which Temporal bills like a new activity; `local`
+        the workflow tasks that ran local activities.
     """
     counts: Counter[str] = Counter({c: 0 for c in ("events", *ACTION_COLUMNS)})
+    in_markers = False  # within the markers one workflow task completion recorded
     for kind, attempt in events:
         counts["events"] += 1
+        if kind == LOCAL_ACTIVITY and not in_markers:
+            # Temporal Cloud bills the markers of one workflow task as one action, however
+            # many local activities they record.
+            counts["local"] += 1
+            in_markers = True
+        elif kind not in (LOCAL_ACTIVITY, _MARKER):
+            in_markers = False
         if kind in ACTION_EVENTS:
             counts[ACTION_EVENTS[kind]] += 1
         elif kind == _ACTIVITY_STARTED and attempt > 1:

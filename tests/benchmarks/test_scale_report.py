@@ -16,6 +16,7 @@ from benchmarks.scale_report import (
     Summary,
     actions,
     count_actions,
+    event_kind,
     format_summary,
     percentile,
     read_csv,
@@ -73,13 +74,21 @@ def test_actions_are_counted_from_history_event_kinds_and_attempts() -> None:
         ("upsert_workflow_search_attributes_event_attributes", 0),
         ("start_child_workflow_execution_initiated_event_attributes", 0),
         ("activity_task_started_event_attributes", 1),
+        ("workflow_task_completed_event_attributes", 0),
+        (event_kind("marker_recorded_event_attributes", "core_patch"), 0),
+        (event_kind("marker_recorded_event_attributes", "core_local_activity"), 0),
+        (event_kind("marker_recorded_event_attributes", "core_local_activity"), 0),
+        ("workflow_task_completed_event_attributes", 0),
+        (event_kind("marker_recorded_event_attributes", "core_local_activity"), 0),
     ]
     counts = count_actions(events)
-    assert counts["events"] == 10
+    assert counts["events"] == 16
+    # One action per workflow task's markers, however many local activities; a patch is none.
+    assert counts["local"] == 2
     assert counts["retries"] == 2
     assert [counts[c] for c in ("starts", "signals", "activities", "timers")] == [1, 1, 1, 1]
     assert (counts["upserts"], counts["children"]) == (1, 1)
-    assert actions(counts) == 8
+    assert actions(counts) == 10
     assert actions(count_actions([])) == 0
 
 
