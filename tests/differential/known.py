@@ -314,13 +314,13 @@ KNOWN = (
         )
     ),
     Known(
-        "/RayCluster/*/status/conditions[HeadPodReady]/reason",
+        "/Ray*/*/conditions[HeadPodReady]/reason",
         NEWER,
         "v1.7 gives HeadPodReady the first unready container's reason (v1.5.0: PodReady's)",
         lambda d: d.kuberay == "ContainersNotReady",
     ),
     Known(
-        "/RayCluster/*/status/conditions[HeadPodReady]/message",
+        "/Ray*/*/conditions[HeadPodReady]/message",
         NEWER,
         "v1.7 gives HeadPodReady the first unready container's message",
         lambda d: isinstance(d.ours, str) and d.ours.startswith(d.kuberay or ""),

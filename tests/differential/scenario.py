@@ -35,8 +35,18 @@ Status = dict[str, Any]
 
 
 def documents(name: str) -> list[dict[str, Any]]:
-    """Every document of KubeRay's sample `name`, in the file's order."""
-    return [dict(d) for d in yaml.safe_load_all((KUBERAY_SAMPLES / name).read_text()) if d]
+    """Every document of KubeRay's sample `name`, in the file's order.
+
+    A document named by `generateName` gets a name of that shape, the same on both sides, so
+    the two can be followed and compared by name.
+    """
+    docs = [dict(d) for d in yaml.safe_load_all((KUBERAY_SAMPLES / name).read_text()) if d]
+    for doc in docs:
+        meta = doc.get("metadata") or {}
+        if "name" not in meta and "generateName" in meta:
+            doc["metadata"] = {**meta, "name": meta["generateName"] + "side"}
+            del doc["metadata"]["generateName"]
+    return docs
 
 
 Body = dict[str, Any] | list[dict[str, Any]]

@@ -13,7 +13,7 @@ from tests.differential.normalise import (
     normalise,
     same_course,
 )
-from tests.differential.scenario import operators_made
+from tests.differential.scenario import documents, operators_made
 from tests.reference import REPO_ROOT
 
 POD = {
@@ -196,3 +196,9 @@ def test_the_submitters_gcs_check_may_differ_in_its_command_only() -> None:
     ours = 'until python -c "import urllib.request; ..."' + rest
     assert not unexplained([Difference(path, theirs, ours)])
     assert unexplained([Difference(path, theirs, ours.replace("-- x", "-- y"))])
+
+
+def test_a_generate_named_sample_gets_one_name_for_both_sides() -> None:
+    (job,) = documents("ray-job.kueue-toy-sample.yaml")
+    assert job["metadata"]["name"] == "rayjob-sample-side"
+    assert "generateName" not in job["metadata"]
