@@ -2,17 +2,23 @@
 
 Used by the encryption and secret-scan tests: the raw bytes are what the Temporal server
 stores; the decoded bytes are every payload (inputs, results, signals, queries' memos,
-failure messages moved into payloads) after our codec, as the worker sees them.
+failure messages moved into payloads) after our codec, as the worker sees them. Tests that
+look at which activities a workflow ran use `activity_calls`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator
 
 from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.converter import PayloadCodec
+
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+"""The marker the SDK records for a local activity (a patch's has another name)."""
 
 
 def payloads_in(message: Message) -> Iterator[Payload]:
@@ -50,3 +56,17 @@ async def decoded_history(client: Client, workflow_id: str, codec: PayloadCodec 
                 payload.CopyFrom(decoded)
         chunks.append(event.SerializeToString())
     return b"".join(chunks)
+
+
+def activity_calls(events: Iterable[HistoryEvent]) -> tuple[list[str], list[str]]:
+    """The activity types a history ran: scheduled through the server, and run locally (read
+    from each local activity's marker: the SDK's data, not a payload of ours)."""
+    scheduled: list[str] = []
+    local: list[str] = []
+    for event in events:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            scheduled.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+        marker = event.marker_recorded_event_attributes
+        if marker.marker_name == LOCAL_ACTIVITY_MARKER:
+            local.append(json.loads(marker.details["data"].payloads[0].data)["activity_type"])
+    return scheduled, local

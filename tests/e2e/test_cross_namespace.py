@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 import yaml
-from temporalio.api.enums.v1 import EventType
 
 from tests.e2e.conftest import LocalStack, running_stack
 from tests.e2e.test_metrics import apply
 from tests.eventually import eventually
+from tests.history_scan import activity_calls
 from tests.reference import REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -91,9 +91,8 @@ async def activities_of(stack: LocalStack, kind: str, name: str) -> list[str]:
     found: list[str] = []
     async for execution in stack.client.list_workflows(query):
         handle = stack.client.get_workflow_handle(execution.id, run_id=execution.run_id)
-        async for event in handle.fetch_history_events():
-            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                found.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+        scheduled, local = activity_calls((await handle.fetch_history()).events)
+        found += scheduled + local
     return found
 
 
