@@ -3,9 +3,8 @@
 Runs one HTTPMode RayJob lifecycle (New → Running → Complete → cluster deleted) for a Ray job
 of each given duration on the time-skipping test server against the in-memory `FakeJobWorld`,
 whose `wait_ray_job` answers as the real, blocking activity would (see `RayLikeWorld`), and
-prints, per duration, the history length and the actions counted from the history:
-activity executions (scheduled), timers started, signals received, child workflows started
-and workflow starts (including continue-as-new runs). The figure that matters: the columns
+prints, per duration, the history length and the actions counted from the history as
+`benchmarks.scale` counts them (`scale_report.count_actions`). The figure that matters: the columns
 should not grow with the job's duration.
 
     python -m benchmarks.rayjob_history            # a 10-second and a 10-hour job
@@ -31,6 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.rayjob import contract
+from benchmarks.scale_report import ACTION_COLUMNS, actions, count_actions, event_kind
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from tests.eventually import eventually
@@ -41,14 +41,6 @@ from worker.running import build_sandbox_runner
 from workflows import messages
 from workflows.rayjob.state import RayJobInput
 from workflows.rayjob.workflow import RayJobWorkflow
-
-ACTIONS = {
-    "activity_task_scheduled_event_attributes": "activities",
-    "timer_started_event_attributes": "timers",
-    "workflow_execution_signaled_event_attributes": "signals",
-    "start_child_workflow_execution_initiated_event_attributes": "children",
-    "workflow_execution_started_event_attributes": "starts",
-}
 
 
 @dataclass
@@ -133,25 +125,26 @@ async def count_history(
     while run_id:
         run = env.client.get_workflow_handle(handle.id, run_id=run_id)
         run_id = None
+        events = []
         async for event in run.fetch_history_events():
-            counts["events"] += 1
-            kind = event.WhichOneof("attributes") or ""
-            if kind in ACTIONS:
-                counts[ACTIONS[kind]] += 1
-            if kind == "workflow_execution_continued_as_new_event_attributes":
+            marker = event.marker_recorded_event_attributes.marker_name
+            events.append((event_kind(event.WhichOneof("attributes") or "", marker), 0))
+            if event.HasField("workflow_execution_continued_as_new_event_attributes"):
                 run_id = (
                     event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
                 )
+        counts.update(count_actions(events))
     return counts
 
 
 async def main(durations: list[float]) -> None:
     env = await start_time_skipping()
     try:
-        columns = ["events", *ACTIONS.values(), "waits"]
+        columns = ["events", "actions", *ACTION_COLUMNS, "waits"]
         print(f"{'Ray job duration':>18} " + " ".join(f"{c:>10}" for c in columns))
         for seconds in durations:
             counts = await lifecycle(env, seconds)
+            counts["actions"] = actions(counts)
             shown = " ".join(f"{counts[c]:>10}" for c in columns)
             print(f"{timedelta(seconds=seconds)!s:>18} {shown}", flush=True)
     finally:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from activities.contract import ActivityRef
@@ -98,7 +99,22 @@ async def execute_local(
     """
     options = _options(ref, policy, summary)
     del options["heartbeat_timeout"]  # a local activity cannot heartbeat
-    result = await workflow.execute_local_activity(ref.name, arg, **options)
+    try:
+        result = await workflow.execute_local_activity(ref.name, arg, **options)
+    except ActivityError:
+        raise
+    except FailureError as err:
+        # The SDK raises a local activity's failure itself, a scheduled one's as the cause of
+        # an ActivityError; callers handle the latter, whichever way the call ran.
+        raise ActivityError(
+            f"local activity {ref.name} failed",
+            scheduled_event_id=0,
+            started_event_id=0,
+            identity="",
+            activity_type=ref.name,
+            activity_id="",
+            retry_state=None,
+        ) from err
     return cast(ResultT, result)
 
 

@@ -88,7 +88,8 @@ class RayJobActivities:
         bound = time.monotonic() + max(params.max_wait_seconds, 0)
         async with self._connector.open(params.dashboard_url, cluster) as dashboard:
             while True:
-                activity.heartbeat()
+                if not activity.info().is_local:  # a peek runs locally: nothing to beat for
+                    activity.heartbeat()
                 view = await job_view(dashboard, params.job_id)
                 if _worth_returning(view, params, bound):
                     return view

@@ -166,6 +166,8 @@ SCENARIOS = {
     # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-
     # running`); the first keeps the path of workflows started before.
     "rayjob_lifecycle_cluster_status": rayjob_lifecycle,
+    # And once its calls but the wait on Ray were local (`rayjob-local-calls`).
+    "rayjob_lifecycle_local_calls": rayjob_lifecycle,
     "rayservice_lifecycle": rayservice_lifecycle,
 }
 

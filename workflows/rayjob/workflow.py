@@ -26,10 +26,10 @@ with workflow.unsafe.imports_passed_through():
     from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
     from crds.validation import validate
     from workflows import messages
-    from workflows.activity_calls import RAY_JOB, execute, start
+    from workflows.activity_calls import RAY_JOB, execute, execute_local, start
     from workflows.entity import CrWorkflow
     from workflows.rayjob import machine, naming
-    from workflows.rayjob.apply import Applier
+    from workflows.rayjob.apply import LOCAL_PATCH, Applier
     from workflows.rayjob.facts import Facts, Step
     from workflows.rayjob.state import RayJobInput, RayJobState
     from workflows.rayjob.status import settle, status_changed
@@ -236,32 +236,38 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             return False  # asked moments ago: `_wait_for_work` comes back at poll_at
         self._nudged = False
         known = state.attempt.ray_job
-        wait = start(
-            contract.WAIT_RAY_JOB,
-            contract.WaitRayJobInput(
-                ref=self._ref,
-                dashboard_url=status.dashboard_url or "",
-                job_id=status.job_id or "",
-                known=known,
-                return_by=state.wake_at,
-                max_wait_seconds=0 if peek else int(WAIT_BOUND.total_seconds()),
-            ),
-            summary=f"wait for Ray job {status.job_id}",
-            policy=RAY_JOB.within(WAIT_BOUND + timedelta(minutes=1), timedelta(seconds=30)),
+        params = contract.WaitRayJobInput(
+            ref=self._ref,
+            dashboard_url=status.dashboard_url or "",
+            job_id=status.job_id or "",
+            known=known,
+            return_by=state.wake_at,
+            max_wait_seconds=0 if peek else int(WAIT_BOUND.total_seconds()),
         )
-        await workflow.wait_condition(
-            lambda: wait.done() or (state.dirty and not peek) or state.gone
-        )
+        if peek and workflow.patched(LOCAL_PATCH):
+            # One question, answered at once: in this workflow task, like the other calls.
+            view = await self._peek(params)
+        else:
+            wait = start(
+                contract.WAIT_RAY_JOB,
+                params,
+                summary=f"wait for Ray job {status.job_id}",
+                policy=RAY_JOB.within(WAIT_BOUND + timedelta(minutes=1), timedelta(seconds=30)),
+            )
+            await workflow.wait_condition(
+                lambda: wait.done() or (state.dirty and not peek) or state.gone
+            )
+            if not wait.done():
+                state.poll_at = now + state.poll_gap
+                wait.cancel()
+                with contextlib.suppress(ActivityError, asyncio.CancelledError):
+                    await wait
+                return False
+            try:
+                view = wait.result()
+            except ActivityError as err:
+                view = contract.RayJobView(reachable=False, error=str(err.cause or err))
         state.poll_at = now + state.poll_gap
-        if not wait.done():
-            wait.cancel()
-            with contextlib.suppress(ActivityError, asyncio.CancelledError):
-                await wait
-            return False
-        try:
-            view = wait.result()
-        except ActivityError as err:
-            view = contract.RayJobView(reachable=False, error=str(err.cause or err))
         state.attempt = state.attempt.model_copy(update={"ray_job": view})
         changed = not view.same_as(known)
         # A long wait already paced itself; quick unchanged answers back off (up to a minute).
@@ -269,6 +275,15 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         gap = state.poll_gap * 2 if quick and not changed else POLL_GAP
         state.poll_gap = min(gap, MAX_POLL_GAP)
         return changed
+
+    async def _peek(self, params: contract.WaitRayJobInput) -> contract.RayJobView:
+        summary = f"ask Ray for job {params.job_id}"
+        try:
+            return await execute_local(
+                contract.WAIT_RAY_JOB, params, summary=summary, policy=RAY_JOB
+            )
+        except ActivityError as err:
+            return contract.RayJobView(reachable=False, error=str(err.cause or err))
 
     async def _finalize(self) -> None:
         """The CR is being deleted: stop the Ray job (best effort), release the finalizer (J26)."""

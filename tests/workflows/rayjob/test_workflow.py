@@ -20,6 +20,7 @@ from temporalio.worker import Worker
 from activities.rayjob.contract import JobOperatorOptions
 from crds.enums import JobStatus
 from tests.eventually import eventually
+from tests.history_scan import activity_calls
 from tests.workflows.harness import EntityHarness
 from worker.running import build_sandbox_runner
 from workflows import messages
@@ -136,6 +137,30 @@ async def test_success_in_each_mode(harness: Harness, mode: str) -> None:
     await eventually(lambda: world.live_clusters() == [], message="cluster deleted after TTL 0")
     progress = await harness.progress()
     assert progress.state == "Complete"
+
+
+async def test_only_the_wait_on_ray_is_dispatched(harness: Harness) -> None:
+    """Kubernetes calls, the submission and a single question to Ray run as local activities
+    in the workflow task that decides them; only the long wait on Ray is a scheduled one."""
+    world = harness.world
+    world.spec = job_spec(submissionMode="HTTPMode", shutdownAfterJobFinishes=True)
+    await harness.start()
+    await harness.ready_and_running()
+    await harness.env.sleep(TICK)  # submitted, and waiting on Ray
+    await harness.finish()
+    await harness.state("Complete")
+    await eventually(lambda: world.live_clusters() == [], message="cluster deleted after TTL 0")
+    handle = harness.handle
+    assert handle is not None
+    expected = {"read_rayjob", "create_rayjob_cluster", "submit_ray_job", "delete_attempt"}
+
+    async def calls() -> tuple[list[str], list[str]] | None:
+        # The deletion is done before the workflow task that did it is in the history.
+        scheduled, local = activity_calls((await handle.fetch_history()).events)
+        return (scheduled, local) if expected <= set(local) else None
+
+    scheduled, _ = await eventually(calls, message="the deletion's marker")
+    assert set(scheduled) <= {"wait_ray_job"}, scheduled
 
 
 async def test_a_finished_rayjob_costs_nothing_while_it_is_kept(harness: Harness) -> None:
