@@ -193,6 +193,27 @@ def test_parse_reads_the_sidecar_script_and_user_commands() -> None:
     assert submitter.parse({"command": ["python", "main.py"]}, {}) is None
 
 
+def test_parse_reads_kuberays_light_weight_submitter() -> None:
+    """KubeRay's Go submitter (its `ray-job.light-weight-submitter` sample): flags, then the
+    entrypoint after `--`; address and id from the env KubeRay sets."""
+    container = {
+        "command": ["/submitter"],
+        "args": ["--runtime-env-json", '{"pip": ["requests"]}', "--", "python", "/s/code.py"],
+    }
+    assert submitter.is_submitter(container)
+    env = {"RAY_DASHBOARD_ADDRESS": "h.ns.svc:8265", "RAY_JOB_SUBMISSION_ID": "s-4"}
+    assert submitter.parse(container, env) == submitter.Submission(
+        address="http://h.ns.svc:8265",
+        entrypoint="python /s/code.py",
+        submission_id="s-4",
+        runtime_env={"pip": ["requests"]},
+        no_wait=True,
+        check_first=True,
+        follow=True,
+    )
+    assert submitter.parse(container, {}) is None  # it exits 1 without them
+
+
 async def test_a_head_with_a_state_file_comes_back_with_its_jobs_and_apps(tmp_path: Path) -> None:
     state = tmp_path / "head.json"
     first = SimulatedHead(state_file=state, serve_delay=0.0)

@@ -1,13 +1,13 @@
 """A simulated `ray job submit` container: KubeRay's submitter script, done over HTTP.
 
 `parse` reads the script KubeRay's submitter (K8sJobMode's Job, SidecarMode's container) or a
-user's own submitter runs: the `ray job submit` options (address, submission id, runtime env,
-metadata, `--no-wait`), the entrypoint after `--`, whether `ray job status` guards the submit
-(K8sJobMode re-attaches instead of submitting twice) and whether `ray job logs --follow`
-follows it. `run` then does what those commands do against the (simulated) dashboard, and
-returns the exit code the real script would: a blocking submit exits 1 when the job FAILED,
-`--no-wait` plus following the logs exits 0 whatever the job's outcome, and a rejected
-submission or an unknown followed job exits 1.
+user's own submitter runs (or the flags of KubeRay's light-weight Go submitter): the `ray job
+submit` options (address, submission id, runtime env, metadata, `--no-wait`), the entrypoint
+after `--`, whether `ray job status` guards the submit (K8sJobMode re-attaches instead of
+submitting twice) and whether `ray job logs --follow` follows it. `run` then does what those
+commands do against the (simulated) dashboard, and returns the exit code the real script would:
+a blocking submit exits 1 when the job FAILED, `--no-wait` plus following the logs exits 0
+whatever the job's outcome, and a rejected submission or an unknown followed job exits 1.
 """
 
 from __future__ import annotations
@@ -52,8 +52,45 @@ class Submission:
 
 
 def is_submitter(container: Mapping[str, Any]) -> bool:
-    """Whether a container runs `ray job submit`."""
-    return "ray job submit" in _script(container)
+    """Whether a container runs `ray job submit`, or KubeRay's light-weight submitter."""
+    return "ray job submit" in _script(container) or _light_weight(container)
+
+
+def _light_weight(container: Mapping[str, Any]) -> bool:
+    """KubeRay's Go submitter (`/submitter`, its `rayjob-submitter` image) instead of Ray's CLI."""
+    command = container.get("command") or []
+    return bool(command) and str(command[0]).rsplit("/", 1)[-1] == "submitter"
+
+
+def _parse_light_weight(container: Mapping[str, Any], env: Mapping[str, str]) -> Submission | None:
+    """What KubeRay's light-weight submitter asks: its flags, then the entrypoint after `--`.
+
+    The address and the id come from the env KubeRay sets. It submits (a duplicate is
+    re-attached to) and tails the job's logs to its end, exiting 0 whatever the outcome.
+    """
+    args = [
+        _expand(str(a), env)
+        for a in [*container.get("command", [])[1:], *(container.get("args") or [])]
+    ]
+    flags, _, entrypoint = args, None, []
+    if "--" in args:
+        cut = args.index("--")
+        flags, entrypoint = args[:cut], args[cut + 1 :]
+    values = dict(zip(flags[::2], flags[1::2], strict=False))
+    address, job_id = env.get("RAY_DASHBOARD_ADDRESS", ""), env.get("RAY_JOB_SUBMISSION_ID", "")
+    if not address or not job_id or not entrypoint:
+        return None  # the real one exits 1 on these
+    runtime_env, metadata = values.get("--runtime-env-json"), values.get("--metadata-json")
+    return Submission(
+        address=address if "://" in address else f"http://{address}",
+        entrypoint=" ".join(entrypoint),
+        submission_id=job_id,
+        runtime_env=json.loads(runtime_env) if runtime_env else None,
+        metadata=json.loads(metadata) if metadata else None,
+        no_wait=True,
+        check_first=True,
+        follow=True,
+    )
 
 
 def _script(container: Mapping[str, Any]) -> str:
@@ -68,6 +105,8 @@ def _expand(text: str, env: Mapping[str, str]) -> str:
 
 def parse(container: Mapping[str, Any], env: Mapping[str, str]) -> Submission | None:
     """The submission a container's script makes (None if it makes none we understand)."""
+    if _light_weight(container):
+        return _parse_light_weight(container, env)
     script = _script(container)
     start = script.find("ray job submit")
     if start < 0:
