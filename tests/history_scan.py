@@ -18,7 +18,8 @@ from temporalio.client import Client
 from temporalio.converter import PayloadCodec
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
-"""The marker the SDK records for a local activity (a patch's has another name)."""
+"""The marker the SDK records for a local activity."""
+PATCH_MARKER = "core_patch"
 
 
 def payloads_in(message: Message) -> Iterator[Payload]:
@@ -70,3 +71,14 @@ def activity_calls(events: Iterable[HistoryEvent]) -> tuple[list[str], list[str]
         if marker.marker_name == LOCAL_ACTIVITY_MARKER:
             local.append(json.loads(marker.details["data"].payloads[0].data)["activity_type"])
     return scheduled, local
+
+
+def patch_markers(events: Iterable[HistoryEvent]) -> list[str]:
+    """The patch ids a history recorded, in order."""
+    return [
+        json.loads(event.marker_recorded_event_attributes.details["patch-data"].payloads[0].data)[
+            "id"
+        ]
+        for event in events
+        if event.marker_recorded_event_attributes.marker_name == PATCH_MARKER
+    ]

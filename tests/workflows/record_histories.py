@@ -162,12 +162,16 @@ SCENARIOS = {
     "raycluster_lifecycle_local_read": raycluster_lifecycle,
     # And once its writes were local too (`raycluster-local-writes`).
     "raycluster_lifecycle_local_writes": raycluster_lifecycle,
+    # And once one marker stood for both (`raycluster-patches-through-local-writes`).
+    "raycluster_lifecycle_one_marker": raycluster_lifecycle,
     "rayjob_lifecycle": rayjob_lifecycle,
     # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-
     # running`); the first keeps the path of workflows started before.
     "rayjob_lifecycle_cluster_status": rayjob_lifecycle,
     # And once its calls but the wait on Ray were local (`rayjob-local-calls`).
     "rayjob_lifecycle_local_calls": rayjob_lifecycle,
+    # And once one marker stood for all its patches (`rayjob-patches-through-local-calls`).
+    "rayjob_lifecycle_one_marker": rayjob_lifecycle,
     "rayservice_lifecycle": rayservice_lifecycle,
 }
 

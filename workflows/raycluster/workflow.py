@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.conditions import is_true
     from workflows.entity import CrWorkflow
     from workflows.names import random_suffix
+    from workflows.patches import Patches
     from workflows.raycluster import cleanup, decisions, narration
     from workflows.raycluster.plans import Expectation, PodPlan
     from workflows.raycluster.state import RayClusterInput, RayClusterState
@@ -45,6 +46,8 @@ LOCAL_READ_PATCH = "raycluster-local-read"
 LOCAL_WRITES_PATCH = "raycluster-local-writes"
 """The pass's writes (pods and Services, status, Events, the finalizer) run as local
 activities too: a pass is one workflow task, not one per call."""
+ALL_PATCH = "raycluster-patches-through-local-writes"
+"""Stands for both patches above: a new run records one marker (`patches`)."""
 BUSY_RESYNC = timedelta(seconds=15)
 InputT = TypeVar("InputT")
 ResultT = TypeVar("ResultT")
@@ -60,6 +63,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._ref = params.ref
         self._state = params.state or RayClusterState()
         self._max_history = params.max_history_events
+        self._patches = Patches(ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH}))
 
     # --- what differs from `CrWorkflow` ---------------------------------------------------------
 
@@ -77,6 +81,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
     @workflow.run
     async def run(self, params: RayClusterInput) -> str:
         """Reconcile until the CR is gone; returns a one-line epitaph."""
+        self._patches.start()
         while True:
             await self._wait_for_work()
             if self._state.gone:
@@ -126,7 +131,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         known = state.generation if state.spec is not None else None
         read = contract.ReadClusterInput(ref=self._ref, known_generation=known)
         summary = "read the RayCluster, its pods and Services"
-        if workflow.patched(LOCAL_READ_PATCH):
+        if self._patches.on(LOCAL_READ_PATCH):
             snap = await execute_local(contract.READ_CLUSTER, read, summary=summary)
         else:  # histories from before the read was local
             snap = await execute(contract.READ_CLUSTER, read, summary=summary)
@@ -310,7 +315,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
 
     async def _kube(self, ref: ActivityRef[InputT, ResultT], arg: InputT, summary: str) -> ResultT:
         """A write of the pass: local, unless the run began before the patch (its history)."""
-        if workflow.patched(LOCAL_WRITES_PATCH):
+        if self._patches.on(LOCAL_WRITES_PATCH):
             return await execute_local(ref, arg, summary=summary)
         return await execute(ref, arg, summary=summary)
 

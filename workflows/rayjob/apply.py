@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.rayjob import RayJobStatus
     from crds.refs import ObjectRef
     from workflows.activity_calls import KUBE, RAY_JOB, CallPolicy, execute, execute_local
+    from workflows.patches import Patches
     from workflows.rayjob import actions as act
     from workflows.rayjob.state import RayJobState
 
@@ -37,8 +38,8 @@ decides them: no dispatch through the server, no workflow task for each result."
 class Applier:
     """Runs actions for one RayJob workflow; shares the workflow's state object."""
 
-    def __init__(self, ref: ObjectRef, state: RayJobState) -> None:
-        self._ref, self._state = ref, state
+    def __init__(self, ref: ObjectRef, state: RayJobState, patches: Patches) -> None:
+        self._ref, self._state, self._patches = ref, state, patches
 
     async def read(self) -> contract.JobSnapshot:
         """One snapshot of the RayJob, its cluster and its submitter."""
@@ -223,7 +224,7 @@ class Applier:
         policy: CallPolicy = KUBE,
     ) -> ResultT:
         """One short call: local, unless the run began before the patch (its history)."""
-        if workflow.patched(LOCAL_PATCH):
+        if self._patches.on(LOCAL_PATCH):
             return await execute_local(ref, params, summary=summary, policy=policy)
         return await execute(ref, params, summary=summary, policy=policy)
 

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import messages
     from workflows.activity_calls import RAY_JOB, execute, execute_local, start
     from workflows.entity import CrWorkflow
+    from workflows.patches import Patches
     from workflows.rayjob import machine, naming
     from workflows.rayjob.apply import LOCAL_PATCH, Applier
     from workflows.rayjob.facts import Facts, Step
@@ -63,6 +64,19 @@ CLUSTER_STATUS_PATCH = "rayjob-cluster-status-while-running"
 does; workflows that began before copy it while Initializing too (their writes replay)."""
 SIDECAR_END_PATCH = "rayjob-sidecar-end-waits-for-cluster"
 """A SidecarMode job's end waits briefly for its cluster's status to show the exited sidecar."""
+ALL_PATCH = "rayjob-patches-through-local-calls"
+"""Stands for every patch above and `LOCAL_PATCH`: a new run records one marker (`patches`)."""
+COVERED = frozenset(
+    {
+        IDLE_PATCH,
+        UNREADABLE_PATCH,
+        STALE_VIEW_PATCH,
+        NAMES_PATCH,
+        CLUSTER_STATUS_PATCH,
+        SIDECAR_END_PATCH,
+        LOCAL_PATCH,
+    }
+)
 
 
 @workflow.defn(name="RayJob")
@@ -74,7 +88,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._ref = params.ref
         self._state = params.state or RayJobState()
         self._max_history = params.max_history_events
-        self._apply = Applier(self._ref, self._state)
+        self._patches = Patches(ALL_PATCH, COVERED)
+        self._apply = Applier(self._ref, self._state, self._patches)
         self._nudged = False
         """A signal came in since the last poll: ask Ray now, even within the poll gap."""
 
@@ -95,6 +110,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
     @workflow.run
     async def run(self, params: RayJobInput) -> str:
         """Drive the RayJob until the CR is gone; returns a one-line epitaph."""
+        self._patches.start()
         while True:
             await self._wait_for_work()
             if self._state.gone:
@@ -120,7 +136,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         for moment in (state.wake_at, state.poll_at):
             if moment is not None:
                 wake = min(wake, moment)
-        if not state.dirty and self._idle() and workflow.patched(IDLE_PATCH):
+        if not state.dirty and self._idle() and self._patches.on(IDLE_PATCH):
             # Nothing can change on its own: a periodic resync would only cost a timer and a
             # read every few minutes for as long as the CR is kept. Edits and deletion signal.
             await workflow.wait_condition(lambda: state.dirty or state.gone)
@@ -160,7 +176,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             await self._finalize()
             return
         spec = state.spec
-        if spec is None and snap.schema_violations and workflow.patched(UNREADABLE_PATCH):
+        if spec is None and snap.schema_violations and self._patches.on(UNREADABLE_PATCH):
             # Never readable (a looser CRD let it in): still say why, with the field paths.
             spec = RayJobSpec()
         if spec is None or spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
@@ -175,16 +191,16 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             submitter=snap.submitter,
             has_finalizer=state.has_finalizer,
             options=snap.options,
-            cluster_status_early=not workflow.patched(CLUSTER_STATUS_PATCH),
+            cluster_status_early=not self._patches.on(CLUSTER_STATUS_PATCH),
         )
-        if facts.mode == Mode.SIDECAR and workflow.patched(SIDECAR_END_PATCH):
+        if facts.mode == Mode.SIDECAR and self._patches.on(SIDECAR_END_PATCH):
             facts = replace(facts, sidecar_catch_up=True)
         deadline = state.wake_at is not None and workflow.now() >= state.wake_at
         running = facts.status.job_deployment_status == Deploy.RUNNING
         # A pass the poll timer starts may read a finished submitter before the bridge's
         # signal about it arrives: Ray's last answer (say, "not found" from before the
         # submission) is then older than the submitter's end, and would fail a good job.
-        stale = running and _submitter_outran_ray(facts) and workflow.patched(STALE_VIEW_PATCH)
+        stale = running and _submitter_outran_ray(facts) and self._patches.on(STALE_VIEW_PATCH)
         if (self._nudged or deadline or stale) and running:
             # Something changed (the submitter, the cluster) or a clock ran out: decide on
             # Ray's state as of now, not as of the last poll.
@@ -194,7 +210,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         if violations:
             step = machine.validation_failed(facts, violations)
         else:
-            if not workflow.patched(NAMES_PATCH):
+            if not self._patches.on(NAMES_PATCH):
                 facts = replace(facts, name_alphabet=naming.LEGACY_ALPHABET)
             step = machine.decide(facts, workflow.now(), workflow.random())
         await self._carry_out(facts, step)
@@ -244,7 +260,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             return_by=state.wake_at,
             max_wait_seconds=0 if peek else int(WAIT_BOUND.total_seconds()),
         )
-        if peek and workflow.patched(LOCAL_PATCH):
+        if peek and self._patches.on(LOCAL_PATCH):
             # One question, answered at once: in this workflow task, like the other calls.
             view = await self._peek(params)
         else:

@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tests.eventually import eventually
-from tests.history_scan import activity_calls
+from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
 from worker.running import build_sandbox_runner
 from workflows import messages
@@ -204,11 +204,15 @@ async def test_continue_as_new_keeps_state(harness: Harness) -> None:
     await eventually(lambda: cluster.status and cluster.status.state == "ready")
 
     async def nudged_until_continued() -> bool:
-        # Each nudge is a pass; how many fill 40 events depends on what a pass records.
-        await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
-        return await _continued(handle)
+        # Each nudge is a pass; how many fill 40 events depends on what a pass records. A
+        # nudge only once the last pass is done: a run continues when nothing is pending.
+        if await _continued(handle):
+            return True
+        if not (await handle.describe()).raw_description.pending_workflow_task.ByteSize():
+            await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
+        return False
 
-    assert await eventually(nudged_until_continued, message="a continued run")
+    assert await eventually(nudged_until_continued, within=30, message="a continued run")
     await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
     progress = await harness.progress()
     assert progress.state == "ready" and len(cluster.created) == 3
@@ -344,4 +348,6 @@ async def test_each_pass_runs_in_one_workflow_task(harness: Harness) -> None:
         return local
 
     names = await eventually(local_activities, message="the first pass's markers")
+    history = await handle.fetch_history()
+    assert patch_markers(history.events) == ["raycluster-patches-through-local-writes"]
     assert names[:2] == ["read_raycluster", "apply_raycluster"], names

@@ -20,7 +20,7 @@ from temporalio.worker import Worker
 from activities.rayjob.contract import JobOperatorOptions
 from crds.enums import JobStatus
 from tests.eventually import eventually
-from tests.history_scan import activity_calls
+from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
 from worker.running import build_sandbox_runner
 from workflows import messages
@@ -161,6 +161,9 @@ async def test_only_the_wait_on_ray_is_dispatched(harness: Harness) -> None:
 
     scheduled, _ = await eventually(calls, message="the deletion's marker")
     assert set(scheduled) <= {"wait_ray_job"}, scheduled
+    # One patch marker stands for all the patches a new run takes (`workflows.patches`).
+    history = await handle.fetch_history()
+    assert patch_markers(history.events) == ["rayjob-patches-through-local-calls"]
 
 
 async def test_a_finished_rayjob_costs_nothing_while_it_is_kept(harness: Harness) -> None:
