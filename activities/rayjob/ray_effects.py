@@ -90,8 +90,9 @@ class RayJobActivities:
             while True:
                 if not activity.info().is_local:  # a peek runs locally: nothing to beat for
                     activity.heartbeat()
+                asked_at = datetime.now(UTC)
                 view = await job_view(dashboard, params.job_id)
-                if _worth_returning(view, params, bound):
+                if _worth_returning(view, params, bound, asked_at):
                     return view
                 left = bound - time.monotonic()
                 if params.return_by is not None:
@@ -172,11 +173,12 @@ def _ms(moment: datetime | None) -> int:
 
 
 def _worth_returning(
-    view: contract.RayJobView, params: contract.WaitRayJobInput, bound: float
+    view: contract.RayJobView, params: contract.WaitRayJobInput, bound: float, asked_at: datetime
 ) -> bool:
     if not view.same_as(params.known) or (view.found and view.status.is_terminal):
         return True
-    if params.return_by is not None and datetime.now(UTC) >= params.return_by:
+    # At the workflow's deadline, return an answer asked for at or after it, not just before.
+    if params.return_by is not None and asked_at >= params.return_by:
         return True
     return time.monotonic() >= bound
 
