@@ -119,7 +119,9 @@ def check_rayjob_series(
 
 def check_sdk_series(series: Series) -> None:
     """The Temporal SDK's own metrics come from the same endpoint, for the same work."""
-    writes = of(series, "temporal_activity_execution_latency_count", activity_type=WRITE)
+    # The status write runs as a local activity, which the SDK measures under its own name.
+    latency = "temporal_local_activity_execution_latency_count"
+    writes = of(series, latency, activity_type=WRITE)
     assert writes and all(count >= 1 for count in writes.values()), writes
     tasks = of(series, "temporal_workflow_task_execution_latency_count", workflow_type="RayJob")
     assert tasks and all(count >= 1 for count in tasks.values()), tasks

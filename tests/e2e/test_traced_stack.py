@@ -23,14 +23,14 @@ SERVICE = "kuberay-temporal-dev"
 POD_CALL = "POST /api/v1/namespaces/{namespace}/pods"
 
 
-def chain(span: Span, spans: list[Span]) -> list[str]:
-    """Names of `span`'s ancestors, nearest first, as far as they were received."""
+def chain(span: Span, spans: list[Span]) -> list[Span]:
+    """`span`'s ancestors, nearest first, as far as they were received."""
     by_id = {s.span_id: s for s in spans}
-    names = []
+    ancestors = []
     while span.parent_span_id in by_id:
         span = by_id[span.parent_span_id]
-        names.append(span.name)
-    return names
+        ancestors.append(span)
+    return ancestors
 
 
 async def test_the_dev_stack_exports_a_raycluster_trace_over_otlp(tmp_path: Path) -> None:
@@ -48,8 +48,10 @@ async def test_the_dev_stack_exports_a_raycluster_trace_over_otlp(tmp_path: Path
         spans = collector.spans(SERVICE)
 
     (pod_call, *_) = [s for s in spans if s.name == POD_CALL]
-    names = chain(pod_call, spans)
+    ancestors = chain(pod_call, spans)
+    names = [s.name for s in ancestors]
     assert names[0].startswith("RunActivity:") and names[1].startswith("StartActivity:")
     assert names[2:] == ["SignalWithStartWorkflow:RayCluster", "Deliver:RayCluster"]
-    assert all(s.trace_id == pod_call.trace_id for s in spans if s.name in names)
+    # One trace from the bridge's delivery to the POST (later passes have traces of their own).
+    assert all(s.trace_id == pod_call.trace_id for s in ancestors)
     assert "RunWorkflow:RayCluster" in {s.name for s in spans}
