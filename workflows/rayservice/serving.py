@@ -106,7 +106,8 @@ class ServingMixin(UpgradingMixin):
             )
         except ActivityError as err:
             cause = err.cause or err
-            message = f"Failed to update serve applications to the RayCluster {cluster}: {cause}"
+            where = f"{self._ref.namespace}/{cluster}"
+            message = f"Failed to update serve applications to the RayCluster {where}: {cause}"
             await event(self._ref, EventType.WARNING, "FailedToUpdateServeApplications", message)
             return
         self._state.applied[cluster] = done.config_hash
@@ -115,7 +116,7 @@ class ServingMixin(UpgradingMixin):
             self._ref,
             EventType.NORMAL,
             "UpdatedServeApplications",
-            f"Updated serve applications to the RayCluster {cluster}",
+            f"Updated serve applications to the RayCluster {self._ref.namespace}/{cluster}",
         )
 
     async def _retire(self, snap: contract.ServiceSnapshot) -> None:

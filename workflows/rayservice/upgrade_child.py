@@ -23,9 +23,11 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.calls as calls
     import workflows.rayservice.incremental as incremental
     from activities.dashboard.contract import ServeStatus
+    from activities.kube.vocabulary import EventType
     from activities.rayservice import contract
     from workflows import messages
     from workflows.activity_calls import RAY, execute
+    from workflows.rayservice.calls import event
     from workflows.rayservice.decisions import serve_apply_reason
     from workflows.rayservice.incremental import MoveKind, Traffic
     from workflows.rayservice.state import (
@@ -45,6 +47,8 @@ GATEWAY_GATE_PATCH = "rayservice-gateway-gate"
 WAIT_FAILURE_PATCH = "rayservice-upgrade-wait-failure-is-unhealthy"
 """A wait on Serve that fails every attempt (its worker killed each time, the API server away)
 counts as one unhealthy observation; before, it failed the whole upgrade."""
+SERVE_EVENT_PATCH = "rayservice-upgrade-records-serve-update"
+"""A Serve config PUT to a new cluster records `UpdatedServeApplications`, as KubeRay does."""
 POLL = timedelta(seconds=30)
 """Look again this often even without a nudge (the bridge signals the parent, which forwards)."""
 
@@ -340,7 +344,13 @@ class RayServiceUpgradeWorkflow:
         except ActivityError:
             return  # the dashboard is not up yet: the next health poll decides again
         if result.config_hash:
+            new_config = self._progress.applied.get(cluster) != result.config_hash
             self._progress.applied[cluster] = result.config_hash
+            if new_config and not active and workflow.patched(SERVE_EVENT_PATCH):
+                # KubeRay records each config it submits (not a capacity step with it).
+                where = f"{self._p.ref.namespace}/{cluster}"
+                message = f"Updated serve applications to the RayCluster {where}"
+                await event(self._p.ref, EventType.NORMAL, "UpdatedServeApplications", message)
 
     async def _route(self, weights: dict[str, int]) -> None:
         """Write the route's weights; without the Gateway API, wait for it until a deadline."""

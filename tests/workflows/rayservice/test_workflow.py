@@ -129,6 +129,9 @@ async def test_first_deploy_becomes_ready(make: Any) -> None:
     apps = world.status.active_service_status.applications or {}
     assert apps["app1"].status == "RUNNING"
     assert (await h.progress()).state == "Ready"
+    # As KubeRay: the Serve config submitted to the new cluster is an Event.
+    (updated,) = [e for e in world.events if e.reason == "UpdatedServeApplications"]
+    assert updated.message == f"Updated serve applications to the RayCluster default/{active}"
 
 
 async def test_serve_config_change_is_applied_in_place(make: Any) -> None:
