@@ -8,6 +8,7 @@ builders, so the workflow history carries names and never pod templates.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from datetime import datetime
@@ -122,34 +123,41 @@ class ClusterActivities:
         self, cluster: RayCluster, snapshot: contract.ClusterSnapshot, spec_changed: bool
     ) -> None:
         ns = cluster.namespace
-        pods = await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
+        head_name = names.head_service_name(cluster.name, cluster.spec)
+        # Independent reads go out together: each is a round trip to the API server.
+        pods, head = await asyncio.gather(
+            self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}"),
+            self._kube.get_or_none(kube.SERVICES, ns, head_name),
+        )
         snapshot.pods = [
             view
             for view in map(summarize_pod, pods)
             if view.node_type in (RayNodeType.HEAD, RayNodeType.WORKER)
         ]
-        head_name = names.head_service_name(cluster.name, cluster.spec)
-        head = await self._kube.get_or_none(kube.SERVICES, ns, head_name)
         snapshot.head_service = summarize_service(head) if head else None
         wanted = wanted_objects(cluster, self._options, PodIps.of(pods))
-        for owned in wanted:
-            if (
-                owned.manifest["kind"] == "Service"
-                and owned.manifest["metadata"]["name"] == head_name
-            ):
-                existing = head
-            else:
-                name = owned.manifest["metadata"]["name"]
-                existing = await self._kube.get_or_none(owned.resource, ns, name)
+
+        async def existing(owned: Owned) -> kube.JSON | None:
+            name = owned.manifest["metadata"]["name"]
+            if owned.manifest["kind"] == "Service" and name == head_name:
+                return head
+            return await self._kube.get_or_none(owned.resource, ns, name)
+
+        async def stale() -> list[str]:
+            # Only a spec change (a group or the option removed) leaves stale policies.
+            return await self._stale_policies(cluster, wanted) if spec_changed else []
+
+        found, stale_policies = await asyncio.gather(
+            asyncio.gather(*(existing(owned) for owned in wanted)), stale()
+        )
+        for owned, current in zip(wanted, found, strict=True):
             # "Missing" covers objects to rewrite too: the same apply step fixes both. A foreign
             # object of the same name is never rewritten, so it would only cause idle passes.
-            if existing is None or (
-                owned.updated(existing) is not None and is_controlled_by(existing, cluster)
+            if current is None or (
+                owned.updated(current) is not None and is_controlled_by(current, cluster)
             ):
                 snapshot.missing_objects.append(owned.key)
-        if spec_changed:  # only a spec change (a group or the option removed) leaves stale ones
-            for stale in await self._stale_policies(cluster, wanted):
-                snapshot.missing_objects.append(f"NetworkPolicy/{stale}")
+        snapshot.missing_objects += [f"NetworkPolicy/{name}" for name in stale_policies]
         snapshot.spec_hash = builders.recreate_hash(cluster.spec)
         snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
         if self._options.deterministic_head_pod_name:
@@ -193,6 +201,21 @@ class ClusterActivities:
                 await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
             )
         wanted = wanted_objects(cluster, self._options, ips)
+        # The LIST of policies goes out while the objects are made (one round trip fewer).
+        stale = asyncio.ensure_future(self._stale_policies(cluster, wanted))
+        try:
+            await self._make(cluster, wanted)
+        except BaseException:
+            stale.cancel()
+            raise
+        for name in await stale:
+            if await self._kube.delete(kube.NETWORK_POLICIES, ns, name):
+                message = f"Deleted NetworkPolicy {ns}/{name}"
+                await self._event(cluster, EventType.NORMAL, "DeletedNetworkPolicy", message, name)
+
+    async def _make(self, cluster: RayCluster, wanted: list[Owned]) -> None:
+        """Create each wanted object, or bring ours back to what it should be."""
+        ns = cluster.namespace
         for owned in wanted:
             kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
             try:
@@ -217,10 +240,6 @@ class ClusterActivities:
                     )
                 continue
             await self._update(cluster, owned, existing)
-        for stale in await self._stale_policies(cluster, wanted):
-            if await self._kube.delete(kube.NETWORK_POLICIES, ns, stale):
-                message = f"Deleted NetworkPolicy {ns}/{stale}"
-                await self._event(cluster, EventType.NORMAL, "DeletedNetworkPolicy", message, stale)
 
     async def _update(self, cluster: RayCluster, owned: Owned, existing: kube.JSON) -> None:
         """Rewrite an object KubeRay keeps in line with the spec; never one it does not own."""
