@@ -8,6 +8,8 @@ settings), then creates `--count` CRs back to back through the Kubernetes API an
   `status.jobDeploymentStatus`) per CR, and the wall time until the last one;
 * each worker's resident memory before the first CR and with every CR there (and its peak),
   as KiB per CR; the bridge's, devcluster's and the Temporal server's beside it;
+* before the CRs, the bare-Temporal ceiling on the same server (`benchmarks.ceiling`,
+  `--ceiling` lifecycles), printed beside our CRs per second with the ratio;
 * then deletes every CR and waits until no workflow runs, and counts, over a sample of the
   lifecycles (apply → ready or Complete → delete → workflow closed), the history events and
   the billable actions (`scale_report.count_actions`; a RayJob's lifecycle includes its
@@ -55,6 +57,7 @@ from temporalio.client import Client
 
 from activities.kube import client as kube
 from activities.kube.errors import KubeGone, KubeUnavailable
+from benchmarks.ceiling import measure as measure_ceiling
 from benchmarks.scale_report import (
     Latencies,
     Sample,
@@ -270,6 +273,9 @@ async def run(args: argparse.Namespace) -> tuple[Summary, list[Sample]]:
     ]
     state = Path(tempfile.mkdtemp(prefix="kuberay-scale-"))
     async with running_stack(state, args.workers, args.ready_delay) as stack:
+        ceiling = None
+        if args.ceiling:
+            ceiling = (args.ceiling, await measure_ceiling(stack.temporal, args.ceiling))
         before = stack.memory(stack.workers)
         others_before = [*stack.memory(stack.others), stack.server_now()]
         finishes = Finishes(stack.kube, args.kind, set(names))
@@ -317,6 +323,7 @@ async def run(args: argparse.Namespace) -> tuple[Summary, list[Sample]]:
         lifecycles=lifecycles,
         deleted_in=deleted_in,
         notes=notes,
+        ceiling=ceiling,
     )
     return summary, samples
 
@@ -331,6 +338,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--job-seconds", type=float, default=1.0, help="simulated Ray job run")
     parser.add_argument("--ready-delay", type=float, default=1.0, help="simulated pod start")
     parser.add_argument("--sample", type=int, default=20, help="lifecycles whose history counts")
+    parser.add_argument(
+        "--ceiling", type=int, default=500, help="bare-Temporal lifecycles first (0: none)"
+    )
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per phase")
     parser.add_argument("--out", type=Path, default=Path("docs/scale"), help="output directory")
     parser.add_argument("--keep-state", action="store_true", help="keep the logs and databases")

@@ -192,6 +192,8 @@ class Summary:
     deleted_in: float | None = None
     """Seconds from the first delete call until no workflow was left running."""
     notes: list[str] = field(default_factory=list)
+    ceiling: tuple[int, float] | None = None
+    """The bare-Temporal ceiling measured before the CRs: lifecycles run, and per second."""
 
     def memory_per_cr(self) -> tuple[float, float]:
         """KiB per CR over all workers: growth with every CR ready, and peak growth."""
@@ -219,6 +221,15 @@ def format_summary(summary: Summary) -> str:
         f"{f'apply -> {goal} p50 / p95 / p99':<34} {lat.p50:8.2f} / {lat.p95:.2f} / {lat.p99:.2f} s"
         f"  (max {lat.max:.2f} s)",
     ]
+    if summary.ceiling is not None and lat.last > 0:
+        runs, rate = summary.ceiling
+        ours = lat.reached / lat.last
+        lines.append(f"{what + ' per s':<34} {ours:8.2f}")
+        lines.append(
+            f"{'bare Temporal ceiling per s':<34} {rate:8.2f}  "
+            f"({runs} signal-with-start workflows x 4 no-op activities, same server)"
+        )
+        lines.append(f"{'ratio ours / ceiling':<34} {ours / rate:8.2f}")
     if summary.deleted_in is not None:
         lines.append(f"{'delete all -> workflows closed':<34} {summary.deleted_in:8.1f} s")
     grown, peak = summary.memory_per_cr()

@@ -18,9 +18,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 @pytest.mark.parametrize("kind", ["raycluster", "rayjob"])
 async def test_a_tiny_run_measures_every_figure(kind: str, tmp_path: Path) -> None:
-    args = parse_args(
-        ["--kind", kind, "--count", "2", "--workers", "2", "--out", str(tmp_path), "--sample", "2"]
-    )
+    sizes = ["--count", "2", "--workers", "2", "--sample", "2", "--ceiling", "10"]
+    args = parse_args(["--kind", kind, *sizes, "--out", str(tmp_path)])
     summary, samples = await run(args)
 
     assert [s.name for s in samples] == [f"{PREFIX[kind]}000{i}" for i in range(2)]
@@ -37,3 +36,6 @@ async def test_a_tiny_run_measures_every_figure(kind: str, tmp_path: Path) -> No
         assert counts["signals"] >= 1 and counts["activities"] + counts["local"] >= 1, counts
         assert counts["events"] > actions(counts)
     assert "(2/2 got there)" in format_summary(summary)
+    # The bare-Temporal ceiling ran on the same server first, and the ratio is printed.
+    assert summary.ceiling is not None and summary.ceiling[0] == 10 and summary.ceiling[1] > 0
+    assert "ratio ours / ceiling" in format_summary(summary)
