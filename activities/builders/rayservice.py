@@ -242,9 +242,12 @@ def build_rayservice_serve_service(service: RayService, cluster: RayCluster) -> 
     meta = user.get("metadata") or {}
     spec = user.get("spec") or {}
     name = serve_service_name(service)
-    user_ports = spec.get("ports") or []
-    taken = {port.get("name") for port in user_ports}
-    ports = [*user_ports, *(p for p in serve_ports(cluster) if p["name"] not in taken)]
+    # As KubeRay: the head's serve ports, and only those; a user's ports count only when the
+    # head names none, and then only the one named `serve` (its name and number).
+    ports = serve_ports(cluster)
+    if not ports:
+        named = [p for p in spec.get("ports") or [] if p.get("name") == k.PORT_NAME_SERVING][:1]
+        ports = [{"name": p["name"], "port": p.get("port")} for p in named]
     if not ports:
         raise MissingServePortError(
             "the Ray head container has no port named 'serve' (or 'serve-*'), "

@@ -89,6 +89,23 @@ def test_serve_service_merges_the_users_and_selects_serving_pods() -> None:
     assert [o["uid"] for o in built["metadata"]["ownerReferences"]] == ["u1"]
 
 
+def test_serve_service_ports_are_the_heads_serve_ports_as_kuberay_builds_them() -> None:
+    """KubeRay's custom-serve-service sample: a user's own port is dropped while the head
+    names a serve port; without one, only the user's port named `serve` is kept."""
+    custom = {"name": "custom", "port": 12345, "targetPort": 12345}
+    user = {"spec": {"type": "LoadBalancer", "ports": [custom]}}
+    built = rs.build_rayservice_serve_service(service(serveService=user), cluster())
+    assert built["spec"]["ports"] == [{"name": "serve", "port": 8000}]
+
+    bare = cluster()
+    gcs_only = [{"name": "gcs-server", "containerPort": 6379}]
+    bare.spec.head_group_spec.template["spec"]["containers"][0]["ports"] = gcs_only
+    serve = {"name": "serve", "port": 9000, "targetPort": 9001}
+    user = {"spec": {"ports": [custom, serve]}}
+    built = rs.build_rayservice_serve_service(service(serveService=user), bare)
+    assert built["spec"]["ports"] == [{"name": "serve", "port": 9000}]
+
+
 def test_head_service_for_the_rayservice_selects_the_target_head() -> None:
     built = rs.build_rayservice_head_service(service(), cluster())
     assert built["metadata"]["name"] == "svc-head-svc"

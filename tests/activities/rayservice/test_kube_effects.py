@@ -261,7 +261,8 @@ async def test_switch_services_keeps_the_cluster_ip(client: KubeClient) -> None:
     await run(routes.switch_services, contract.SwitchServicesInput(ref=ref, cluster=blue))
     serve_svc = await client.get(kube.SERVICES, "default", f"{ref.name}-serve-svc")
     assert serve_svc["spec"]["selector"] == {"ray.io/cluster": blue, "ray.io/serve": "true"}
-    assert [(p["name"], p["port"]) for p in serve_svc["spec"]["ports"]] == [("serve", 9000)]
+    # As KubeRay: the head names its serve port (8000), so the user's port is not used.
+    assert [(p["name"], p["port"]) for p in serve_svc["spec"]["ports"]] == [("serve", 8000)]
     assert serve_svc["metadata"]["labels"]["ray.io/serve"] == f"{ref.name}-serve"
     cluster_ip = serve_svc["spec"].get("clusterIP")
     await run(routes.switch_services, contract.SwitchServicesInput(ref=ref, cluster=green))
