@@ -290,7 +290,12 @@ class ServiceActivities:
         current = await self._kube.get_same(kube.RAYSERVICES, ref.namespace, ref.name, ref.uid)
         if current is None:
             return
-        patch = replacing_patch(current.get("status") or {}, params.status.to_json_dict())
+        new = params.status.to_json_dict()
+        # Go's omitempty: KubeRay writes no empty serviceStatus and no zero numServeEndpoints.
+        for key, empty in (("serviceStatus", ""), ("numServeEndpoints", 0)):
+            if key in new and new[key] == empty:
+                del new[key]
+        patch = replacing_patch(current.get("status") or {}, new)
         await self._patch(ref, {"status": patch}, sub="status")
 
     @activity.defn(name=contract.SET_SERVICE_SUSPEND.name)
