@@ -206,6 +206,14 @@ KNOWN = (
         lambda d: d.kuberay is None and d.ours == "",
     ),
     Known(
+        "/RayService/*ServiceStatus/rayClusterStatus/*",
+        CHOSEN,
+        "A RayService's copies of its clusters' statuses are kept current; KubeRay writes them "
+        "only when another part of the RayService's status changes, so a cluster that never gets "
+        "ready shows its first moments there (no resources, no conditions) for as long as it lasts",
+        lambda d: d.kuberay in (None, "0"),
+    ),
+    Known(
         "/RayCluster/*/status/observedGeneration",
         CHOSEN,
         "`status.observedGeneration` is the generation the last status was computed for; "
