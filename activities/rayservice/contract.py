@@ -82,6 +82,9 @@ class ServiceSnapshot(BaseModel):
     """The `ray.io/cluster` selector of `<rs>-serve-svc` (None: no such Service)."""
     serve_endpoints: dict[str, int] = Field(default_factory=dict)
     """Ready serve endpoints (unique pod UIDs in EndpointSlices) by Service name."""
+    serve_service: str = ""
+    """The serve Service's name: the user's `serveService` name, else `<rs>-serve-svc` (empty
+    in snapshots recorded before it was reported, which had the default name)."""
     route_weights: dict[str, int] | None = None
     """HTTPRoute backend weights by cluster name (None: no HTTPRoute)."""
     gateway_ready: bool = False

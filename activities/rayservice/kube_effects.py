@@ -189,6 +189,7 @@ class ServiceActivities:
         serve = await self._kube.get_or_none(kube.SERVICES, ns, serve_name)
         snap.head_service_cluster = rs.selected_cluster(head)
         snap.serve_service_cluster = rs.selected_cluster(serve)
+        snap.serve_service = serve_name
         counted = [serve_name]
         incremental = _is_incremental(service)
         if incremental:

@@ -31,7 +31,8 @@ def serve_endpoints(
     Incremental services count `<cluster>-serve-svc` of both clusters once one is active.
     """
     if not incremental or not active:
-        return snap.serve_endpoints.get(f"{ref.name}-serve-svc", 0)
+        # The user's serveService may name it otherwise (older snapshots do not say: default).
+        return snap.serve_endpoints.get(snap.serve_service or f"{ref.name}-serve-svc", 0)
     names = (active, pending)
     return sum(snap.serve_endpoints.get(f"{name}-serve-svc", 0) for name in names if name)
 

@@ -82,6 +82,14 @@ def test_serve_endpoints(active: str, pending: str, incremental: bool, expected:
     assert views.serve_endpoints(SNAP, REF, active, pending, incremental) == expected
 
 
+def test_serve_endpoints_of_a_serve_service_the_user_named() -> None:
+    """Regression: with `serveService.metadata.name` set, the endpoints were looked up under
+    the default name, found none, and the RayService never got Ready (KubeRay's
+    custom-serve-service sample)."""
+    snap = SNAP.model_copy(update={"serve_service": "custom", "serve_endpoints": {"custom": 2}})
+    assert views.serve_endpoints(snap, REF, "a", "", False) == 2
+
+
 def test_blue_green_upgrade_reports_the_pending_cluster_without_traffic() -> None:
     progress = UpgradeProgress(number=2, pending="b", pending_serve=SERVE)
     got = views.status_inputs(state(pending="b", progress=progress), SNAP, REF, None, False)
