@@ -118,6 +118,20 @@ async def execute_local(
     return cast(ResultT, result)
 
 
+async def execute_where(
+    local: bool,
+    ref: ActivityRef[InputT, ResultT],
+    arg: InputT,
+    *,
+    summary: str,
+    policy: CallPolicy = KUBE,
+) -> ResultT:
+    """`execute_local` when `local`, else `execute`: a run keeps the way its history began."""
+    if local:
+        return await execute_local(ref, arg, summary=summary, policy=policy)
+    return await execute(ref, arg, summary=summary, policy=policy)
+
+
 def start(
     ref: ActivityRef[InputT, ResultT], arg: InputT, *, summary: str, policy: CallPolicy = KUBE
 ) -> workflow.ActivityHandle[ResultT]:

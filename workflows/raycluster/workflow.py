@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.raycluster import RayCluster
     from crds.validation import validate
     from workflows import messages
-    from workflows.activity_calls import execute, execute_local
+    from workflows.activity_calls import execute_where
     from workflows.conditions import is_true
     from workflows.entity import CrWorkflow
     from workflows.names import random_suffix
@@ -131,10 +131,8 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         known = state.generation if state.spec is not None else None
         read = contract.ReadClusterInput(ref=self._ref, known_generation=known)
         summary = "read the RayCluster, its pods and Services"
-        if self._patches.on(LOCAL_READ_PATCH):
-            snap = await execute_local(contract.READ_CLUSTER, read, summary=summary)
-        else:  # histories from before the read was local
-            snap = await execute(contract.READ_CLUSTER, read, summary=summary)
+        local = self._patches.on(LOCAL_READ_PATCH)  # histories before it read as an activity
+        snap = await execute_where(local, contract.READ_CLUSTER, read, summary=summary)
         if not snap.exists:
             state.gone = True
             return
@@ -315,9 +313,8 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
 
     async def _kube(self, ref: ActivityRef[InputT, ResultT], arg: InputT, summary: str) -> ResultT:
         """A write of the pass: local, unless the run began before the patch (its history)."""
-        if self._patches.on(LOCAL_WRITES_PATCH):
-            return await execute_local(ref, arg, summary=summary)
-        return await execute(ref, arg, summary=summary)
+        local = self._patches.on(LOCAL_WRITES_PATCH)
+        return await execute_where(local, ref, arg, summary=summary)
 
     async def _event(self, kind: EventType, reason: str, message: str) -> None:
         event = contract.EventSpec(type=kind, reason=reason, message=message)

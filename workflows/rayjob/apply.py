@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.enums import DeletionPolicyType
     from crds.rayjob import RayJobStatus
     from crds.refs import ObjectRef
-    from workflows.activity_calls import KUBE, RAY_JOB, CallPolicy, execute, execute_local
+    from workflows.activity_calls import KUBE, RAY_JOB, CallPolicy, execute_where
     from workflows.patches import Patches
     from workflows.rayjob import actions as act
     from workflows.rayjob.state import RayJobState
@@ -224,9 +224,8 @@ class Applier:
         policy: CallPolicy = KUBE,
     ) -> ResultT:
         """One short call: local, unless the run began before the patch (its history)."""
-        if self._patches.on(LOCAL_PATCH):
-            return await execute_local(ref, params, summary=summary, policy=policy)
-        return await execute(ref, params, summary=summary, policy=policy)
+        local = self._patches.on(LOCAL_PATCH)
+        return await execute_where(local, ref, params, summary=summary, policy=policy)
 
     def _remember(self, line: str) -> None:
         self._state.remember(f"attempt {self._state.attempt.number}: {line}")

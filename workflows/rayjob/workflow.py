@@ -282,7 +282,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             try:
                 view = wait.result()
             except ActivityError as err:
-                view = contract.RayJobView(reachable=False, error=str(err.cause or err))
+                view = _unreachable(err)
         state.poll_at = now + state.poll_gap
         state.attempt = state.attempt.model_copy(update={"ray_job": view})
         changed = not view.same_as(known)
@@ -299,7 +299,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
                 contract.WAIT_RAY_JOB, params, summary=summary, policy=RAY_JOB
             )
         except ActivityError as err:
-            return contract.RayJobView(reachable=False, error=str(err.cause or err))
+            return _unreachable(err)
 
     async def _finalize(self) -> None:
         """The CR is being deleted: stop the Ray job (best effort), release the finalizer (J26)."""
@@ -373,3 +373,8 @@ def _submitter_outran_ray(facts: Facts) -> bool:
     submitter, view = facts.submitter, facts.attempt.ray_job
     finished = submitter is not None and submitter.finished_at is not None
     return finished and (view is None or not view.found or not view.status.is_terminal)
+
+
+def _unreachable(err: ActivityError) -> contract.RayJobView:
+    """Ray's answer when every attempt to ask failed: the dashboard did not answer."""
+    return contract.RayJobView(reachable=False, error=str(err.cause or err))

@@ -42,3 +42,9 @@ async def event(ref: ObjectRef, kind: EventType, reason: str, message: str) -> N
         ref=ref, event=contract.EventSpec(type=kind, reason=reason, message=message)
     )
     await execute(contract.RECORD_EVENT, record, summary=f"record Event {reason}")
+
+
+async def serve_config_event(ref: ObjectRef, cluster: str) -> None:
+    """`UpdatedServeApplications`: a Serve config was submitted to `cluster`, as KubeRay says."""
+    message = f"Updated serve applications to the RayCluster {ref.namespace}/{cluster}"
+    await event(ref, EventType.NORMAL, "UpdatedServeApplications", message)

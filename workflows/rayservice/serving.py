@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.rayservice import contract
     from crds.rayservice import RayServiceStatuses
     from workflows.activity_calls import RAY, execute
-    from workflows.rayservice.calls import event
+    from workflows.rayservice.calls import event, serve_config_event
     from workflows.rayservice.decisions import ClusterMove
     from workflows.rayservice.upgrade_parent import UpgradingMixin
     from workflows.rayservice.views import active_name
@@ -112,12 +112,7 @@ class ServingMixin(UpgradingMixin):
             return
         self._state.applied[cluster] = done.config_hash
         self._state.remember(f"applied serveConfigV2 to {cluster} ({reason})")
-        await event(
-            self._ref,
-            EventType.NORMAL,
-            "UpdatedServeApplications",
-            f"Updated serve applications to the RayCluster {self._ref.namespace}/{cluster}",
-        )
+        await serve_config_event(self._ref, cluster)
 
     async def _retire(self, snap: contract.ServiceSnapshot) -> None:
         """Delete clusters that are neither active nor pending once their delay passed (S16)."""

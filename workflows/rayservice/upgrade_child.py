@@ -23,11 +23,9 @@ with workflow.unsafe.imports_passed_through():
     import workflows.rayservice.calls as calls
     import workflows.rayservice.incremental as incremental
     from activities.dashboard.contract import ServeStatus
-    from activities.kube.vocabulary import EventType
     from activities.rayservice import contract
     from workflows import messages
     from workflows.activity_calls import RAY, execute
-    from workflows.rayservice.calls import event
     from workflows.rayservice.decisions import serve_apply_reason
     from workflows.rayservice.incremental import MoveKind, Traffic
     from workflows.rayservice.state import (
@@ -348,9 +346,7 @@ class RayServiceUpgradeWorkflow:
             self._progress.applied[cluster] = result.config_hash
             if new_config and not active and workflow.patched(SERVE_EVENT_PATCH):
                 # KubeRay records each config it submits (not a capacity step with it).
-                where = f"{self._p.ref.namespace}/{cluster}"
-                message = f"Updated serve applications to the RayCluster {where}"
-                await event(self._p.ref, EventType.NORMAL, "UpdatedServeApplications", message)
+                await calls.serve_config_event(self._p.ref, cluster)
 
     async def _route(self, weights: dict[str, int]) -> None:
         """Write the route's weights; without the Gateway API, wait for it until a deadline."""
