@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, FailureError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from activities.contract import ActivityRef
@@ -87,23 +87,34 @@ async def execute(
     return cast(ResultT, result)
 
 
+LOCAL_ATTEMPTS = 3
+"""Attempts a local call makes inside its workflow task before it becomes a scheduled one."""
+
+
 async def execute_local(
     ref: ActivityRef[InputT, ResultT], arg: InputT, *, summary: str, policy: CallPolicy = KUBE
 ) -> ResultT:
     """Run one short activity in the workflow task that asks for it (a local activity).
 
     No dispatch through the server and no workflow task for its result: a short Kubernetes
-    call costs the call alone. Retries past a minute wait on a timer, as
-    the SDK does for local activities, so an API server that is down still only delays the
-    pass. Its history is a marker, not an activity's three events.
+    call costs the call alone, and its history is a marker, not an activity's three events.
+    A local call retries inside the workflow task, which holds the worker (it cannot shut
+    down while one retries) and shows nowhere as pending. So it makes a few attempts
+    (`LOCAL_ATTEMPTS`); a call whose policy retries without end then goes on as a scheduled
+    activity: retried by the server, its last failure on show, the worker free.
     """
     options = _options(ref, policy, summary)
     del options["heartbeat_timeout"]  # a local activity cannot heartbeat
+    unbounded = not policy.retry.maximum_attempts
+    if unbounded or policy.retry.maximum_attempts > LOCAL_ATTEMPTS:
+        options["retry_policy"] = replace(policy.retry, maximum_attempts=LOCAL_ATTEMPTS)
     try:
         result = await workflow.execute_local_activity(ref.name, arg, **options)
     except ActivityError:
         raise
     except FailureError as err:
+        if unbounded and not (isinstance(err, ApplicationError) and err.non_retryable):
+            return await execute(ref, arg, summary=summary, policy=policy)
         # The SDK raises a local activity's failure itself, a scheduled one's as the cause of
         # an ActivityError; callers handle the latter, whichever way the call ran.
         raise ActivityError(

@@ -171,7 +171,7 @@ async def test_worker_and_bridge_processes_run_a_raycluster_and_a_rayjob(
                 return text if wanted in text else None
 
             worker_metrics = await eventually(provisioned, within=60, message="provisioning")
-            assert "temporal_activity_execution_latency_count{" in worker_metrics
+            assert "temporal_local_activity_execution_latency_count{" in worker_metrics
             bridge_metrics = await _text(metrics_ports["bridge"], "/metrics")
             uid = workflow_id.rsplit("/", 1)[1]
             info = f'name="raycluster-mini",namespace="default",uid="{uid}",owner_kind="None"'

@@ -38,6 +38,8 @@ class FakeCluster:
         self.events: list[contract.EventSpec] = []
         self.created: list[str] = []
         self.fail_creates = False
+        self.refuse_services = False
+        """The head Service's create refused, as an API server without the rule answers."""
         self.finalizers: list[str] = []
         self.deleted_at: datetime | None = None
         self.cleanup_job: str | None = None
@@ -145,6 +147,8 @@ class FakeCluster:
             return contract.ApplyClusterResult(stale=True)
         result = contract.ApplyClusterResult()
         if params.ensure_objects:
+            if self.refuse_services:
+                raise RuntimeError('403 Forbidden: cannot create resource "services"')
             self.head_service = ServiceView(name=f"{self.name}-head-svc", cluster_ip="None")
         if params.delete_all_reason:
             for name in self.live():

@@ -248,6 +248,28 @@ async def test_a_refused_create_is_tried_again_without_a_change(
     await eventually(lambda: len(cluster.live()) == 3, message="the pods created on a retry")
 
 
+async def test_a_write_refused_again_and_again_goes_on_as_a_scheduled_activity(
+    harness: Harness, env: WorkflowEnvironment
+) -> None:
+    """Regression: a refused local write retried inside its workflow task without end, shown
+    nowhere as pending and holding the worker's shutdown (a revoked rule, a real API server)."""
+    cluster = harness.cluster
+    cluster.refuse_services = True
+    handle = await harness.start()
+
+    async def pending_refusal() -> list[str]:
+        pending = (await handle.describe()).raw_description.pending_activities
+        return [p.last_failure.message for p in pending if "403" in p.last_failure.message]
+
+    (refusal,) = await eventually(pending_refusal, message="the refusal, pending")
+    assert 'cannot create resource "services"' in refusal
+    assert cluster.head_service is None and not cluster.live()
+    cluster.refuse_services = False  # the rule given back: the server's next retry succeeds
+    await env.sleep(timedelta(seconds=30))
+    await eventually(lambda: len(cluster.live()) == 3, message="the pods after the Service")
+    assert cluster.head_service is not None
+
+
 FT = {
     "gcsFaultToleranceOptions": {"redisAddress": "redis:6379", "redisPassword": {"value": "s3cret"}}
 }
