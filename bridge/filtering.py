@@ -8,9 +8,13 @@ The rules:
   writes — ours — change none of these, so they never reach Temporal.
 * A RayCluster owned by a RayJob or RayService also nudges its owner (`owned_changed`) when
   its status says something new (state, conditions, head address): the owner waits on it.
-* A pod or a submitter Job nudges its controller's workflow when something a controller reads
-  changes: phase, readiness, container states, restarts, IP, deletion. A head pod of a
-  RayJob's cluster nudges the RayJob too (SidecarMode reads the submitter container).
+* A pod nudges its RayCluster's workflow when the pod as that workflow reads it changes
+  (`activities.contract.summarize_pod`: phase, readiness, the first unready container, IP,
+  deletion), not when it first appears just created — the workflow created it and expects it.
+  A submitter Job nudges its RayJob when its counts or conditions change. A head pod of a
+  RayJob's or RayService's cluster nudges that owner too when its containers change (SidecarMode
+  reads the submitter container).
+* Nothing more goes to a workflow whose CR is gone: a cascade deletes its pods after it.
 * Objects `managedBy` MultiKueue are left alone, as KubeRay leaves them.
 
 `Memory` holds what was last signalled per object uid; it is a cache, not a source of truth: a
@@ -24,6 +28,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from activities.contract import summarize_pod
 from activities.kube.vocabulary import WatchEventType
 from crds.constants import LABEL_CLUSTER, LABEL_NODE_TYPE, MANAGED_BY_MULTIKUEUE
 from crds.enums import RayNodeType
@@ -50,6 +55,8 @@ class Seen:
     generation: int = 0
     meta: str = ""
     status: str = ""
+    view: str = ""
+    """A pod as its RayCluster's workflow reads it."""
     deleting: bool = False
     skipped: bool = False
 
@@ -61,6 +68,19 @@ class Memory:
     seen: dict[str, Seen] = field(default_factory=dict)
     cluster_owner: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
     cluster_ref: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
+    gone: dict[str, None] = field(default_factory=dict)
+    """The uids of CRs seen deleted, latest last (an ordered set, `GONE_KEPT` at most)."""
+
+    def forget(self, uid: str) -> None:
+        """Drop what was seen of an object, remembering that it is gone."""
+        self.seen.pop(uid, None)
+        self.gone[uid] = None
+        if len(self.gone) > GONE_KEPT:
+            del self.gone[next(iter(self.gone))]
+
+
+GONE_KEPT = 4096
+"""Deleted CRs remembered: their pods' cascade comes within seconds, not thousands of CRs."""
 
 
 def ref_of(kind: str, obj: JSON) -> ObjectRef:
@@ -106,7 +126,7 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
         seen.skipped = True
         return []
     if event == WatchEventType.DELETED:
-        memory.seen.pop(ref.uid, None)
+        memory.forget(ref.uid)
         gone = [Nudge(ref, messages.DELETED, messages.Deleted(gone=True))]
         if kind == "RayCluster" and owner is not None and owner.kind in ("RayJob", "RayService"):
             # The owner may wait on this deletion; its pods' events may come later and
@@ -169,22 +189,44 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
     """Nudges caused by an event on a pod or a Job that a ray.io CR owns."""
     ref = ref_of(kind, obj)
     owner = controller_of(obj) or _cluster_from_label(obj, memory)
-    if owner is None:
+    if owner is None or owner.uid in memory.gone:
         return []
+    grand_owner = memory.cluster_owner.get((owner.namespace, owner.name))
+    if owner.kind != "RayCluster" or not _is_head(obj):
+        grand_owner = None
     if event == WatchEventType.DELETED:
         memory.seen.pop(ref.uid, None)
+        news, grand_news = True, grand_owner is not None
     else:
+        first_sight = ref.uid not in memory.seen
         seen = memory.seen.setdefault(ref.uid, Seen())
+        view = _view(kind, obj)
+        news = view != seen.view and not (first_sight and _just_created(kind, obj))
+        seen.view = view
         fingerprint = digest(_relevant(obj))
-        if fingerprint == seen.status:
-            return []
+        grand_news = grand_owner is not None and fingerprint != seen.status
         seen.status = fingerprint
     change = messages.OwnedChanged(kinds=[kind], names=[ref.name])
-    nudges = [Nudge(owner, messages.OWNED_CHANGED, change)]
-    grand_owner = memory.cluster_owner.get((owner.namespace, owner.name))
-    if owner.kind == "RayCluster" and grand_owner is not None and _is_head(obj):
+    nudges = [Nudge(owner, messages.OWNED_CHANGED, change)] if news else []
+    if grand_news and grand_owner is not None:
         nudges.append(Nudge(grand_owner, messages.OWNED_CHANGED, change))
     return nudges
+
+
+def _view(kind: str, obj: JSON) -> str:
+    """What the owner's workflow reads of a pod (or a Job): a change of it is news."""
+    if kind == "Pod":
+        return digest(summarize_pod(obj).model_dump(mode="json"))
+    return digest(_relevant(obj))
+
+
+def _just_created(kind: str, obj: JSON) -> bool:
+    """A pod as its create left it: pending, no address, nothing started or stopped yet."""
+    if kind != "Pod":
+        return False
+    pod = summarize_pod(obj)
+    started = pod.pod_ip or pod.ready_reason or pod.not_ready_container is not None
+    return pod.phase in ("", "Pending") and not started and not pod.terminating
 
 
 def _cluster_from_label(obj: JSON, memory: Memory) -> ObjectRef | None:

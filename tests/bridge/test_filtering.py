@@ -100,7 +100,10 @@ def test_a_deleted_owned_cluster_nudges_its_owner() -> None:
     ]
 
 
-def pod(phase: str = "Pending", ready: str = "False", **labels: str) -> dict[str, Any]:
+def pod(
+    phase: str = "Pending", ready: str = "False", reason: str = "", **labels: str
+) -> dict[str, Any]:
+    condition = {"type": "Ready", "status": ready} | ({"reason": reason} if reason else {})
     return {
         "metadata": {
             "name": "c-head-x",
@@ -109,8 +112,13 @@ def pod(phase: str = "Pending", ready: str = "False", **labels: str) -> dict[str
             "labels": {"ray.io/cluster": "c", "ray.io/node-type": "head", **labels},
             "ownerReferences": [{**OWNER, "kind": "RayCluster", "name": "c", "uid": "u1"}],
         },
-        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]},
+        "status": {"phase": phase, "conditions": [condition]},
     }
+
+
+def scheduled(obj: dict[str, Any]) -> dict[str, Any]:
+    conditions = [*obj["status"]["conditions"], {"type": "PodScheduled", "status": "True"}]
+    return {**obj, "status": {**obj["status"], "conditions": conditions}}
 
 
 @pytest.mark.parametrize(
@@ -119,20 +127,48 @@ def pod(phase: str = "Pending", ready: str = "False", **labels: str) -> dict[str
         pytest.param(pod(), pod("Running"), True, id="phase"),
         pytest.param(pod("Running"), pod("Running", "True"), True, id="ready"),
         pytest.param(pod("Running"), pod("Running", team="x"), False, id="label-noise"),
+        pytest.param(pod(), scheduled(pod()), False, id="scheduled-is-not-read"),
+        pytest.param(pod(), pod(reason="ContainersNotReady"), True, id="kubelet-started-it"),
     ],
 )
 def test_pod_changes(before: dict[str, Any], after: dict[str, Any], signalled: bool) -> None:
     memory = Memory()
-    assert owned_nudges("Pod", "ADDED", before, memory)
+    owned_nudges("Pod", "ADDED", before, memory)
     assert bool(owned_nudges("Pod", "MODIFIED", after, memory)) == signalled
+
+
+def test_a_pod_just_created_is_no_news_but_one_seen_first_running_is() -> None:
+    """The workflow created the pod and expects it; a restarted bridge re-signals the rest."""
+    assert owned_nudges("Pod", "ADDED", pod(), Memory()) == []
+    assert [n.target.kind for n in owned_nudges("Pod", "ADDED", pod("Running"), Memory())] == [
+        "RayCluster"
+    ]
+
+
+def test_pods_of_a_deleted_cluster_reach_nobody() -> None:
+    """The cascade after a RayCluster's deletion: its workflow has ended."""
+    memory = Memory()
+    primary_nudges("RayCluster", "ADDED", cr(), memory)
+    owned_nudges("Pod", "ADDED", pod("Running"), memory)
+    primary_nudges("RayCluster", "DELETED", cr(), memory)
+    terminating = pod("Running")
+    terminating["metadata"]["deletionTimestamp"] = "2026-12-04T00:00:00Z"
+    assert owned_nudges("Pod", "MODIFIED", terminating, memory) == []
+    assert owned_nudges("Pod", "DELETED", terminating, memory) == []
 
 
 def test_head_pod_of_a_rayjob_cluster_nudges_both() -> None:
     memory = Memory()
     cluster = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
     primary_nudges("RayCluster", "ADDED", cluster, memory)
-    targets = [n.target.kind for n in owned_nudges("Pod", "ADDED", pod(), memory)]
+    targets = [n.target.kind for n in owned_nudges("Pod", "ADDED", pod("Running"), memory)]
     assert targets == ["RayCluster", "RayJob"]
+    sidecar = pod("Running", "True")
+    sidecar["status"]["containerStatuses"] = [
+        {"name": "ray-job-submitter", "state": {"terminated": {"reason": "Completed"}}}
+    ]
+    targets = [n.target.kind for n in owned_nudges("Pod", "MODIFIED", sidecar, memory)]
+    assert "RayJob" in targets
 
 
 def test_deleted_pod_nudges_its_cluster() -> None:
