@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 RAY_KIND = SearchAttributeKey.for_keyword("RayKind")
 RAY_NAMESPACE = SearchAttributeKey.for_keyword("RayNamespace")
 RAY_NAME = SearchAttributeKey.for_keyword("RayName")
+RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 
 
 class Signaller:
@@ -104,6 +105,7 @@ class Signaller:
                         SearchAttributePair(RAY_KIND, ref.kind),
                         SearchAttributePair(RAY_NAMESPACE, ref.namespace),
                         SearchAttributePair(RAY_NAME, ref.name),
+                        SearchAttributePair(RAY_STATE, messages.FIRST_HEADLINE[ref.kind]),
                     ]
                 ),
                 static_summary=f"{ref.kind} {ref.namespace}/{ref.name}",

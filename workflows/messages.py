@@ -24,6 +24,10 @@ RESUME = "resume"
 ROLLBACK = "rollback"
 PROGRESS = "progress"
 
+FIRST_HEADLINE = {"RayCluster": "provisioning", "RayJob": "New", "RayService": "Initializing"}
+"""Each kind's `RayState` before its first status: the bridge starts a workflow with it, so the
+workflow's first pass upserts nothing (one action fewer) unless the state has moved on."""
+
 
 class WorkflowInput(BaseModel):
     """How every CR workflow starts: which object it manages."""

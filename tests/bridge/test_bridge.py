@@ -104,6 +104,10 @@ async def test_crs_created_while_the_bridge_is_down_get_one_workflow_each(stack:
     assert set(counted.values()) == {1}
 
 
+async def _ids(stack: Stack, query: str) -> list[str]:
+    return [wf.id async for wf in stack.env.client.list_workflows(query)]
+
+
 async def _when(counting: Any, ok: Any) -> Any:
     value = await counting
     return value if ok(value) else None
@@ -115,6 +119,12 @@ async def test_a_recreated_cr_gets_a_new_workflow_and_the_old_one_ends(stack: St
     async with running_bridge(stack, namespace):
         old_id = f"raycluster/{namespace}/again/{first['metadata']['uid']}"
         await eventually(lambda: caught_up(stack, namespace), message="first workflow")
+        # Started in its kind's first state: the workflow's first pass need not upsert it.
+        query = f"RayNamespace='{namespace}' AND RayState='provisioning'"
+        listed = await eventually(
+            lambda: _when(_ids(stack, query), bool), message="listed as provisioning"
+        )
+        assert listed == [old_id]
         await stack.kube.delete(kube.RAYCLUSTERS, namespace, "again")
         second = await stack.create_cluster("again", namespace)
         new_id = f"raycluster/{namespace}/again/{second['metadata']['uid']}"

@@ -356,7 +356,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
 
     def _headline(self) -> str:
         status = self._state.status
-        return (status.job_deployment_status if status else None) or "New"
+        first = messages.FIRST_HEADLINE["RayJob"]
+        return (status.job_deployment_status if status else None) or first
 
     def _summary(self) -> str:
         state = self._state

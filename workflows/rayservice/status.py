@@ -19,6 +19,7 @@ from crds.enums import RayServiceConditionReason as Reason
 from crds.enums import RayServiceConditionType as Cond
 from crds.raycluster import RayClusterStatus
 from crds.rayservice import AppStatus, RayServiceStatus, RayServiceStatuses, ServeDeploymentStatus
+from workflows import messages
 from workflows.conditions import find_condition, is_true, remove_condition, set_condition
 
 _T, _F, _U = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
@@ -324,5 +325,5 @@ def headline(status: RayServiceStatuses | None, upgrading: bool) -> str:
     if upgrading:
         return "Upgrading"
     if ready is None or ready.reason == Reason.INITIALIZING:
-        return "Initializing"
+        return messages.FIRST_HEADLINE["RayService"]
     return "Ready" if ready.status == _T else "NotReady"
