@@ -5,29 +5,37 @@ Every `workflow.patched()` a run takes for the first time records a marker and u
 workflow that began after all of a kind's patches existed would pay that for each of them.
 `Patches` checks one patch that stands for all of them (`covering`) first thing in the run:
 a new run takes them all for one marker; a run recorded before it replays the individual
-patches as it took them. A patch added later is checked on its own until the next covering.
+patches as it took them. A patch added later gets a newer covering patch that stands for it and
+every earlier one; coverings are checked newest first, so a run recorded under an older
+covering keeps replaying it.
 """
 
 from __future__ import annotations
 
 from temporalio import workflow
 
+Covering = tuple[str, frozenset[str]]
+"""A covering patch's id and the patches it stands for."""
+
 
 class Patches:
     """The patched behaviours one workflow run follows."""
 
-    def __init__(self, covering: str, covered: frozenset[str]) -> None:
-        self._covering, self._covered = covering, covered
-        self._all: bool | None = None
+    def __init__(self, *coverings: Covering) -> None:
+        self._coverings = coverings  # newest first
+        self._covered: frozenset[str] | None = None
 
     def start(self) -> None:
         """Decide on the covering patch: the run's first step."""
-        self._all = workflow.patched(self._covering)
+        self._covered = frozenset()
+        for covering, covered in self._coverings:
+            if workflow.patched(covering):
+                self._covered = covered
+                return
 
     def on(self, patch_id: str) -> bool:
         """Whether this run follows `patch_id` (recording its marker if it is new)."""
-        if self._all is None:
+        if self._covered is None:
             self.start()
-        if self._all and patch_id in self._covered:
-            return True
-        return workflow.patched(patch_id)
+        assert self._covered is not None
+        return patch_id in self._covered or workflow.patched(patch_id)

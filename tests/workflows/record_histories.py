@@ -164,6 +164,9 @@ SCENARIOS = {
     "raycluster_lifecycle_local_writes": raycluster_lifecycle,
     # And once one marker stood for both (`raycluster-patches-through-local-writes`).
     "raycluster_lifecycle_one_marker": raycluster_lifecycle,
+    # And once a wait kept the running resync timer (`raycluster-steady-resync-timer`, under
+    # `raycluster-patches-through-steady-timer`).
+    "raycluster_lifecycle_steady_timer": raycluster_lifecycle,
     "rayjob_lifecycle": rayjob_lifecycle,
     # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-
     # running`); the first keeps the path of workflows started before.

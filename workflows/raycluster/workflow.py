@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         status_changed,
         suspend_phase,
     )
+    from workflows.resync import ResyncTimer
 
 
 RESYNC = timedelta(seconds=300)
@@ -46,8 +47,12 @@ LOCAL_READ_PATCH = "raycluster-local-read"
 LOCAL_WRITES_PATCH = "raycluster-local-writes"
 """The pass's writes (pods and Services, status, Events, the finalizer) run as local
 activities too: a pass is one workflow task, not one per call."""
-ALL_PATCH = "raycluster-patches-through-local-writes"
-"""Stands for both patches above: a new run records one marker (`patches`)."""
+STEADY_TIMER_PATCH = "raycluster-steady-resync-timer"
+"""A wait keeps the running resync timer when it fires soon enough (`resync`)."""
+ALL_PATCH = "raycluster-patches-through-steady-timer"
+"""Stands for the three patches above: a new run records one marker (`patches`)."""
+LOCAL_WRITES_ALL_PATCH = "raycluster-patches-through-local-writes"
+"""Stood for the local read and writes until the steady timer; its runs still replay."""
 BUSY_RESYNC = timedelta(seconds=15)
 InputT = TypeVar("InputT")
 ResultT = TypeVar("ResultT")
@@ -63,7 +68,11 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._ref = params.ref
         self._state = params.state or RayClusterState()
         self._max_history = params.max_history_events
-        self._patches = Patches(ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH}))
+        self._patches = Patches(
+            (ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH, STEADY_TIMER_PATCH})),
+            (LOCAL_WRITES_ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH})),
+        )
+        self._resync = ResyncTimer()
 
     # --- what differs from `CrWorkflow` ---------------------------------------------------------
 
@@ -108,12 +117,20 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         if self._state.failed_passes:
             timeout = min(timeout, decisions.retry_delay(self._state.failed_passes))
         summary = "waiting for a change" if not self._state.waiting else "waiting for pods"
-        with contextlib.suppress(TimeoutError):  # a resync: the pass is due anyway
+        summary += f" (resync after {int(timeout.total_seconds())}s)"
+        if self._patches.on(STEADY_TIMER_PATCH):
+            self._resync.arm(workflow.now() + timeout, summary)
             await workflow.wait_condition(
-                lambda: self._state.dirty or self._state.gone,
-                timeout=timeout,
-                timeout_summary=f"{summary} (resync after {int(timeout.total_seconds())}s)",
+                lambda: self._state.dirty or self._state.gone or self._resync.fired
             )
+            self._resync.take()  # a resync: the pass is due anyway
+        else:
+            with contextlib.suppress(TimeoutError):  # a resync: the pass is due anyway
+                await workflow.wait_condition(
+                    lambda: self._state.dirty or self._state.gone,
+                    timeout=timeout,
+                    timeout_summary=summary,
+                )
         self._state.dirty = False
 
     def _should_continue_as_new(self) -> bool:
@@ -346,7 +363,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
     def _headline(self) -> str:
         status = self._state.status
         if status is None or not status.state:
-            return "provisioning"
+            return messages.FIRST_HEADLINE["RayCluster"]
         return status.state
 
     def _summary(self) -> str:

@@ -88,7 +88,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._ref = params.ref
         self._state = params.state or RayJobState()
         self._max_history = params.max_history_events
-        self._patches = Patches(ALL_PATCH, COVERED)
+        self._patches = Patches((ALL_PATCH, COVERED))
         self._apply = Applier(self._ref, self._state, self._patches)
         self._nudged = False
         """A signal came in since the last poll: ask Ray now, even within the poll gap."""

@@ -371,5 +371,37 @@ async def test_each_pass_runs_in_one_workflow_task(harness: Harness) -> None:
 
     names = await eventually(local_activities, message="the first pass's markers")
     history = await handle.fetch_history()
-    assert patch_markers(history.events) == ["raycluster-patches-through-local-writes"]
+    assert patch_markers(history.events) == ["raycluster-patches-through-steady-timer"]
     assert names[:2] == ["read_raycluster", "apply_raycluster"], names
+
+
+async def test_passes_share_one_resync_timer_that_is_never_late(
+    harness: Harness, env: WorkflowEnvironment
+) -> None:
+    """A wait keeps the running timer while it fires soon enough: not a timer per pass."""
+    cluster = harness.cluster
+    handle = await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
+    for _ in range(3):  # three more passes, each after a nudge
+        await harness.pods_settle()
+    await eventually(lambda: cluster.status and cluster.status.state == "ready", message="ready")
+
+    async def timers() -> list[str]:
+        events = (await handle.fetch_history()).events
+        return [e.user_metadata.summary.data.decode() for e in events if e.HasField(_STARTED)]
+
+    (first,) = await timers()
+    assert "waiting for pods (resync after 15s)" in first  # armed by the first pass, kept
+    passes = (await harness.progress()).last_decisions
+    await env.sleep(timedelta(seconds=16))  # it fires: a resync pass, then the long timer
+    later = await eventually(lambda: _when(timers(), lambda t: len(t) == 2), message="re-armed")
+    assert "waiting for a change (resync after 300s)" in later[1]
+    assert (await harness.progress()).last_decisions == passes  # a resync acts on nothing new
+
+
+_STARTED = "timer_started_event_attributes"
+
+
+async def _when(found: Any, ok: Any) -> Any:
+    value = await found
+    return value if ok(value) else None

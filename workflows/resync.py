@@ -1,0 +1,46 @@
+"""One resync timer kept across a workflow's waits, instead of one timer per wait.
+
+A wait with a timeout starts a timer and cancels it when a signal ends the wait first: a billed
+action and two history events for every pass. `ResyncTimer` keeps one timer running while it
+wakes the workflow no later than the next wait needs, and replaces it only when a wait needs
+an earlier wake-up, or after it fired. A timer that fires earlier than the wait in progress
+asked for (it was started for a shorter one) brings a resync pass forward; it is never late.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+
+SHORTEST = timedelta(seconds=1)
+
+
+class ResyncTimer:
+    """The timer that ends a workflow's wait at the latest at the time it was armed for."""
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[None] | None = None
+        self._due: datetime | None = None
+        self.fired = False
+
+    def arm(self, due: datetime, summary: str) -> None:
+        """Make sure the timer fires by `due`: keep the running one if it does, else replace it."""
+        running = self._task is not None and not self._task.done()
+        if running and self._due is not None and self._due <= due:
+            return
+        if self._task is not None:
+            self._task.cancel()
+        self._due, self.fired = due, False
+        delay = max(due - workflow.now(), SHORTEST)
+        self._task = asyncio.create_task(self._sleep(delay, summary))
+
+    def take(self) -> bool:
+        """Whether the timer fired since the last `take`."""
+        fired, self.fired = self.fired, False
+        return fired
+
+    async def _sleep(self, delay: timedelta, summary: str) -> None:
+        await workflow.sleep(delay, summary=summary)
+        self.fired = True
