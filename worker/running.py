@@ -38,7 +38,25 @@ logger = logging.getLogger(__name__)
 
 
 def build_sandbox_runner() -> SandboxedWorkflowRunner:
-    """The workflow sandbox with our deterministic model modules passed through."""
+    """The worker's workflow sandbox: our workflow modules shared by every run.
+
+    The sandbox re-imports a workflow's module for each run it starts, which was most of a
+    cached workflow's memory (440 KiB of RSS per RayCluster workflow against 171 KiB with the
+    module shared). Our workflow modules hold no state of their own (constants and classes)
+    and the sandbox still refuses I/O builtins; `strict_sandbox_runner` re-imports them for
+    the workflow tests, so a non-deterministic call in a workflow module fails a test.
+    """
+    modules = (*_PASSTHROUGH_MODULES, "workflows")
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*modules)
+    )
+
+
+def strict_sandbox_runner() -> SandboxedWorkflowRunner:
+    """The sandbox as it is by default: each run re-imports the workflow modules.
+
+    Their own calls of `datetime.now`, `random` and the like then fail the run.
+    """
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH_MODULES)
     )

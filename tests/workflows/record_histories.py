@@ -25,7 +25,7 @@ from tests.eventually import eventually
 from tests.time_skipping import start_time_skipping
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
-from worker.running import build_sandbox_runner
+from worker.running import strict_sandbox_runner
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
@@ -48,7 +48,7 @@ async def raycluster_lifecycle(client: Client) -> WorkflowHistory:
         task_queue=queue,
         workflows=[RayClusterWorkflow],
         activities=cluster.activities(),
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=strict_sandbox_runner(),
     ):
         handle = await client.start_workflow(
             RayClusterWorkflow.run, RayClusterInput(ref=ref), id=ref.workflow_id, task_queue=queue
@@ -99,7 +99,7 @@ async def rayjob_lifecycle(client: Client) -> WorkflowHistory:
         task_queue=queue,
         workflows=[RayJobWorkflow],
         activities=world.activities(),
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=strict_sandbox_runner(),
     ):
         handle = await client.start_workflow(
             RayJobWorkflow.run, RayJobInput(ref=ref), id=ref.workflow_id, task_queue=queue
@@ -138,7 +138,7 @@ async def rayservice_lifecycle(client: Client) -> WorkflowHistory:
         task_queue=queue,
         workflows=[RayServiceWorkflow, RayServiceUpgradeWorkflow],
         activities=world.activities(),
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=strict_sandbox_runner(),
     ):
         handle = await client.start_workflow(
             RayServiceWorkflow.run, RayServiceInput(ref=ref), id=ref.workflow_id, task_queue=queue

@@ -19,7 +19,7 @@ from temporalio.worker import Worker
 from tests.eventually import eventually
 from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
-from worker.running import build_sandbox_runner
+from worker.running import strict_sandbox_runner
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
@@ -63,7 +63,7 @@ async def harness(env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Ha
         task_queue=task_queue,
         workflows=[RayClusterWorkflow],
         activities=cluster.activities(),
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=strict_sandbox_runner(),
     ):
         harness = Harness(env, cluster, task_queue)
         yield harness

@@ -22,7 +22,7 @@ from crds.enums import JobStatus
 from tests.eventually import eventually
 from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
-from worker.running import build_sandbox_runner
+from worker.running import strict_sandbox_runner
 from workflows import messages
 from workflows.rayjob.state import RayJobInput
 from workflows.rayjob.workflow import RayJobWorkflow
@@ -71,7 +71,7 @@ class Harness(EntityHarness):
             task_queue=self.queue,
             workflows=[RayJobWorkflow],
             activities=self.world.activities(),
-            workflow_runner=build_sandbox_runner(),
+            workflow_runner=strict_sandbox_runner(),
         )
 
     async def owned_changed(self) -> None:

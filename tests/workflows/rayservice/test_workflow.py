@@ -22,7 +22,7 @@ from activities.rayservice import contract
 from crds.rayservice import RayServiceStatus
 from tests.eventually import eventually
 from tests.workflows.harness import EntityHarness
-from worker.running import build_sandbox_runner
+from worker.running import strict_sandbox_runner
 from workflows import messages
 from workflows.rayservice.state import RayServiceInput
 from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
@@ -103,7 +103,7 @@ async def make(env: WorkflowEnvironment, task_queue: str) -> AsyncIterator[Any]:
             task_queue=task_queue,
             workflows=[RayServiceWorkflow, RayServiceUpgradeWorkflow],
             activities=world.activities(),
-            workflow_runner=build_sandbox_runner(),
+            workflow_runner=strict_sandbox_runner(),
         )
         await worker.__aenter__()
         workers.append(worker)
