@@ -405,3 +405,23 @@ _STARTED = "timer_started_event_attributes"
 async def _when(found: Any, ok: Any) -> Any:
     value = await found
     return value if ok(value) else None
+
+
+async def test_a_pass_due_at_the_start_arms_no_timer_first(harness: Harness) -> None:
+    """Regression: the first wait, with its pass already due, armed a timer before the pass
+    (its local calls let the timer start); only the wait after the pass needs one."""
+    cluster = harness.cluster
+    cluster.spec = {**cluster.spec, "workerGroupSpecs": []}
+    handle = await harness.start()
+    await eventually(lambda: len(cluster.live()) == 1, message="the head")
+
+    async def order() -> list[str]:
+        events = (await handle.fetch_history()).events
+        kinds = [e.WhichOneof("attributes") for e in events]
+        return [k for k in kinds if k in (_STARTED, _MARKER)] if _STARTED in kinds else []
+
+    seen = await eventually(order, message="the wait after the first pass")
+    assert seen[-1] == _STARTED and seen.count(_STARTED) == 1, seen
+
+
+_MARKER = "marker_recorded_event_attributes"
