@@ -136,8 +136,10 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
         return gone
     nudges = _spec_nudges(ref, meta, seen)
     if meta.get("deletionTimestamp") and not seen.deleting:
+        # The API server bumps a custom resource's generation as it marks it deleted: the
+        # deletion says it all (the workflow reads the CR again either way).
         seen.deleting = True
-        nudges.append(Nudge(ref, messages.DELETED, messages.Deleted(gone=False)))
+        nudges = [Nudge(ref, messages.DELETED, messages.Deleted(gone=False))]
     if kind == "RayCluster":
         nudges += _owner_nudges(obj, seen, memory)
     return nudges
@@ -198,14 +200,12 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
         memory.seen.pop(ref.uid, None)
         news, grand_news = True, grand_owner is not None
     else:
-        first_sight = ref.uid not in memory.seen
+        fresh = ref.uid not in memory.seen and _just_created(kind, obj)
         seen = memory.seen.setdefault(ref.uid, Seen())
-        view = _view(kind, obj)
-        news = view != seen.view and not (first_sight and _just_created(kind, obj))
-        seen.view = view
-        fingerprint = digest(_relevant(obj))
-        grand_news = grand_owner is not None and fingerprint != seen.status
-        seen.status = fingerprint
+        view, fingerprint = _view(kind, obj), digest(_relevant(obj))
+        news = view != seen.view and not fresh
+        grand_news = grand_owner is not None and fingerprint != seen.status and not fresh
+        seen.view, seen.status = view, fingerprint
     change = messages.OwnedChanged(kinds=[kind], names=[ref.name])
     nudges = [Nudge(owner, messages.OWNED_CHANGED, change)] if news else []
     if grand_news and grand_owner is not None:

@@ -59,6 +59,22 @@ def test_deletion_is_signalled_once_then_gone() -> None:
     assert signals(gone) == [("c", "deleted", messages.Deleted(gone=True))]
 
 
+def test_the_generation_a_deletion_bumps_is_not_a_spec_change() -> None:
+    """The API server bumps a custom resource's generation as it sets deletionTimestamp."""
+    memory = Memory()
+    primary_nudges("RayJob", "ADDED", cr("RayJob"), memory)
+    deleting = cr("RayJob", generation=2, deletionTimestamp="2026-01-01T00:00:00Z")
+    nudges = primary_nudges("RayJob", "MODIFIED", deleting, memory)
+    assert signals(nudges) == [("c", "deleted", messages.Deleted(gone=False))]
+
+
+def test_a_head_pod_just_created_is_no_news_to_the_rayjob_either() -> None:
+    memory = Memory()
+    cluster = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
+    primary_nudges("RayCluster", "ADDED", cluster, memory)
+    assert owned_nudges("Pod", "ADDED", pod(), memory) == []
+
+
 def test_multikueue_objects_are_left_alone() -> None:
     obj = {**cr("RayJob"), "spec": {"managedBy": "kueue.x-k8s.io/multikueue"}}
     assert primary_nudges("RayJob", "ADDED", obj, Memory()) == []
