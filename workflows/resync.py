@@ -36,6 +36,12 @@ class ResyncTimer:
         delay = max(due - workflow.now(), SHORTEST)
         self._task = asyncio.create_task(self._sleep(delay, summary))
 
+    def disarm(self) -> None:
+        """Stop the running timer: nothing is due until a signal."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._task, self._due, self.fired = None, None, False
+
     def take(self) -> bool:
         """Whether the timer fired since the last `take`."""
         fired, self.fired = self.fired, False

@@ -175,6 +175,8 @@ SCENARIOS = {
     "rayjob_lifecycle_local_calls": rayjob_lifecycle,
     # And once one marker stood for all its patches (`rayjob-patches-through-local-calls`).
     "rayjob_lifecycle_one_marker": rayjob_lifecycle,
+    # And once a wait kept the running timer (`rayjob-steady-resync-timer`).
+    "rayjob_lifecycle_steady_timer": rayjob_lifecycle,
     "rayservice_lifecycle": rayservice_lifecycle,
 }
 

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayjob.facts import Facts, Step
     from workflows.rayjob.state import RayJobInput, RayJobState
     from workflows.rayjob.status import settle, status_changed
+    from workflows.resync import ResyncTimer
 
 RESYNC = timedelta(seconds=300)
 """KubeRay's RayCluster resync; RayJob polls Ray through `wait_ray_job` instead of a requeue."""
@@ -64,9 +65,11 @@ CLUSTER_STATUS_PATCH = "rayjob-cluster-status-while-running"
 does; workflows that began before copy it while Initializing too (their writes replay)."""
 SIDECAR_END_PATCH = "rayjob-sidecar-end-waits-for-cluster"
 """A SidecarMode job's end waits briefly for its cluster's status to show the exited sidecar."""
-ALL_PATCH = "rayjob-patches-through-local-calls"
-"""Stands for every patch above and `LOCAL_PATCH`: a new run records one marker (`patches`)."""
-COVERED = frozenset(
+STEADY_TIMER_PATCH = "rayjob-steady-resync-timer"
+"""A wait keeps the running timer when it fires soon enough (`workflows.resync`)."""
+LOCAL_CALLS_ALL_PATCH = "rayjob-patches-through-local-calls"
+"""Stood for every patch above and `LOCAL_PATCH` until the steady timer; its runs replay."""
+LOCAL_CALLS_COVERED = frozenset(
     {
         IDLE_PATCH,
         UNREADABLE_PATCH,
@@ -77,6 +80,9 @@ COVERED = frozenset(
         LOCAL_PATCH,
     }
 )
+ALL_PATCH = "rayjob-patches-through-steady-timer"
+"""Stands for every patch above: a new run records one marker (`patches`)."""
+COVERED = LOCAL_CALLS_COVERED | {STEADY_TIMER_PATCH}
 
 
 @workflow.defn(name="RayJob")
@@ -88,7 +94,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._ref = params.ref
         self._state = params.state or RayJobState()
         self._max_history = params.max_history_events
-        self._patches = Patches((ALL_PATCH, COVERED))
+        self._patches = Patches((ALL_PATCH, COVERED), (LOCAL_CALLS_ALL_PATCH, LOCAL_CALLS_COVERED))
+        self._resync = ResyncTimer()
         self._apply = Applier(self._ref, self._state, self._patches)
         self._nudged = False
         """A signal came in since the last poll: ask Ray now, even within the poll gap."""
@@ -139,14 +146,24 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         if not state.dirty and self._idle() and self._patches.on(IDLE_PATCH):
             # Nothing can change on its own: a periodic resync would only cost a timer and a
             # read every few minutes for as long as the CR is kept. Edits and deletion signal.
+            if self._patches.on(STEADY_TIMER_PATCH):
+                self._resync.disarm()  # armed for an earlier wait
             await workflow.wait_condition(lambda: state.dirty or state.gone)
         elif not state.dirty and wake > now:
-            with contextlib.suppress(asyncio.TimeoutError):  # a timer: the pass is due anyway
+            summary = f"waiting for {state.waiting or 'a change'}"
+            if self._patches.on(STEADY_TIMER_PATCH):
+                self._resync.arm(wake, summary)
                 await workflow.wait_condition(
-                    lambda: state.dirty or state.gone,
-                    timeout=wake - now,
-                    timeout_summary=f"waiting for {state.waiting or 'a change'}",
+                    lambda: state.dirty or state.gone or self._resync.fired
                 )
+                self._resync.take()  # a timer: the pass is due anyway
+            else:
+                with contextlib.suppress(asyncio.TimeoutError):  # a timer: the pass is due anyway
+                    await workflow.wait_condition(
+                        lambda: state.dirty or state.gone,
+                        timeout=wake - now,
+                        timeout_summary=summary,
+                    )
         state.dirty = False
 
     def _idle(self) -> bool:

@@ -163,7 +163,7 @@ async def test_only_the_wait_on_ray_is_dispatched(harness: Harness) -> None:
     assert set(scheduled) <= {"wait_ray_job"}, scheduled
     # One patch marker stands for all the patches a new run takes (`workflows.patches`).
     history = await handle.fetch_history()
-    assert patch_markers(history.events) == ["rayjob-patches-through-local-calls"]
+    assert patch_markers(history.events) == ["rayjob-patches-through-steady-timer"]
 
 
 async def test_a_finished_rayjob_costs_nothing_while_it_is_kept(harness: Harness) -> None:
@@ -512,3 +512,27 @@ async def test_a_submitter_finished_before_its_signal_is_checked_with_ray_first(
     await harness.env.sleep(TICK)
     await harness.state("Complete")
     assert world.status is not None and world.status.job_status == JobStatus.SUCCEEDED
+
+
+async def test_nudges_while_the_cluster_provisions_share_one_timer(harness: Harness) -> None:
+    """Each pass's wait kept a timer of its own (started, then cancelled by the next nudge)."""
+    world = harness.world
+    handle = await harness.start()
+    await eventually(lambda: world.live_clusters(), message="a RayCluster")
+
+    async def count(kind: str) -> int:
+        events = (await handle.fetch_history()).events
+        return sum(1 for e in events if e.HasField(kind))
+
+    for _ in range(3):  # the cluster's status changes while it provisions: a pass each
+        passes = await count("workflow_task_completed_event_attributes")
+        await harness.owned_changed()
+        await eventually(
+            lambda before=passes: _more(count("workflow_task_completed_event_attributes"), before),
+            message="the pass",
+        )
+    assert await count("timer_started_event_attributes") == 1
+
+
+async def _more(counting: Any, than: int) -> bool:
+    return bool(await counting > than)
