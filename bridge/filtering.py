@@ -7,13 +7,14 @@ The rules:
   deletionTimestamp appears (`deleted`) and when it disappears (`deleted`, gone). Status-only
   writes — ours — change none of these, so they never reach Temporal.
 * A RayCluster owned by a RayJob or RayService also nudges its owner (`owned_changed`) when
-  its status says something new (state, conditions, head address): the owner waits on it.
+  its status says something new (state, conditions, head address): the owner waits on it. Its
+  first sight without a status does not: the owner has just created it.
 * A pod nudges its RayCluster's workflow when the pod as that workflow reads it changes
   (`activities.contract.summarize_pod`: phase, readiness, the first unready container, IP,
   deletion), not when it first appears just created — the workflow created it and expects it.
   A submitter Job nudges its RayJob when its counts or conditions change. A head pod of a
-  RayJob's or RayService's cluster nudges that owner too when its containers change (SidecarMode
-  reads the submitter container).
+  RayService's or a SidecarMode RayJob's cluster nudges that owner too when its containers
+  change (SidecarMode reads the submitter container there; the other modes never look).
 * Nothing more goes to a workflow whose CR is gone: a cascade deletes its pods after it.
 * Objects `managedBy` MultiKueue are left alone, as KubeRay leaves them.
 
@@ -31,7 +32,7 @@ from typing import Any
 from activities.contract import summarize_pod
 from activities.kube.vocabulary import WatchEventType
 from crds.constants import LABEL_CLUSTER, LABEL_NODE_TYPE, MANAGED_BY_MULTIKUEUE
-from crds.enums import RayNodeType
+from crds.enums import JobSubmissionMode, RayNodeType
 from crds.refs import ObjectRef
 from workflows import messages
 
@@ -68,12 +69,15 @@ class Memory:
     seen: dict[str, Seen] = field(default_factory=dict)
     cluster_owner: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
     cluster_ref: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
+    not_sidecar: set[str] = field(default_factory=set)
+    """The uids of RayJobs seen with another submission mode than SidecarMode."""
     gone: dict[str, None] = field(default_factory=dict)
     """The uids of CRs seen deleted, latest last (an ordered set, `GONE_KEPT` at most)."""
 
     def forget(self, uid: str) -> None:
         """Drop what was seen of an object, remembering that it is gone."""
         self.seen.pop(uid, None)
+        self.not_sidecar.discard(uid)
         self.gone[uid] = None
         if len(self.gone) > GONE_KEPT:
             del self.gone[next(iter(self.gone))]
@@ -122,6 +126,8 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
     owner = controller_of(obj) or memory.cluster_owner.get((ref.namespace, ref.name))
     if kind == "RayCluster":
         _track_cluster(ref, obj, memory, gone=event == WatchEventType.DELETED)
+    if kind == "RayJob" and spec.get("submissionMode") != JobSubmissionMode.SIDECAR:
+        memory.not_sidecar.add(ref.uid)
     if spec.get("managedBy") == MANAGED_BY_MULTIKUEUE:
         seen.skipped = True
         return []
@@ -167,9 +173,9 @@ def _owner_nudges(obj: JSON, seen: Seen, memory: Memory) -> list[Nudge]:
         return []
     status = obj.get("status") or {}
     status_digest = digest({k: v for k, v in status.items() if k != "lastUpdateTime"})
-    if status_digest == seen.status:
+    before, seen.status = seen.status, status_digest
+    if status_digest == before or not (before or status):  # nothing new; just created
         return []
-    seen.status = status_digest
     name = (obj.get("metadata") or {}).get("name", "")
     change = messages.OwnedChanged(kinds=["RayCluster"], names=[name])
     return [Nudge(owner, messages.OWNED_CHANGED, change)]
@@ -194,7 +200,8 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
     if owner is None or owner.uid in memory.gone:
         return []
     grand_owner = memory.cluster_owner.get((owner.namespace, owner.name))
-    if owner.kind != "RayCluster" or not _is_head(obj):
+    reads_head = owner.kind == "RayCluster" and _is_head(obj)
+    if not reads_head or (grand_owner is not None and grand_owner.uid in memory.not_sidecar):
         grand_owner = None
     if event == WatchEventType.DELETED:
         memory.seen.pop(ref.uid, None)

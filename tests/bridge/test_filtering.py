@@ -75,6 +75,28 @@ def test_a_head_pod_just_created_is_no_news_to_the_rayjob_either() -> None:
     assert owned_nudges("Pod", "ADDED", pod(), memory) == []
 
 
+def test_a_cluster_its_owner_just_created_is_no_news_until_it_has_a_status() -> None:
+    memory = Memory()
+    created = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
+    added = primary_nudges("RayCluster", "ADDED", created, memory)
+    assert [n.target.kind for n in added] == ["RayCluster"]  # its own workflow only
+    provisioning = {**created, "status": {"state": ""}}
+    nudged = primary_nudges("RayCluster", "MODIFIED", provisioning, memory)
+    assert [n.target.kind for n in nudged] == ["RayJob"]
+
+
+@pytest.mark.parametrize(("mode", "nudged"), [("SidecarMode", True), ("HTTPMode", False)])
+def test_a_head_pod_nudges_only_a_sidecar_mode_rayjob(mode: str, nudged: bool) -> None:
+    """Only SidecarMode reads the head pod (its submitter container)."""
+    memory = Memory()
+    job = {**cr("RayJob"), "metadata": {**cr()["metadata"], "name": "job", "uid": "j1"}}
+    primary_nudges("RayJob", "ADDED", {**job, "spec": {"submissionMode": mode}}, memory)
+    cluster = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
+    primary_nudges("RayCluster", "ADDED", cluster, memory)
+    targets = [n.target.kind for n in owned_nudges("Pod", "ADDED", pod("Running"), memory)]
+    assert targets == (["RayCluster", "RayJob"] if nudged else ["RayCluster"])
+
+
 def test_multikueue_objects_are_left_alone() -> None:
     obj = {**cr("RayJob"), "spec": {"managedBy": "kueue.x-k8s.io/multikueue"}}
     assert primary_nudges("RayJob", "ADDED", obj, Memory()) == []
