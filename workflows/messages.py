@@ -24,9 +24,14 @@ RESUME = "resume"
 ROLLBACK = "rollback"
 PROGRESS = "progress"
 
-FIRST_HEADLINE = {"RayCluster": "provisioning", "RayJob": "New", "RayService": "Initializing"}
+FIRST_HEADLINE = {
+    "RayCluster": "provisioning",
+    "RayJob": "Initializing",
+    "RayService": "Initializing",
+}
 """Each kind's `RayState` before its first status: the bridge starts a workflow with it, so the
-workflow's first pass upserts nothing (one action fewer) unless the state has moved on."""
+workflow's first pass upserts nothing (one action fewer) unless the state has moved on. A
+RayJob's is the state its first pass writes (KubeRay's first step), not the empty one before."""
 
 
 class WorkflowInput(BaseModel):
