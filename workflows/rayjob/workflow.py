@@ -373,8 +373,9 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
 
     def _headline(self) -> str:
         status = self._state.status
-        first = messages.FIRST_HEADLINE["RayJob"]
-        return (status.job_deployment_status if status else None) or first
+        # "New" is KubeRay's empty state, which a retry passes through too (`Retrying` → New →
+        # `Initializing`); the bridge starts a workflow in the state its first pass writes.
+        return (status.job_deployment_status if status else None) or "New"
 
     def _summary(self) -> str:
         state = self._state
