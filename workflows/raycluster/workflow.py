@@ -120,11 +120,11 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         summary += f" (resync after {int(timeout.total_seconds())}s)"
         if self._patches.on(STEADY_TIMER_PATCH):
             if not (self._state.dirty or self._state.gone):  # else no wait: no timer either
-                self._resync.arm(workflow.now() + timeout, summary)
-                await workflow.wait_condition(
-                    lambda: self._state.dirty or self._state.gone or self._resync.fired
+                await self._resync.wait(
+                    workflow.now() + timeout,
+                    summary,
+                    lambda: self._state.dirty or self._state.gone,
                 )
-                self._resync.take()  # a resync: the pass is due anyway
         else:
             with contextlib.suppress(TimeoutError):  # a resync: the pass is due anyway
                 await workflow.wait_condition(

@@ -152,11 +152,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         elif not state.dirty and wake > now:
             summary = f"waiting for {state.waiting or 'a change'}"
             if self._patches.on(STEADY_TIMER_PATCH):
-                self._resync.arm(wake, summary)
-                await workflow.wait_condition(
-                    lambda: state.dirty or state.gone or self._resync.fired
-                )
-                self._resync.take()  # a timer: the pass is due anyway
+                await self._resync.wait(wake, summary, lambda: state.dirty or state.gone)
             else:
                 with contextlib.suppress(asyncio.TimeoutError):  # a timer: the pass is due anyway
                     await workflow.wait_condition(
