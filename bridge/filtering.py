@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from activities.contract import summarize_pod
+from activities.contract import PodView, summarize_pod
 from activities.kube.vocabulary import WatchEventType
 from crds.constants import LABEL_CLUSTER, LABEL_NODE_TYPE, MANAGED_BY_MULTIKUEUE
 from crds.enums import JobSubmissionMode, RayNodeType
@@ -207,9 +207,12 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
         memory.seen.pop(ref.uid, None)
         news, grand_news = True, grand_owner is not None
     else:
-        fresh = ref.uid not in memory.seen and _just_created(kind, obj)
+        pod = summarize_pod(obj) if kind == "Pod" else None
+        fresh = ref.uid not in memory.seen and pod is not None and _just_created(pod)
         seen = memory.seen.setdefault(ref.uid, Seen())
-        view, fingerprint = _view(kind, obj), digest(_relevant(obj))
+        fingerprint = digest(_relevant(obj))
+        # What the owner's workflow reads of it: a pod's view; all of a Job's counts.
+        view = digest(pod.model_dump(mode="json")) if pod is not None else fingerprint
         news = view != seen.view and not fresh
         grand_news = grand_owner is not None and fingerprint != seen.status and not fresh
         seen.view, seen.status = view, fingerprint
@@ -220,18 +223,8 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
     return nudges
 
 
-def _view(kind: str, obj: JSON) -> str:
-    """What the owner's workflow reads of a pod (or a Job): a change of it is news."""
-    if kind == "Pod":
-        return digest(summarize_pod(obj).model_dump(mode="json"))
-    return digest(_relevant(obj))
-
-
-def _just_created(kind: str, obj: JSON) -> bool:
+def _just_created(pod: PodView) -> bool:
     """A pod as its create left it: pending, no address, nothing started or stopped yet."""
-    if kind != "Pod":
-        return False
-    pod = summarize_pod(obj)
     started = pod.pod_ip or pod.ready_reason or pod.not_ready_container is not None
     return pod.phase in ("", "Pending") and not started and not pod.terminating
 
