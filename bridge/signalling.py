@@ -26,7 +26,6 @@ from opentelemetry.trace import SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 from temporalio.client import Client
 from temporalio.common import (
-    SearchAttributeKey,
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
@@ -41,11 +40,6 @@ from crds.refs import ObjectRef
 from workflows import messages
 
 logger = logging.getLogger(__name__)
-
-RAY_KIND = SearchAttributeKey.for_keyword("RayKind")
-RAY_NAMESPACE = SearchAttributeKey.for_keyword("RayNamespace")
-RAY_NAME = SearchAttributeKey.for_keyword("RayName")
-RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 
 
 class Signaller:
@@ -102,10 +96,10 @@ class Signaller:
                 start_signal_args=[first_arg],
                 search_attributes=TypedSearchAttributes(
                     [
-                        SearchAttributePair(RAY_KIND, ref.kind),
-                        SearchAttributePair(RAY_NAMESPACE, ref.namespace),
-                        SearchAttributePair(RAY_NAME, ref.name),
-                        SearchAttributePair(RAY_STATE, messages.FIRST_HEADLINE[ref.kind]),
+                        SearchAttributePair(messages.RAY_KIND, ref.kind),
+                        SearchAttributePair(messages.RAY_NAMESPACE, ref.namespace),
+                        SearchAttributePair(messages.RAY_NAME, ref.name),
+                        SearchAttributePair(messages.RAY_STATE, messages.FIRST_HEADLINE[ref.kind]),
                     ]
                 ),
                 static_summary=f"{ref.kind} {ref.namespace}/{ref.name}",

@@ -23,8 +23,8 @@ from crds.constants import KINDS
 from runtime.codec import ENCODING, PAYLOAD_KEY_VARIABLE, PayloadDecryptionError
 from runtime.settings import Settings, describe_invalid
 from runtime.temporal_client import connect, exit_without_finalizing
-from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_STATE
 from workflows import messages
+from workflows.messages import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_STATE
 
 # Which user signals each kind's workflow accepts.
 _SIGNALS = {

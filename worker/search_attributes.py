@@ -19,17 +19,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 
-RAY_KIND = SearchAttributeKey.for_keyword("RayKind")
-"""The CR's kind: RayCluster, RayJob or RayService."""
-
-RAY_NAMESPACE = SearchAttributeKey.for_keyword("RayNamespace")
-"""The CR's Kubernetes namespace."""
-
-RAY_NAME = SearchAttributeKey.for_keyword("RayName")
-"""The CR's name."""
-
-RAY_STATE = SearchAttributeKey.for_keyword("RayState")
-"""The CR's headline state (cluster state, jobDeploymentStatus, service status)."""
+from workflows.messages import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_STATE
 
 ALL_KEYS: tuple[SearchAttributeKey[Any], ...] = (RAY_KIND, RAY_NAMESPACE, RAY_NAME, RAY_STATE)
 """Every attribute our workflows set; the worker and the dev server register these."""

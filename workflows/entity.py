@@ -13,13 +13,11 @@ from __future__ import annotations
 from typing import Generic, Protocol, TypeVar
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from crds.refs import ObjectRef
     from workflows import messages, user_signals
 
-RAY_STATE = SearchAttributeKey.for_keyword("RayState")
 """The headline state, kept as a search attribute so the UI can filter by it."""
 
 
@@ -88,8 +86,8 @@ class CrWorkflow(Generic[S]):
     def _publish_state(self) -> None:
         """Keep the `RayState` search attribute on the headline (upserted only on change)."""
         headline = self._headline()
-        if workflow.info().typed_search_attributes.get(RAY_STATE) != headline:
-            workflow.upsert_search_attributes([RAY_STATE.value_set(headline)])
+        if workflow.info().typed_search_attributes.get(messages.RAY_STATE) != headline:
+            workflow.upsert_search_attributes([messages.RAY_STATE.value_set(headline)])
 
     # --- what a kind says ---------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Signals every CR workflow accepts, and the progress each reports.
+"""Signals every CR workflow accepts, the progress each reports, the attributes it is listed by.
 
 The bridge sends `spec_changed`, `owned_changed` and `deleted`; people send `suspend`,
 `resume` and `rollback` from the Temporal UI, `temporal workflow signal` or our CLI.
@@ -13,6 +13,7 @@ a new generation, instead of once per signal.
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+from temporalio.common import SearchAttributeKey
 
 from crds.refs import ObjectRef
 
@@ -23,6 +24,20 @@ SUSPEND = "suspend"
 RESUME = "resume"
 ROLLBACK = "rollback"
 PROGRESS = "progress"
+
+# The search attributes the bridge starts a workflow with and the workflow keeps current
+# (`worker.search_attributes` registers them).
+RAY_KIND = SearchAttributeKey.for_keyword("RayKind")
+"""The CR's kind: RayCluster, RayJob or RayService."""
+
+RAY_NAMESPACE = SearchAttributeKey.for_keyword("RayNamespace")
+"""The CR's Kubernetes namespace."""
+
+RAY_NAME = SearchAttributeKey.for_keyword("RayName")
+"""The CR's name."""
+
+RAY_STATE = SearchAttributeKey.for_keyword("RayState")
+"""The CR's headline state (cluster state, jobDeploymentStatus, service status)."""
 
 FIRST_HEADLINE = {
     "RayCluster": "provisioning",

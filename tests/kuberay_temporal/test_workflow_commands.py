@@ -23,7 +23,7 @@ from tests.eventually import eventually
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
 from worker.running import build_sandbox_runner
-from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE
+from workflows.messages import RAY_KIND, RAY_NAME, RAY_NAMESPACE
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
 

@@ -25,8 +25,8 @@ from devcluster.ports import free_port
 from runtime.codec import ENCODING, PAYLOAD_KEY_VARIABLE
 from runtime.settings import Settings
 from runtime.temporal_client import data_converter
-from worker.search_attributes import RAY_KIND, RAY_NAME
 from workflows.diagnostics import PingInput, PingWorkflow
+from workflows.messages import RAY_KIND, RAY_NAME
 
 T = TypeVar("T")
 

@@ -38,8 +38,8 @@ from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
 from worker.codec_server import serving_codec
 from worker.running import build_sandbox_runner
-from worker.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE
 from workflows import messages
+from workflows.messages import RAY_KIND, RAY_NAME, RAY_NAMESPACE
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
 

@@ -17,11 +17,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from worker.search_attributes import (
     ALL_KEYS,
-    RAY_STATE,
     SearchAttributeError,
     ensure_search_attributes,
     type_name,
 )
+from workflows.messages import RAY_STATE
 
 KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
 
