@@ -29,3 +29,9 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"no {message} within {within}s (last: {last!r})")
         await asyncio.sleep(0.02)
+
+
+async def when(value: Awaitable[T], ok: Callable[[T], bool]) -> T | None:
+    """`value`, awaited, if `ok` holds for it, else None: a probe for `eventually`."""
+    found = await value
+    return found if ok(found) else None

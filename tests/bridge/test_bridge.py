@@ -24,7 +24,7 @@ from bridge.targets import RAYCLUSTER
 from devcluster.faults import Faults
 from tests.bridge.conftest import Stack
 from tests.bridge.standin import Seen
-from tests.eventually import eventually
+from tests.eventually import eventually, when
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -97,7 +97,7 @@ async def test_crs_created_while_the_bridge_is_down_get_one_workflow_each(stack:
     async with running_bridge(stack, namespace):
         await eventually(lambda: caught_up(stack, namespace), within=60, message="200 workflows")
         counted = await eventually(
-            lambda: _when(executions(stack, namespace), lambda c: len(c) == 200),
+            lambda: when(executions(stack, namespace), lambda c: len(c) == 200),
             within=30,
             message="200 workflows listed",
         )
@@ -106,11 +106,6 @@ async def test_crs_created_while_the_bridge_is_down_get_one_workflow_each(stack:
 
 async def _ids(stack: Stack, query: str) -> list[str]:
     return [wf.id async for wf in stack.env.client.list_workflows(query)]
-
-
-async def _when(counting: Any, ok: Any) -> Any:
-    value = await counting
-    return value if ok(value) else None
 
 
 async def test_a_recreated_cr_gets_a_new_workflow_and_the_old_one_ends(stack: Stack) -> None:
@@ -122,7 +117,7 @@ async def test_a_recreated_cr_gets_a_new_workflow_and_the_old_one_ends(stack: St
         # Started in its kind's first state: the workflow's first pass need not upsert it.
         query = f"RayNamespace='{namespace}' AND RayState='provisioning'"
         listed = await eventually(
-            lambda: _when(_ids(stack, query), bool), message="listed as provisioning"
+            lambda: when(_ids(stack, query), bool), message="listed as provisioning"
         )
         assert listed == [old_id]
         await stack.kube.delete(kube.RAYCLUSTERS, namespace, "again")
@@ -236,7 +231,7 @@ async def test_two_bridges_never_start_a_workflow_twice(stack: Stack) -> None:
             await stack.bump(f"c{i}", 5, namespace)
         await eventually(lambda: caught_up(stack, namespace), within=60)
         counted = await eventually(
-            lambda: _when(executions(stack, namespace), lambda c: len(c) == 30), within=30
+            lambda: when(executions(stack, namespace), lambda c: len(c) == 30), within=30
         )
     assert set(counted.values()) == {1}
 
@@ -269,7 +264,7 @@ async def test_kill_9_during_a_burst_loses_nothing(stack: Stack, tmp_path: Any) 
             lambda: caught_up(stack, namespace), within=90, message="final generations"
         )
         counted = await eventually(
-            lambda: _when(executions(stack, namespace), lambda c: len(c) == 50), within=30
+            lambda: when(executions(stack, namespace), lambda c: len(c) == 50), within=30
         )
         assert set(counted.values()) == {1}
     finally:

@@ -16,7 +16,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from tests.eventually import eventually
+from tests.eventually import eventually, when
 from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
 from worker.running import strict_sandbox_runner
@@ -394,17 +394,12 @@ async def test_passes_share_one_resync_timer_that_is_never_late(
     assert "waiting for pods (resync after 15s)" in first  # armed by the first pass, kept
     passes = (await harness.progress()).last_decisions
     await env.sleep(timedelta(seconds=16))  # it fires: a resync pass, then the long timer
-    later = await eventually(lambda: _when(timers(), lambda t: len(t) == 2), message="re-armed")
+    later = await eventually(lambda: when(timers(), lambda t: len(t) == 2), message="re-armed")
     assert "waiting for a change (resync after 300s)" in later[1]
     assert (await harness.progress()).last_decisions == passes  # a resync acts on nothing new
 
 
 _STARTED = "timer_started_event_attributes"
-
-
-async def _when(found: Any, ok: Any) -> Any:
-    value = await found
-    return value if ok(value) else None
 
 
 async def test_a_pass_due_at_the_start_arms_no_timer_first(harness: Harness) -> None:

@@ -19,7 +19,7 @@ from temporalio.worker import Worker
 
 from activities.rayjob.contract import JobOperatorOptions
 from crds.enums import JobStatus
-from tests.eventually import eventually
+from tests.eventually import eventually, when
 from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
 from worker.running import strict_sandbox_runner
@@ -528,11 +528,9 @@ async def test_nudges_while_the_cluster_provisions_share_one_timer(harness: Harn
         passes = await count("workflow_task_completed_event_attributes")
         await harness.owned_changed()
         await eventually(
-            lambda before=passes: _more(count("workflow_task_completed_event_attributes"), before),
+            lambda before=passes: when(
+                count("workflow_task_completed_event_attributes"), lambda n: n > before
+            ),
             message="the pass",
         )
     assert await count("timer_started_event_attributes") == 1
-
-
-async def _more(counting: Any, than: int) -> bool:
-    return bool(await counting > than)
