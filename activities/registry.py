@@ -7,11 +7,15 @@ the worker only has to pass the clients in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
+from activities.kube import client as kube_api
 from activities.kube.client import KubeClient
+from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster.kube_effects import ClusterActivities
 from activities.raycluster.redis_cleanup import ClusterCleanupActivities
@@ -22,6 +26,7 @@ from activities.rayjob.ray_effects import RayJobActivities
 from activities.rayservice.kube_effects import ServiceActivities
 from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
 from activities.rayservice.routes import RouteActivities
+from crds.constants import LABEL_CLUSTER
 
 
 def build_activities(
@@ -30,6 +35,7 @@ def build_activities(
     dashboard_access: str = DashboardAccess.PROXY,
     metrics: KubeRayMetrics | None = None,
     job_options: JobOperatorOptions | None = None,
+    pods: Informer | None = None,
 ) -> list[Callable[..., Any]]:
     """Return the activity callables to register on the worker.
 
@@ -43,6 +49,7 @@ def build_activities(
             None records nothing (no metrics endpoint).
         job_options: KubeRay's RayJob switches, reported in every RayJob snapshot; None
             means KubeRay's defaults.
+        pods: The worker's copy of the Ray pods (`watching_pods`); None reads them live.
 
     Returns:
         Functions decorated with `@activity.defn`.
@@ -53,7 +60,7 @@ def build_activities(
     serve = ServeActivities(kube, connector)
     labeler = HeadLabeler(kube, serve)
     return [
-        *ClusterActivities(kube, options, metrics).activities(),
+        *ClusterActivities(kube, options, metrics, pods).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
         *JobActivities(kube, options, metrics, job_options).activities(),
         *RayJobActivities(kube, connector).activities(),
@@ -63,3 +70,21 @@ def build_activities(
         *labeler.activities(),
         *RouteActivities(kube, labeler, options).activities(),
     ]
+
+
+@contextlib.asynccontextmanager
+async def watching_pods(
+    kube: KubeClient | None, namespaces: Sequence[str | None] = (None,)
+) -> AsyncIterator[Informer | None]:
+    """A copy of the Ray pods in `namespaces` (None: all), kept while the context runs."""
+    if kube is None:
+        yield None
+        return
+    pods = Informer(kube, kube_api.PODS, LABEL_CLUSTER, namespaces=namespaces)
+    task = asyncio.create_task(pods.run(), name="pod informer")
+    try:
+        yield pods
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -216,11 +216,17 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
         news = view != seen.view and not fresh
         grand_news = grand_owner is not None and fingerprint != seen.status and not fresh
         seen.view, seen.status = view, fingerprint
-    change = messages.OwnedChanged(kinds=[kind], names=[ref.name])
+    change = messages.OwnedChanged(kinds=[kind], names=[ref.name], versions=_version(kind, obj))
     nudges = [Nudge(owner, messages.OWNED_CHANGED, change)] if news else []
     if grand_news and grand_owner is not None:
         nudges.append(Nudge(grand_owner, messages.OWNED_CHANGED, change))
     return nudges
+
+
+def _version(kind: str, obj: JSON) -> dict[str, int]:
+    """The object's resourceVersion as `OwnedChanged.versions` carries it (if a number)."""
+    version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return {kind: int(version)} if version.isdigit() else {}
 
 
 def _just_created(pod: PodView) -> bool:

@@ -54,7 +54,10 @@ class Batch:
             old_owned = self.owned or messages.OwnedChanged()
             kinds = sorted({*old_owned.kinds, *payload.kinds})
             names = list(dict.fromkeys([*old_owned.names, *payload.names]))[-MAX_NAMES:]
-            self.owned = messages.OwnedChanged(kinds=kinds, names=names)
+            versions = dict(old_owned.versions)
+            for kind, version in payload.versions.items():
+                versions[kind] = max(version, versions.get(kind, 0))
+            self.owned = messages.OwnedChanged(kinds=kinds, names=names, versions=versions)
         else:
             gone = payload.gone or (self.deleted is not None and self.deleted.gone)
             self.deleted = messages.Deleted(gone=gone)

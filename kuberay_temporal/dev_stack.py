@@ -20,7 +20,7 @@ from temporalio.client import Client
 
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
-from activities.registry import build_activities
+from activities.registry import watching_pods
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from bridge.state_gauges import cr_state
@@ -35,7 +35,7 @@ from runtime.settings import Settings
 from runtime.telemetry import Tracing
 from runtime.temporal_client import connect, payload_codec
 from worker.codec_server import dev_ui_origins, serving_codec
-from worker.running import build_worker
+from worker.running import build_worker, configured_activities
 from worker.search_attributes import ensure_search_attributes
 
 
@@ -183,21 +183,19 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
 async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
     settings, telemetry = stack.settings, stack.telemetry or build_telemetry(None)
-    activities = build_activities(
-        stack.kube,
-        settings.build_options(),
-        dashboard_access=settings.dashboard_access,
-        metrics=telemetry.kuberay,
-        job_options=settings.job_options(),
-    )
     kube, durations = stack.kube, telemetry.kuberay
     sources: list[SeriesSource] = [] if kube is None else [lambda: cr_state(kube)]
     if durations is not None:
         sources.append(lambda: durations.collect(kube))
     # One process: the bridge's state gauges join the worker's endpoint.
     async with (
+        watching_pods(kube, settings.namespaces) as pods,
         serving_metrics(settings.metrics_port, telemetry, sources) as metrics,
-        build_worker(stack.require_client(), settings, activities),
+        build_worker(
+            stack.require_client(),
+            settings,
+            configured_activities(kube, settings, telemetry.kuberay, pods),
+        ),
     ):
         stack.running.append(f"worker    task queue {settings.task_queue}")
         if metrics is not None:

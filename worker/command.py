@@ -19,14 +19,14 @@ from temporalio.worker import Worker
 
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
-from activities.registry import build_activities
+from activities.registry import watching_pods
 from runtime.health import serving_health
 from runtime.logs import configure_logging
 from runtime.prometheus import build_telemetry, serving_metrics
 from runtime.settings import Settings, describe_invalid
 from runtime.telemetry import Tracing, TracingConfigError, build_tracing
 from runtime.temporal_client import connect, exit_without_finalizing
-from worker.running import build_worker, stop_on_signals
+from worker.running import build_worker, configured_activities, stop_on_signals
 from worker.search_attributes import SearchAttributeError, ensure_search_attributes
 
 logger = logging.getLogger(__name__)
@@ -161,18 +161,16 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
             client = await connect(settings, telemetry.runtime, tracing.interceptors())
             await ensure_search_attributes(client, settings.temporal_namespace)
             kube = await connect_kube_or_none(settings, tracing)
-            activities = build_activities(
-                kube,
-                settings.build_options(),
-                dashboard_access=settings.dashboard_access,
-                metrics=telemetry.kuberay,
-                job_options=settings.job_options(),
-            )
             durations = telemetry.kuberay
             sources = [] if durations is None else [lambda: durations.collect(kube)]
             async with (
+                watching_pods(kube, settings.namespaces) as pods,
                 serving_metrics(settings.metrics_port, telemetry, sources),
-                build_worker(client, settings, activities) as worker,
+                build_worker(
+                    client,
+                    settings,
+                    configured_activities(kube, settings, telemetry.kuberay, pods),
+                ) as worker,
             ):
                 running.append(worker)
                 logger.info(

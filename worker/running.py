@@ -17,6 +17,10 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.kube.client import KubeClient
+from activities.kube.informer import Informer
+from activities.kuberay_metrics import KubeRayMetrics
+from activities.registry import build_activities
 from runtime.settings import Settings
 from workflows.registry import WORKFLOWS
 
@@ -59,6 +63,23 @@ def strict_sandbox_runner() -> SandboxedWorkflowRunner:
     """
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH_MODULES)
+    )
+
+
+def configured_activities(
+    kube: KubeClient | None,
+    settings: Settings,
+    metrics: KubeRayMetrics | None,
+    pods: Informer | None,
+) -> list[Callable[..., Any]]:
+    """The activities `settings` describe, reading pods from `pods` (`watching_pods`)."""
+    return build_activities(
+        kube,
+        settings.build_options(),
+        dashboard_access=settings.dashboard_access,
+        metrics=metrics,
+        job_options=settings.job_options(),
+        pods=pods,
     )
 
 

@@ -49,7 +49,7 @@ class CrWorkflow(Generic[S]):
     def owned_changed(self, change: messages.OwnedChanged) -> None:
         """An object the CR owns changed."""
         self._state.dirty = True
-        self._owned_changed()
+        self._owned_changed(change)
 
     @workflow.signal(name=messages.DELETED)
     def deleted(self, change: messages.Deleted) -> None:
@@ -95,7 +95,7 @@ class CrWorkflow(Generic[S]):
         """React to `spec_changed`; by default, reconcile again."""
         self._state.dirty = True
 
-    def _owned_changed(self) -> None:
+    def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """React to `owned_changed` beyond reconciling again; by default, nothing."""
 
     def _headline(self) -> str:

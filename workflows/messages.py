@@ -71,6 +71,8 @@ class OwnedChanged(BaseModel):
 
     kinds: list[str] = Field(default_factory=list)
     names: list[str] = Field(default_factory=list)
+    versions: dict[str, int] = Field(default_factory=dict)
+    """The newest resourceVersion behind the change, by kind: a read from a cache waits for it."""
 
 
 class Deleted(BaseModel):

@@ -27,6 +27,8 @@ class ReadClusterInput(BaseModel):
 
     ref: ObjectRef
     known_generation: int | None = None
+    pods_as_of: int = 0
+    """The newest pod resourceVersion the bridge reported: pods are read at least this new."""
 
 
 class ClusterSnapshot(BaseModel):

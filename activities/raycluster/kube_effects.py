@@ -29,6 +29,7 @@ from activities.contract import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
+from activities.kube.informer import Informer
 from activities.kube.patches import replacing_patch
 from activities.kube.vocabulary import EventType, JobConditionType
 from activities.kuberay_metrics import KubeRayMetrics
@@ -49,6 +50,9 @@ from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError
 
+CACHE_WAIT = 2.0
+"""Seconds a read waits for the pod cache to reach the version the bridge reported."""
+
 
 class ClusterActivities:
     """RayCluster side effects against one Kubernetes API."""
@@ -58,10 +62,12 @@ class ClusterActivities:
         client: KubeClient,
         options: builders.BuildOptions,
         metrics: KubeRayMetrics | None = None,
+        pods: Informer | None = None,
     ) -> None:
         self._kube = client
         self._options = options
         self._metrics = metrics
+        self._pods = pods
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
@@ -93,7 +99,8 @@ class ClusterActivities:
             snapshot.spec = redacted_cluster_spec(cluster.spec)
         if params.known_generation is None:
             snapshot.status = cluster.status
-        await self._observe(cluster, snapshot, params.known_generation != snapshot.generation)
+        spec_changed = params.known_generation != snapshot.generation
+        await self._observe(cluster, snapshot, spec_changed, params.pods_as_of)
         if meta.get("deletionTimestamp"):
             await self._observe_deletion(cluster, snapshot)
         return snapshot
@@ -120,13 +127,17 @@ class ClusterActivities:
         )
 
     async def _observe(
-        self, cluster: RayCluster, snapshot: contract.ClusterSnapshot, spec_changed: bool
+        self,
+        cluster: RayCluster,
+        snapshot: contract.ClusterSnapshot,
+        spec_changed: bool,
+        pods_as_of: int,
     ) -> None:
         ns = cluster.namespace
         head_name = names.head_service_name(cluster.name, cluster.spec)
         # Independent reads go out together: each is a round trip to the API server.
         pods, head = await asyncio.gather(
-            self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}"),
+            self._cluster_pods(cluster, pods_as_of),
             self._kube.get_or_none(kube.SERVICES, ns, head_name),
         )
         snapshot.pods = [
@@ -167,6 +178,14 @@ class ClusterActivities:
             for g in cluster.spec.worker_group_specs or []
         }
         snapshot.resources = builders.desired_resources(cluster)
+
+    async def _cluster_pods(self, cluster: RayCluster, as_of: int) -> list[kube.JSON]:
+        """The cluster's pods: from the cache when it is whole and as new as `as_of`."""
+        if self._pods is not None and await self._pods.reached(as_of, CACHE_WAIT):
+            return self._pods.labelled(cluster.namespace, cluster.name)
+        return await self._kube.list_all(
+            kube.PODS, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"
+        )
 
     @activity.defn(name=contract.APPLY_CLUSTER.name)
     async def apply(self, params: contract.ApplyClusterInput) -> contract.ApplyClusterResult:

@@ -213,3 +213,17 @@ def test_deleted_pod_nudges_its_cluster() -> None:
     memory = Memory()
     owned_nudges("Pod", "ADDED", pod(), memory)
     assert [n.signal for n in owned_nudges("Pod", "DELETED", pod(), memory)] == ["owned_changed"]
+
+
+def test_a_pod_nudge_names_the_version_a_cached_read_must_reach() -> None:
+    memory = Memory()
+    owned_nudges("Pod", "ADDED", pod(), memory)
+    running = pod("Running")
+    running["metadata"]["resourceVersion"] = "42"
+    (nudge,) = owned_nudges("Pod", "MODIFIED", running, memory)
+    assert isinstance(nudge.payload, messages.OwnedChanged)
+    assert nudge.payload.versions == {"Pod": 42}
+    ready = pod("Running", "True")
+    ready["metadata"]["resourceVersion"] = "not-a-number"  # then no cached read waits for it
+    (nudge,) = owned_nudges("Pod", "MODIFIED", ready, memory)
+    assert isinstance(nudge.payload, messages.OwnedChanged) and nudge.payload.versions == {}

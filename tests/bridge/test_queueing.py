@@ -82,3 +82,13 @@ async def test_a_first_nudge_goes_at_once_and_what_follows_waits_the_window() ->
         runner.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await runner
+
+
+def test_a_batch_keeps_the_newest_version_of_each_kind() -> None:
+    batch = Batch(REF)
+    for kind, version in [("Pod", 7), ("Pod", 5), ("Job", 3)]:
+        change = messages.OwnedChanged(kinds=[kind], versions={kind: version})
+        batch.merge(Nudge(REF, messages.OWNED_CHANGED, change))
+    ((_, merged),) = batch.signals()
+    assert isinstance(merged, messages.OwnedChanged)
+    assert merged.versions == {"Pod": 7, "Job": 3}

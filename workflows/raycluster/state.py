@@ -36,6 +36,8 @@ class RayClusterState(BaseModel):
     passes: int = 0
     wake_at: datetime | None = None
     """An absolute deadline that needs a pass even without a signal (kept across CAN)."""
+    pods_as_of: int = 0
+    """The newest pod resourceVersion the bridge reported (`messages.OwnedChanged.versions`)."""
     failed_passes: int = 0
     """Passes in a row whose apply failed; the next pass follows after `retry_delay`."""
 

@@ -82,6 +82,11 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             self._state.wanted_generation = max(self._state.wanted_generation, change.generation)
             self._state.dirty = True
 
+    def _owned_changed(self, change: messages.OwnedChanged) -> None:
+        """A pass reads pods at least as new as the newest pod event behind the news."""
+        pods = change.versions.get("Pod", 0)
+        self._state.pods_as_of = max(self._state.pods_as_of, pods)
+
     def _waiting_for(self) -> list[str]:
         return list(self._state.waiting)
 
@@ -147,7 +152,9 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         state = self._state
         state.passes += 1
         known = state.generation if state.spec is not None else None
-        read = contract.ReadClusterInput(ref=self._ref, known_generation=known)
+        read = contract.ReadClusterInput(
+            ref=self._ref, known_generation=known, pods_as_of=state.pods_as_of
+        )
         summary = "read the RayCluster, its pods and Services"
         local = self._patches.on(LOCAL_READ_PATCH)  # histories before it read as an activity
         snap = await execute_where(local, contract.READ_CLUSTER, read, summary=summary)

@@ -105,7 +105,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
     def _spec_changed(self, change: messages.SpecChanged) -> None:
         self._state.dirty = self._nudged = True
 
-    def _owned_changed(self) -> None:
+    def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """The RayCluster, the submitter Job or the head pod changed: ask Ray now."""
         self._nudged = True
 

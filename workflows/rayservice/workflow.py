@@ -66,7 +66,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
 
     # --- what differs from `CrWorkflow` ---------------------------------------------------------
 
-    def _owned_changed(self) -> None:
+    def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """A RayCluster, Service or route changed: the upgrade child hears of it too."""
         self._nudge_child = True
 

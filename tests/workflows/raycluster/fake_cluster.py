@@ -37,6 +37,8 @@ class FakeCluster:
         self.status_writes = 0
         self.events: list[contract.EventSpec] = []
         self.created: list[str] = []
+        self.pods_read_as_of: list[int] = []
+        """`pods_as_of` of every read: how new the pods had to be."""
         self.fail_creates = False
         self.refuse_services = False
         """The head Service's create refused, as an API server without the rule answers."""
@@ -115,6 +117,7 @@ class FakeCluster:
 
     @activity.defn(name=contract.READ_CLUSTER.name)
     async def read(self, params: contract.ReadClusterInput) -> contract.ClusterSnapshot:
+        self.pods_read_as_of.append(params.pods_as_of)
         if not self.exists:
             return contract.ClusterSnapshot(exists=False)
         spec = RayClusterSpec.model_validate(self.spec)

@@ -420,3 +420,16 @@ async def test_a_pass_due_at_the_start_arms_no_timer_first(harness: Harness) -> 
 
 
 _MARKER = "marker_recorded_event_attributes"
+
+
+async def test_a_pass_reads_pods_as_new_as_the_newest_pod_news(harness: Harness) -> None:
+    """The worker's pod cache must not hide the very event that woke the workflow."""
+    cluster = harness.cluster
+    await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
+    for version in (12, 5):  # an older version arriving later lowers nothing
+        reads = len(cluster.pods_read_as_of)
+        change = messages.OwnedChanged(kinds=["Pod"], versions={"Pod": version})
+        await harness.signal(messages.OWNED_CHANGED, change)
+        await eventually(lambda n=reads: len(cluster.pods_read_as_of) > n, message="a pass")
+    assert cluster.pods_read_as_of[0] == 0 and cluster.pods_read_as_of[-2:] == [12, 12]

@@ -1,0 +1,155 @@
+"""A watched copy of one resource in the worker, read instead of listing from the API server.
+
+KubeRay's controllers read their informers' caches; so do our activities, for the objects read
+on every pass (a RayCluster's pods). Two rules keep a cached read as good as a live one:
+
+* **As new as the news.** The bridge's signal names the newest resourceVersion behind it; a
+  read first waits (briefly) until the copy has reached that version, else it reads live. A
+  copy that is behind the event that woke the workflow would hide that very event.
+* **Only while whole.** Until the first list, and after the stream broke until the next list
+  succeeds, the copy answers nothing and reads go live.
+
+The objects the workflow itself just created may still be missing; its expectations cover
+that, as KubeRay's do. resourceVersions are compared as numbers, as the API server's own watch
+cache does (they are etcd revisions); one that is not a number never counts as reached.
+Objects are kept as compact JSON (managedFields dropped): a pod costs about 3 KiB, not the
+30 KiB of its parsed form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from activities.kube.client import JSON, KubeClient, Resource
+from activities.kube.list_watch import ListWatch
+from activities.kube.vocabulary import WatchEventType
+
+Key = tuple[str, str]
+"""(namespace, name)."""
+
+
+class Informer:
+    """One resource's objects in some namespaces, indexed by the value of one label."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        resource: Resource,
+        index_label: str,
+        label_selector: str = "",
+        namespaces: Sequence[str | None] = (None,),
+        relist_period: float = 300.0,
+    ) -> None:
+        self._label = index_label
+        self._objects: dict[Key, bytes] = {}
+        self._labelled: dict[Key, str] = {}
+        self._index: dict[Key, set[str]] = {}
+        """(namespace, label value) -> names."""
+        self._version = 0
+        self._moved = asyncio.Event()
+        self._stopped = False
+        self._loops = [
+            ListWatch(
+                kube,
+                resource,
+                namespace,
+                label_selector or index_label,
+                functools.partial(self._listed, namespace),
+                self._event,
+                self._reached,
+                relist_period=relist_period,
+            )
+            for namespace in namespaces
+        ]
+
+    async def run(self) -> None:
+        """Keep the copy until cancelled; once stopped, for whatever reason, it answers nothing."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                for loop in self._loops:
+                    group.create_task(loop.run())
+        finally:
+            self._stopped = True
+
+    @property
+    def whole(self) -> bool:
+        """Whether every namespace is listed and its stream unbroken since."""
+        loops = self._loops
+        return not self._stopped and all(w.listed.is_set() and not w.broken for w in loops)
+
+    async def reached(self, version: int, patience: float) -> bool:
+        """Whether the copy is whole and at `version` or newer, waiting up to `patience` s."""
+        if not self.whole:
+            return False
+        try:
+            async with asyncio.timeout(patience):
+                while self._version < version:
+                    await self._moved.wait()
+        except TimeoutError:
+            return False
+        return self.whole
+
+    def labelled(self, namespace: str, value: str) -> list[JSON]:
+        """The objects in `namespace` whose index label is `value`."""
+        names = sorted(self._index.get((namespace, value), ()))
+        return [json.loads(self._objects[(namespace, name)]) for name in names]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def _listed(self, namespace: str | None, items: list[Any], version: str) -> None:
+        for key in [k for k in self._objects if namespace is None or k[0] == namespace]:
+            self._forget(key)
+        for item in items:
+            self._keep(item)
+
+    def _event(self, change: str, obj: Any) -> None:
+        if change == WatchEventType.DELETED:
+            key = _key(obj)
+            if key is not None:
+                self._forget(key)
+        elif change in (WatchEventType.ADDED, WatchEventType.MODIFIED):
+            self._keep(obj)
+
+    def _reached(self, version: str) -> None:
+        number = int(version) if version.isdigit() else 0
+        if number > self._version:
+            self._version = number
+            moved, self._moved = self._moved, asyncio.Event()
+            moved.set()
+
+    def _keep(self, obj: Any) -> None:
+        key = _key(obj)
+        if key is None:
+            return
+        self._forget(key)
+        meta = obj["metadata"]
+        slim = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+        self._objects[key] = json.dumps(slim, separators=(",", ":")).encode()
+        value = (meta.get("labels") or {}).get(self._label)
+        if isinstance(value, str):
+            self._labelled[key] = value
+            self._index.setdefault((key[0], value), set()).add(key[1])
+
+    def _forget(self, key: Key) -> None:
+        self._objects.pop(key, None)
+        value = self._labelled.pop(key, None)
+        if value is not None:
+            names = self._index.get((key[0], value), set())
+            names.discard(key[1])
+            if not names:
+                self._index.pop((key[0], value), None)
+
+
+def _key(obj: Any) -> Key | None:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not (isinstance(name, str) and name and isinstance(namespace, str) and namespace):
+        return None
+    return namespace, name

@@ -1,0 +1,121 @@
+"""The worker's copy of a resource: as new as asked, or it answers nothing.
+
+Against devcluster (real list and watch streams), and a scripted API for a broken stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.kube.errors import KubeUnavailable
+from activities.kube.informer import Informer
+from tests.eventually import eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def pod(name: str, cluster: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"ray.io/cluster": cluster}},
+        "spec": {"containers": [{"name": "ray", "image": "rayproject/ray"}]},
+    }
+
+
+@contextlib.asynccontextmanager
+async def running(informer: Informer) -> AsyncIterator[Informer]:
+    task = asyncio.create_task(informer.run())
+    try:
+        yield informer
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def names(informer: Informer, cluster: str) -> list[str]:
+    return [p["metadata"]["name"] for p in informer.labelled("default", cluster)]
+
+
+async def test_it_keeps_the_labelled_objects_by_label_value(client: KubeClient) -> None:
+    await client.create(kube.PODS, "default", pod("a-head", "a"))
+    unlabelled = pod("loose", "x")
+    unlabelled["metadata"]["labels"] = {}
+    await client.create(kube.PODS, "default", unlabelled)
+    informer = Informer(client, kube.PODS, "ray.io/cluster")
+    assert not informer.whole and not await informer.reached(0, 0.1)
+
+    async with running(informer):
+        assert await eventually(lambda: informer.whole)
+        assert names(informer, "a") == ["a-head"] and len(informer) == 1
+        created = await client.create(kube.PODS, "default", pod("a-worker", "a"))
+        version = int(created["metadata"]["resourceVersion"])
+        assert await informer.reached(version, 10)
+        assert names(informer, "a") == ["a-head", "a-worker"]
+        await client.patch(
+            kube.PODS, "default", "a-worker", {"metadata": {"labels": {"ray.io/cluster": "b"}}}
+        )
+        await client.delete(kube.PODS, "default", "a-head")
+        assert await eventually(
+            lambda: names(informer, "a") == [] and names(informer, "b") == ["a-worker"]
+        )
+        kept = informer.labelled("default", "b")[0]
+        assert "managedFields" not in kept["metadata"] and kept["spec"]["containers"]
+
+
+async def test_a_version_not_reached_in_time_is_refused(client: KubeClient) -> None:
+    informer = Informer(client, kube.PODS, "ray.io/cluster")
+    async with running(informer):
+        assert await eventually(lambda: informer.whole)
+        assert not await informer.reached(10**12, 0.2)
+        assert await informer.reached(0, 0)
+
+
+class BreakingApi:
+    """Lists one pod, then every watch fails: the copy may be old from then on."""
+
+    def __init__(self) -> None:
+        self.watches = 0
+        self.lists = 0
+
+    async def list_versioned(
+        self, resource: kube.Resource, namespace: str | None, label_selector: str = ""
+    ) -> tuple[list[Any], str]:
+        self.lists += 1
+        if self.lists > 1:  # the re-list fails too: nothing tells it is whole again
+            raise KubeUnavailable("connection refused")
+        listed = pod("p", "c")
+        listed["metadata"].update(namespace="default", resourceVersion="5")
+        return [listed], "5"
+
+    def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.watches += 1
+        return self._broken()
+
+    async def _broken(self) -> AsyncIterator[Any]:
+        raise KubeUnavailable("watch of pods broke")
+        yield {}  # an async generator, so the failure comes from the iteration
+
+
+async def test_a_broken_stream_answers_nothing_until_listed_again() -> None:
+    api = BreakingApi()
+    informer = Informer(api, kube.PODS, "ray.io/cluster")  # type: ignore[arg-type]
+    async with running(informer):
+        assert await eventually(lambda: api.watches >= 1)
+        assert names(informer, "c") == ["p"]  # kept, but not offered
+        assert not informer.whole and not await informer.reached(0, 0)
+
+
+async def test_a_stopped_informer_answers_nothing(client: KubeClient) -> None:
+    informer = Informer(client, kube.PODS, "ray.io/cluster")
+    async with running(informer):
+        assert await eventually(lambda: informer.whole)
+    assert not informer.whole
