@@ -112,6 +112,30 @@ class ReplicaFailure(BaseModel):
         return cls(reason=reason, message=f"{reason}\n{api_message}")
 
 
+_POD_META_READ = ("name", "namespace", "uid", "labels", "annotations", "deletionTimestamp")
+
+
+def pod_essentials(pod: JSON) -> JSON:
+    """What `summarize_pod` and the pod-IP rules read of a pod: all a cached pod needs to keep.
+
+    The containers' bodies (command, env, probes, mounts) are most of a Ray pod's size.
+    """
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    containers = [
+        {"name": container.get("name")}
+        for container in spec.get("containers") or []
+        if isinstance(container, dict)
+    ]
+    kept_spec: JSON = {"containers": containers}
+    if "restartPolicy" in spec:
+        kept_spec["restartPolicy"] = spec["restartPolicy"]
+    return {
+        "metadata": {key: meta[key] for key in _POD_META_READ if key in meta},
+        "spec": kept_spec,
+        "status": pod.get("status") or {},
+    }
+
+
 def summarize_pod(pod: JSON) -> PodView:
     """Reduce a pod object to a `PodView`."""
     meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})

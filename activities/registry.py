@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
-from activities.kube import client as kube_api
-from activities.kube.client import KubeClient
+from activities.contract import pod_essentials
+from activities.kube.client import PODS, KubeClient
 from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster.kube_effects import ClusterActivities
@@ -80,7 +80,7 @@ async def watching_pods(
     if kube is None:
         yield None
         return
-    pods = Informer(kube, kube_api.PODS, LABEL_CLUSTER, namespaces=namespaces)
+    pods = Informer(kube, PODS, LABEL_CLUSTER, namespaces=namespaces, keep=pod_essentials)
     task = asyncio.create_task(pods.run(), name="pod informer")
     try:
         yield pods

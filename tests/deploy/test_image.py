@@ -32,6 +32,8 @@ BUILD_REQUIREMENTS = REPO_ROOT / "deploy" / "image" / "build-requirements.txt"
 _PINNED = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)((?:\s+--hash=\S+)*)")
 _HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+
+
 def _entries(path: Path) -> list[str]:
     """The requirement entries of a requirements file, continuation lines joined."""
     text = path.read_text().replace("\\\n", " ")

@@ -14,7 +14,10 @@ one of those. `patch(..., sub="status")` is a use of the subresource; a `sub` he
 variable counts as the object and every subresource named in that module. A raw
 `request("PUT", <resource>.path(namespace, name))` is resolved the same way (PUT is `update`);
 a raw request whose method or path is computed makes the scan fail. `activities/kube/client.py`
-itself is the generic client and is not scanned.
+itself is the generic client and is not scanned; nor are the generic list-and-watch loop and the
+cache built on it (`GENERIC`): each construction of one (`LIST_WATCHERS`: `ListWatch(kube,
+<resource>, ...)`, `Informer(...)`) is a list and a watch of its second argument, resolved like
+a call's resource.
 
 Dashboard calls are not `KubeClient` calls, yet with `KUBERAY_TEMPORAL_DASHBOARD_ACCESS=proxy`
 each is a request to the API server's `services/proxy` or `pods/proxy` subresource, checked
@@ -49,6 +52,14 @@ VERBS: dict[str, tuple[str, ...]] = {
     "delete_collection": ("deletecollection",),
     "update": ("update",),  # only through a raw PUT request
 }
+# Constructors of a list-and-watch loop -> the verbs it sends; the resource is the 2nd argument.
+LIST_WATCHERS: dict[str, tuple[str, ...]] = {
+    "ListWatch": ("list", "watch"),
+    "Informer": ("list", "watch"),
+}
+VERBS.update(LIST_WATCHERS)
+GENERIC = ("kube.py", "list_watch.py", "informer.py")
+"""Modules that take their resource from their callers (the scan reads the callers)."""
 # Receivers that hold a KubeClient in our code, to tell `client.get(...)` from `dict.get(...)`.
 RECEIVERS = {"self._kube", "self.kube", "self._client", "client", "kube_client"}
 RESOURCES: dict[str, kube.Resource] = {
@@ -158,7 +169,20 @@ def scan(paths: list[Path], narrowing: dict[str, set[str]] | None = None) -> Sca
         }
         in_calls: set[int] = set()
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id in LIST_WATCHERS:
+                if len(node.args) < 2:
+                    raise AssertionError(f"{module}:{node.lineno}: the resource is not the 2nd")
+                method, target = node.func.id, node.args[1]
+                resource = _resource_constant(target)
+                if resource is not None:
+                    in_calls.add(id(target))
+                    direct |= _uses(method, resource, {""})
+                else:
+                    dynamic.append((CallSite(module, node.lineno, method), {""}))
+                continue
+            if not isinstance(node.func, ast.Attribute):
                 continue
             method, receiver = node.func.attr, ast.unparse(node.func.value)
             if method == "request" and receiver in RECEIVERS:
@@ -205,7 +229,7 @@ def worker_scan() -> Scan:
         by_kind = cluster_objects._RESOURCES
         names = {value: name for name, value in RESOURCES.items()}
         narrowing["update"] = {names[by_kind[kind]] for kind in rules}
-    return scan(package_modules("activities", skip=("kube.py",)), narrowing)
+    return scan(package_modules("activities", skip=GENERIC), narrowing)
 
 
 def bridge_scan() -> Scan:
