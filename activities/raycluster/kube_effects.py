@@ -39,6 +39,9 @@ from activities.raycluster.owned_objects import (
     UPDATED_REASONS,
     Owned,
     PodIps,
+    collision,
+    created_message,
+    updated_message,
     wanted_objects,
 )
 from crds.constants import HEAD_GROUP_VALUE, LABEL_CLUSTER
@@ -252,8 +255,7 @@ class ClusterActivities:
                 raise
             if created:
                 if kind in CREATED_REASONS:  # cert-manager objects get none in KubeRay either
-                    shown = f"{ns}/{name}" if kind == "NetworkPolicy" else name
-                    message = f"Created {kind} {shown}"
+                    message = created_message(kind, ns, name)
                     await self._event(
                         cluster, EventType.NORMAL, CREATED_REASONS[kind], message, owned.key
                     )
@@ -267,19 +269,11 @@ class ClusterActivities:
             return
         kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
         if not is_controlled_by(existing, cluster):
-            message = (
-                f"{kind} {cluster.namespace}/{name} already exists and is not owned by this "
-                "RayCluster; it is left as it is"
-            )
-            await self._event(
-                cluster, EventType.WARNING, f"{kind}NameCollision", message, owned.key
-            )
+            reason, message = collision(kind, cluster.namespace, name)
+            await self._event(cluster, EventType.WARNING, reason, message, owned.key)
             return
         await self._kube.request("PUT", owned.resource.path(cluster.namespace, name), body=new)
-        if kind == "NetworkPolicy":
-            message = f"Updated NetworkPolicy {cluster.namespace}/{name}"
-        else:
-            message = f"Updated certificate {name} SANs (IPs: {new['spec']['ipAddresses']})"
+        message = updated_message(kind, cluster.namespace, name, new)
         version = existing["metadata"].get("resourceVersion", "")
         await self._event(
             cluster, EventType.NORMAL, UPDATED_REASONS[kind], message, f"{owned.key}/{version}"

@@ -1,11 +1,12 @@
 """The objects a RayCluster owns besides its pods, in KubeRay's creation order.
 
-Autoscaler ServiceAccount, Role and RoleBinding, the token-auth Secret, head Service, headless
+Autoscaler ServiceAccount, Role and RoleBinding, the head's Ingress, the token-auth Secret, head
+Service, headless
 worker Service, serve Service, the GCS storage PVC, the NetworkPolicies and the cert-manager
 Issuers and Certificates of mTLS: each is created when missing, always before the pods that
 need it. Most are then left alone (KubeRay creates them once and never updates them); the
-exceptions are KubeRay's too: a NetworkPolicy follows the spec, a leaf Certificate follows the
-pod IPs, and a NetworkPolicy of a worker group that is gone is deleted.
+exceptions are KubeRay's too: a NetworkPolicy and the Ingress follow the spec, a leaf
+Certificate follows the pod IPs, and a NetworkPolicy of a worker group that is gone is deleted.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from activities import builders
-from activities.builders import auth, network_policies, tls
+from activities.builders import auth, ingress, network_policies, tls
 from activities.builders.autoscaler import is_autoscaling_enabled
 from activities.kube import client as kube
 from activities.kube.vocabulary import PodPhase
@@ -31,11 +32,13 @@ CREATED_REASONS = {
     "RoleBinding": "CreatedRoleBinding",
     "PersistentVolumeClaim": "CreatedPVC",
     "NetworkPolicy": "CreatedNetworkPolicy",
+    "Ingress": "CreatedIngress",
 }
 
 # KubeRay's reasons when it rewrites an object to match the spec (or the pod IPs).
 UPDATED_REASONS = {
     "NetworkPolicy": "UpdatedNetworkPolicy",
+    "Ingress": "UpdatedIngress",
     "Certificate": "MTLSCertificatesUpdated",
 }
 
@@ -49,6 +52,7 @@ _RESOURCES = {
     "NetworkPolicy": kube.NETWORK_POLICIES,
     "Issuer": kube.ISSUERS,
     "Certificate": kube.CERTIFICATES,
+    "Ingress": kube.INGRESSES,
 }
 UpdateRule = Callable[[kube.JSON, kube.JSON], bool]
 """(existing, desired) -> whether the existing object must be rewritten."""
@@ -62,6 +66,7 @@ def never(_existing: kube.JSON, _desired: kube.JSON) -> bool:
 _UPDATE_RULES: dict[str, UpdateRule] = {
     "NetworkPolicy": network_policies.needs_update,
     "Certificate": tls.certificate_needs_update,
+    "Ingress": ingress.ingress_needs_update,
 }
 
 
@@ -79,13 +84,52 @@ class Owned:
         return f"{self.manifest['kind']}/{self.manifest['metadata']['name']}"
 
     def updated(self, existing: kube.JSON) -> kube.JSON | None:
-        """The existing object rewritten to the wanted spec and labels, or None if it is."""
-        if not self.needs_update(existing, self.manifest):
+        """The existing object rewritten to the wanted spec and labels, or None if it is.
+
+        The annotations too, where the manifest sets them (the Ingress's are the CR's).
+        """
+        desired = self.manifest
+        if desired["kind"] == "Ingress":
+            desired = ingress.adopt_class(existing, desired)
+        if not self.needs_update(existing, desired):
             return None
         new = copy.deepcopy(existing)
-        new["spec"] = copy.deepcopy(self.manifest["spec"])
-        new["metadata"]["labels"] = dict(self.manifest["metadata"]["labels"])
+        new["spec"] = copy.deepcopy(desired["spec"])
+        new["metadata"]["labels"] = dict(desired["metadata"]["labels"])
+        if "annotations" in desired["metadata"]:
+            new["metadata"]["annotations"] = dict(desired["metadata"]["annotations"])
         return new
+
+
+def created_message(kind: str, namespace: str, name: str) -> str:
+    """KubeRay's Event message for an object it created (its wording differs by kind)."""
+    if kind == "Ingress":
+        return f"Created ingress {namespace}/{name}"
+    shown = f"{namespace}/{name}" if kind == "NetworkPolicy" else name
+    return f"Created {kind} {shown}"
+
+
+def updated_message(kind: str, namespace: str, name: str, new: kube.JSON) -> str:
+    """KubeRay's Event message for an object it rewrote to match the spec or the pod IPs."""
+    if kind == "Certificate":
+        return f"Updated certificate {name} SANs (IPs: {new['spec']['ipAddresses']})"
+    shown = "ingress" if kind == "Ingress" else kind
+    return f"Updated {shown} {namespace}/{name}"
+
+
+def collision(kind: str, namespace: str, name: str) -> tuple[str, str]:
+    """The Warning (reason, message) for an object of ours by name that someone else owns."""
+    if kind == "Ingress":  # KubeRay's own wording for this one
+        message = (
+            f"Ingress {namespace}/{name} already exists and is not owned by this RayCluster; "
+            "not modifying it"
+        )
+        return "FailedToCreateIngress", message
+    message = (
+        f"{kind} {namespace}/{name} already exists and is not owned by this RayCluster; "
+        "it is left as it is"
+    )
+    return f"{kind}NameCollision", message
 
 
 @dataclass(frozen=True)
@@ -125,6 +169,8 @@ def wanted_objects(
             builders.build_autoscaler_role(cluster),
             builders.build_autoscaler_role_binding(cluster),
         ]
+    if ingress.wants_ingress(cluster):
+        manifests.append(ingress.build_head_ingress(cluster))
     if auth.wants_auth_secret(cluster.spec):
         # A fresh token each pass; an existing Secret is kept as it is (created once).
         manifests.append(auth.build_auth_secret(cluster, auth.new_token()))

@@ -2,8 +2,8 @@
 
 Add-ons make objects or containers that KubeRay builds from the spec. The NetworkPolicy
 rules must make sense for the chosen deny mode and point at existing worker groups (whose
-names go into NetworkPolicy names, so they must be DNS labels). The head's Ingress and the
-history-server collector are refused with the field's path (`not_carried_out`).
+names go into NetworkPolicy names, so they must be DNS labels). The history-server collector
+is refused with the field's path (`not_carried_out`).
 """
 
 from __future__ import annotations
@@ -60,30 +60,17 @@ def _rules_for_mode(
 def not_carried_out(scope: ClusterScope) -> list[Violation]:
     """Fields KubeRay acts on that we do not yet: refused, never accepted and dropped.
 
-    An Ingress for the head (`enableIngress`, `ingressOptions`) and the history-server
-    collector sidecar (`historyServerOptions`) would make KubeRay create objects or containers
-    the user then relies on; accepting the spec and creating nothing would fail later and
-    silently.
+    The history-server collector sidecar (`historyServerOptions`) would make KubeRay add
+    containers the user then relies on; accepting the spec and adding nothing would fail later
+    and silently.
     """
-    found: list[Violation] = []
-    head = scope.spec.head_group_spec
-    head_path = scope.at("headGroupSpec")
-    if head.enable_ingress:
-        message = (
-            "Ingress is not created by kuberay-temporal yet; remove enableIngress (or set it to "
-            "false) and expose the head Service with an Ingress of your own"
-        )
-        found.append(Violation(join_path(head_path, "enableIngress"), message))
-    if head.ingress_options is not None:
-        message = "Ingress is not created by kuberay-temporal yet, so ingressOptions has no use"
-        found.append(Violation(join_path(head_path, "ingressOptions"), message))
-    if scope.spec.history_server_options is not None:
-        message = (
-            "KubeRay's history-server collector sidecar is not added by kuberay-temporal yet; "
-            "remove historyServerOptions"
-        )
-        found.append(Violation(scope.at("historyServerOptions"), message))
-    return found
+    if scope.spec.history_server_options is None:
+        return []
+    message = (
+        "KubeRay's history-server collector sidecar is not added by kuberay-temporal yet; "
+        "remove historyServerOptions"
+    )
+    return [Violation(scope.at("historyServerOptions"), message)]
 
 
 RULES = (not_carried_out, network_policy)

@@ -92,6 +92,7 @@ def test_the_scan_resolves_the_call_sites_it_cannot_read_directly() -> None:
         "NETWORK_POLICIES",
         "ISSUERS",
         "CERTIFICATES",
+        "INGRESSES",
     }
     assert {(s.module, s.method) for s in bridge.dynamic} == {("bridge/watching.py", "ListWatch")}
     assert bridge.tables == {"RAYCLUSTERS", "RAYJOBS", "RAYSERVICES", "PODS", "JOBS"}

@@ -1,19 +1,24 @@
-"""NetworkPolicies and mTLS objects through the RayCluster activities, against devcluster.
+"""NetworkPolicies, the Ingress and mTLS objects through the RayCluster activities, on devcluster.
 
-These are the owned objects KubeRay keeps in line after creating them: a NetworkPolicy follows
-the spec (and goes with its worker group), a leaf Certificate follows the pod IPs.
+These are the owned objects KubeRay keeps in line after creating them: a NetworkPolicy and the
+head's Ingress follow the spec (a policy also goes with its worker group), a leaf Certificate
+follows the pod IPs.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
+import uuid
+from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.raycluster import contract
 from activities.raycluster.kube_effects import ClusterActivities
-from tests.activities.raycluster.test_kube_effects import make_cluster, run
+from crds.refs import ObjectRef
+from tests.activities.raycluster.test_kube_effects import SPEC, make_cluster, run
 
 
 async def bump(client: KubeClient, name: str, patch: list[dict[str, object]]) -> None:
@@ -138,3 +143,79 @@ async def test_a_named_or_kubernetes_token_secret_is_never_created(client: KubeC
     await run(acts.apply, contract.ApplyClusterInput(ref=named, generation=1, ensure_objects=True))
     assert await client.get_or_none(kube.SECRETS, "default", "mine") is None
     assert await client.get_or_none(kube.SECRETS, "default", named.name) is None
+
+
+async def ingress_cluster(client: KubeClient, annotations: dict[str, str], **head: Any) -> str:
+    name = f"c{uuid.uuid4().hex[:6]}"
+    spec = copy.deepcopy(SPEC)
+    spec["headGroupSpec"].update(enableIngress=True, **head)
+    body = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": spec,
+    }
+    await client.create(kube.RAYCLUSTERS, "default", body)
+    return name
+
+
+async def test_the_head_ingress_is_created_follows_the_spec_and_keeps_a_default_class(
+    client: KubeClient,
+) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    name = await ingress_cluster(client, {"team": "a"}, ingressOptions={"host": "ray.example"})
+    obj = await client.get(kube.RAYCLUSTERS, "default", name)
+    ref = ObjectRef(kind="RayCluster", namespace="default", name=name, uid=obj["metadata"]["uid"])
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    assert f"Ingress/{name}-head-ingress" in snap.missing_objects
+    await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
+    ingress = await client.get(kube.INGRESSES, "default", f"{name}-head-ingress")
+    assert ingress["metadata"]["annotations"] == {"team": "a"}
+    assert ingress["metadata"]["ownerReferences"][0]["uid"] == ref.uid
+    (rule,) = ingress["spec"]["rules"]
+    assert rule["host"] == "ray.example"
+    assert rule["http"]["paths"][0]["backend"]["service"]["name"] == f"{name}-head-svc"
+
+    # An admission plugin's default class is kept, not fought over on every pass.
+    ingress["spec"]["ingressClassName"] = "cluster-default"
+    path = kube.INGRESSES.path("default", ingress["metadata"]["name"])
+    await client.request("PUT", path, body=ingress)
+    assert (await run(acts.read, contract.ReadClusterInput(ref=ref))).missing_objects == []
+
+    await bump(
+        client,
+        name,
+        [{"op": "add", "path": "/spec/headGroupSpec/ingressOptions/path", "value": "/ray"}],
+    )
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    assert snap.missing_objects == [f"Ingress/{name}-head-ingress"]
+    await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=2, ensure_objects=True))
+    ingress = await client.get(kube.INGRESSES, "default", f"{name}-head-ingress")
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/ray"
+    assert ingress["spec"]["ingressClassName"] == "cluster-default"
+    events = await client.list_all(kube.EVENTS, "default")
+    messages = {e["reason"]: e["message"] for e in events}
+    assert messages["CreatedIngress"] == f"Created ingress default/{name}-head-ingress"
+    assert messages["UpdatedIngress"] == f"Updated ingress default/{name}-head-ingress"
+
+
+async def test_a_foreign_ingress_is_left_alone_with_kuberays_warning(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    name = await ingress_cluster(client, {})
+    obj = await client.get(kube.RAYCLUSTERS, "default", name)
+    ref = ObjectRef(kind="RayCluster", namespace="default", name=name, uid=obj["metadata"]["uid"])
+    foreign = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": f"{name}-head-ingress"},
+        "spec": {"defaultBackend": {"service": {"name": "mine", "port": {"number": 80}}}},
+    }
+    await client.create(kube.INGRESSES, "default", foreign)
+    await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
+    kept = await client.get(kube.INGRESSES, "default", f"{name}-head-ingress")
+    assert kept["spec"] == foreign["spec"]
+    events = await client.list_all(kube.EVENTS, "default")
+    assert [e["message"] for e in events if e["reason"] == "FailedToCreateIngress"] == [
+        f"Ingress default/{name}-head-ingress already exists and is not owned by this "
+        "RayCluster; not modifying it"
+    ]
