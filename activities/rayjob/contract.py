@@ -130,9 +130,11 @@ class ClusterView(BaseModel):
     dashboard_url: str | None = None
     """`<head svc>.<ns>.svc.<domain>:<dashboard port>` once the head Service exists."""
     head_pod: bool = False
-    """Whether a head pod exists (SidecarMode fails without one)."""
+    """Whether a head pod exists (SidecarMode fails without one; read in that mode only)."""
     pods: int = 0
-    """Pods still labelled with this cluster: teardown is finished only when this is 0 (P15)."""
+    """Pods still labelled with this cluster: teardown is finished only when this is 0 (P15).
+
+    Counted once the cluster is gone, and in SidecarMode; 0 otherwise."""
     workers_suspended: bool = False
     """Every worker group has `suspend: true` (the DeleteWorkers rule is done)."""
 

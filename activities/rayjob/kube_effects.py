@@ -117,9 +117,10 @@ class JobActivities:
         if params.known_generation is None:
             snap.status = rayjob.status
         if params.cluster_name:
-            view, _, pods = await self._views.cluster(ref.namespace, params.cluster_name)
-            snap.cluster = view
             mode = rayjob.spec.submission_mode or JobSubmissionMode.K8S_JOB
+            sidecar = mode == JobSubmissionMode.SIDECAR
+            view, _, pods = await self._views.cluster(ref.namespace, params.cluster_name, sidecar)
+            snap.cluster = view
             snap.submitter = await self._views.submitter(ref.namespace, ref.name, mode, pods)
         return snap
 

@@ -92,11 +92,19 @@ class JobViews:
         self._domain = cluster_domain
 
     async def cluster(
-        self, namespace: str, name: str
+        self, namespace: str, name: str, sidecar: bool = False
     ) -> tuple[ClusterView, RayCluster | None, list[kube.JSON]]:
-        """The cluster's view, its model (None when missing or unreadable) and its live pods."""
-        pods = await self._kube.list_all(kube.PODS, namespace, f"{LABEL_CLUSTER}={name}")
+        """The cluster's view, its model (None when missing or unreadable) and its pods.
+
+        The pods are listed only where they decide something: once the cluster is gone (its
+        teardown ends with its last pod), and in SidecarMode (the head pod and its submitter
+        container); otherwise the view counts none and the list is empty. A pass of an HTTPMode
+        RayJob saved a LIST of pods this way, every pass.
+        """
         obj = await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
+        pods: list[kube.JSON] = []
+        if obj is None or sidecar:
+            pods = await self._kube.list_all(kube.PODS, namespace, f"{LABEL_CLUSTER}={name}")
         if obj is None:
             return ClusterView(name=name, exists=False, pods=len(pods)), None, pods
         heads = [

@@ -272,3 +272,40 @@ async def test_a_refused_create_records_kuberays_warning_and_raises(client: Kube
     (event,) = [e for e in found if e["involvedObject"]["uid"] == ref.uid]
     assert (event["type"], event["reason"]) == ("Warning", "FailedToCreateRayCluster")
     assert event["message"].startswith("Failed to create RayCluster default/Not_A-Name: ")
+
+
+async def test_pods_are_listed_only_where_they_decide_something(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head pod in SidecarMode, the last pods once the cluster is gone; no other pass."""
+    acts = JobActivities(client, DEFAULT_OPTIONS)
+    listed: list[str] = []
+    list_all = client.list_all
+
+    async def counting(resource: kube.Resource, *args: Any, **kwargs: Any) -> Any:
+        listed.append(resource.plural)
+        return await list_all(resource, *args, **kwargs)
+
+    monkeypatch.setattr(client, "list_all", counting)
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "c1"}}
+    await client.create(kube.RAYCLUSTERS, "default", cluster | {"spec": CLUSTER_SPEC})
+    head = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "c1-head",
+            "labels": {"ray.io/cluster": "c1", "ray.io/node-type": "head"},
+        },
+        "spec": {"containers": [{"name": "ray-head", "image": IMAGE}]},
+    }
+    await client.create(kube.PODS, "default", head)
+    http = await make_rayjob(client, submissionMode="HTTPMode")
+    sidecar = await make_rayjob(client, submissionMode="SidecarMode")
+
+    snap = await run(acts.read, contract.ReadJobInput(ref=http, cluster_name="c1"))
+    assert snap.cluster.exists and listed == []
+    snap = await run(acts.read, contract.ReadJobInput(ref=sidecar, cluster_name="c1"))
+    assert snap.cluster.head_pod and listed == ["pods"]
+    await client.delete(kube.RAYCLUSTERS, "default", "c1")
+    snap = await run(acts.read, contract.ReadJobInput(ref=http, cluster_name="c1"))
+    assert not snap.cluster.exists and snap.cluster.pods == 1 and not snap.cluster.gone
