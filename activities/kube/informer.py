@@ -22,12 +22,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from activities.kube.client import JSON, KubeClient, Resource
 from activities.kube.list_watch import ListWatch
 from activities.kube.vocabulary import WatchEventType
+
+logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 """(namespace, name)."""
@@ -52,54 +55,67 @@ class Informer:
         keep: Callable[[JSON], JSON] = _without_managed_fields,
     ) -> None:
         self._label = index_label
+        self._what = resource.plural
         self._keep_of = keep
         self._objects: dict[Key, bytes] = {}
         self._labelled: dict[Key, str] = {}
         self._index: dict[Key, set[str]] = {}
         """(namespace, label value) -> names."""
-        self._version = 0
+        self._versions: dict[str | None, int] = {}
+        """The version each namespace's stream has reached (`None`: the all-namespaces one).
+
+        Kept apart: one stream ahead of another says nothing about the other's objects."""
         self._moved = asyncio.Event()
         self._stopped = False
-        self._loops = [
-            ListWatch(
+        self._loops = {
+            namespace: ListWatch(
                 kube,
                 resource,
                 namespace,
                 label_selector or index_label,
                 functools.partial(self._listed, namespace),
                 self._event,
-                self._reached,
+                functools.partial(self._reached, namespace),
                 relist_period=relist_period,
             )
             for namespace in namespaces
-        ]
+        }
 
     async def run(self) -> None:
         """Keep the copy until cancelled; once stopped, for whatever reason, it answers nothing."""
         try:
             async with asyncio.TaskGroup() as group:
-                for loop in self._loops:
+                for loop in self._loops.values():
                     group.create_task(loop.run())
+        except Exception:  # not the worker's end: its passes read live from now on
+            logger.exception("the copy of %s stopped; reads go to the API server", self._what)
         finally:
             self._stopped = True
 
     @property
     def whole(self) -> bool:
         """Whether every namespace is listed and its stream unbroken since."""
-        loops = self._loops
-        return not self._stopped and all(w.listed.is_set() and not w.broken for w in loops)
+        return all(self._answers(namespace) for namespace in self._loops)
 
-    async def reached(self, version: int, patience: float) -> bool:
-        """Whether the copy is whole and at `version` or newer, waiting up to `patience` s."""
-        if not self.whole:
+    async def reached(self, namespace: str, version: int, patience: float) -> bool:
+        """Whether the copy of `namespace` is whole and at `version` or newer.
+
+        Waits up to `patience` s for the version; False for a namespace nobody watches.
+        """
+        stream = namespace if namespace in self._loops else None
+        if stream not in self._loops or not self._answers(stream):
             return False
         try:
             async with asyncio.timeout(patience):
-                while self._version < version:
+                while self._versions.get(stream, 0) < version:
                     await self._moved.wait()
         except TimeoutError:
             return False
-        return self.whole
+        return self._answers(stream)
+
+    def _answers(self, stream: str | None) -> bool:
+        loop = self._loops[stream]
+        return not self._stopped and loop.listed.is_set() and not loop.broken
 
     def labelled(self, namespace: str, value: str) -> list[JSON]:
         """The objects in `namespace` whose index label is `value`."""
@@ -123,10 +139,10 @@ class Informer:
         elif change in (WatchEventType.ADDED, WatchEventType.MODIFIED):
             self._keep(obj)
 
-    def _reached(self, version: str) -> None:
+    def _reached(self, stream: str | None, version: str) -> None:
         number = int(version) if version.isdigit() else 0
-        if number > self._version:
-            self._version = number
+        if number > self._versions.get(stream, 0):
+            self._versions[stream] = number
             moved, self._moved = self._moved, asyncio.Event()
             moved.set()
 

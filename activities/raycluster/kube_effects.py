@@ -184,8 +184,9 @@ class ClusterActivities:
 
     async def _cluster_pods(self, cluster: RayCluster, as_of: int) -> list[kube.JSON]:
         """The cluster's pods: from the cache when it is whole and as new as `as_of`."""
-        if self._pods is not None and await self._pods.reached(as_of, CACHE_WAIT):
-            return self._pods.labelled(cluster.namespace, cluster.name)
+        pods = self._pods
+        if pods is not None and await pods.reached(cluster.namespace, as_of, CACHE_WAIT):
+            return pods.labelled(cluster.namespace, cluster.name)
         return await self._kube.list_all(
             kube.PODS, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"
         )

@@ -51,14 +51,14 @@ async def test_it_keeps_the_labelled_objects_by_label_value(client: KubeClient) 
     unlabelled["metadata"]["labels"] = {}
     await client.create(kube.PODS, "default", unlabelled)
     informer = Informer(client, kube.PODS, "ray.io/cluster")
-    assert not informer.whole and not await informer.reached(0, 0.1)
+    assert not informer.whole and not await informer.reached("default", 0, 0.1)
 
     async with running(informer):
         assert await eventually(lambda: informer.whole)
         assert names(informer, "a") == ["a-head"] and len(informer) == 1
         created = await client.create(kube.PODS, "default", pod("a-worker", "a"))
         version = int(created["metadata"]["resourceVersion"])
-        assert await informer.reached(version, 10)
+        assert await informer.reached("default", version, 10)
         assert names(informer, "a") == ["a-head", "a-worker"]
         await client.patch(
             kube.PODS, "default", "a-worker", {"metadata": {"labels": {"ray.io/cluster": "b"}}}
@@ -75,8 +75,8 @@ async def test_a_version_not_reached_in_time_is_refused(client: KubeClient) -> N
     informer = Informer(client, kube.PODS, "ray.io/cluster")
     async with running(informer):
         assert await eventually(lambda: informer.whole)
-        assert not await informer.reached(10**12, 0.2)
-        assert await informer.reached(0, 0)
+        assert not await informer.reached("default", 10**12, 0.2)
+        assert await informer.reached("default", 0, 0)
 
 
 class BreakingApi:
@@ -111,7 +111,7 @@ async def test_a_broken_stream_answers_nothing_until_listed_again() -> None:
     async with running(informer):
         assert await eventually(lambda: api.watches >= 1)
         assert names(informer, "c") == ["p"]  # kept, but not offered
-        assert not informer.whole and not await informer.reached(0, 0)
+        assert not informer.whole and not await informer.reached("default", 0, 0)
 
 
 async def test_a_stopped_informer_answers_nothing(client: KubeClient) -> None:
@@ -119,3 +119,46 @@ async def test_a_stopped_informer_answers_nothing(client: KubeClient) -> None:
     async with running(informer):
         assert await eventually(lambda: informer.whole)
     assert not informer.whole
+
+
+class TwoNamespaces:
+    """Lists namespace `a` at resourceVersion 10 and `b` at 3; then quiet watches."""
+
+    async def list_versioned(
+        self, resource: kube.Resource, namespace: str | None, label_selector: str = ""
+    ) -> tuple[list[Any], str]:
+        return [], {"a": "10", "b": "3"}[str(namespace)]
+
+    def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        return self._quiet()
+
+    async def _quiet(self) -> AsyncIterator[Any]:
+        await asyncio.Event().wait()
+        yield {}
+
+
+async def test_each_namespace_answers_for_its_own_stream() -> None:
+    """Regression: one version for all streams let a read in `b` trust `a`'s progress."""
+    api = TwoNamespaces()
+    informer = Informer(api, kube.PODS, "ray.io/cluster", namespaces=["a", "b"])  # type: ignore[arg-type]
+    async with running(informer):
+        assert await eventually(lambda: informer.whole)
+        assert await informer.reached("a", 5, 0)
+        assert not await informer.reached("b", 5, 0.1)
+        assert not await informer.reached("c", 0, 0)  # nobody watches it
+
+
+class Failing:
+    """Whose list raises what the loop does not expect (not a KubeError)."""
+
+    async def list_versioned(self, *args: Any, **kwargs: Any) -> tuple[list[Any], str]:
+        raise RuntimeError("a bug")
+
+
+async def test_a_copy_that_fails_says_so_and_answers_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    informer = Informer(Failing(), kube.PODS, "ray.io/cluster")  # type: ignore[arg-type]
+    await informer.run()  # ends, logging why, instead of leaving a failed task behind
+    assert not informer.whole and not await informer.reached("default", 0, 0)
+    assert "the copy of pods stopped; reads go to the API server" in caplog.text
