@@ -194,7 +194,7 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
         build_worker(
             stack.require_client(),
             settings,
-            configured_activities(kube, settings, telemetry.kuberay, pods),
+            configured_activities(kube, settings, durations, pods),
         ),
     ):
         stack.running.append(f"worker    task queue {settings.task_queue}")

@@ -169,7 +169,7 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
                 build_worker(
                     client,
                     settings,
-                    configured_activities(kube, settings, telemetry.kuberay, pods),
+                    configured_activities(kube, settings, durations, pods),
                 ) as worker,
             ):
                 running.append(worker)

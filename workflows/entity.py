@@ -18,8 +18,6 @@ with workflow.unsafe.imports_passed_through():
     from crds.refs import ObjectRef
     from workflows import messages, user_signals
 
-"""The headline state, kept as a search attribute so the UI can filter by it."""
-
 
 class EntityState(Protocol):
     """The fields of a kind's state that the shared handlers read and write."""

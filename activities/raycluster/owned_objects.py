@@ -1,12 +1,12 @@
 """The objects a RayCluster owns besides its pods, in KubeRay's creation order.
 
 Autoscaler ServiceAccount, Role and RoleBinding, the head's Ingress, the token-auth Secret, head
-Service, headless
-worker Service, serve Service, the GCS storage PVC, the NetworkPolicies and the cert-manager
-Issuers and Certificates of mTLS: each is created when missing, always before the pods that
-need it. Most are then left alone (KubeRay creates them once and never updates them); the
-exceptions are KubeRay's too: a NetworkPolicy and the Ingress follow the spec, a leaf
-Certificate follows the pod IPs, and a NetworkPolicy of a worker group that is gone is deleted.
+Service, headless worker Service, serve Service, the GCS storage PVC, the NetworkPolicies and
+the cert-manager Issuers and Certificates of mTLS: each is created when missing, always before
+the pods that need it. Most are then left alone (KubeRay creates them once and never updates
+them); the exceptions are KubeRay's too: a NetworkPolicy and the Ingress follow the spec, a
+leaf Certificate follows the pod IPs, and a NetworkPolicy of a worker group that is gone is
+deleted.
 """
 
 from __future__ import annotations

@@ -121,13 +121,16 @@ async def test_a_stopped_informer_answers_nothing(client: KubeClient) -> None:
     assert not informer.whole
 
 
-class TwoNamespaces:
-    """Lists namespace `a` at resourceVersion 10 and `b` at 3; then quiet watches."""
+class QuietApi:
+    """Lists `items` at the resourceVersion given for the namespace, then watches quietly."""
+
+    def __init__(self, items: list[Any], versions: dict[str | None, str]) -> None:
+        self.items, self.versions = items, versions
 
     async def list_versioned(
         self, resource: kube.Resource, namespace: str | None, label_selector: str = ""
     ) -> tuple[list[Any], str]:
-        return [], {"a": "10", "b": "3"}[str(namespace)]
+        return self.items, self.versions[namespace]
 
     def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         return self._quiet()
@@ -139,7 +142,7 @@ class TwoNamespaces:
 
 async def test_each_namespace_answers_for_its_own_stream() -> None:
     """Regression: one version for all streams let a read in `b` trust `a`'s progress."""
-    api = TwoNamespaces()
+    api = QuietApi([], {"a": "10", "b": "3"})
     informer = Informer(api, kube.PODS, "ray.io/cluster", namespaces=["a", "b"])  # type: ignore[arg-type]
     async with running(informer):
         assert await eventually(lambda: informer.whole)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -21,6 +18,7 @@ from activities.raycluster.kube_effects import ClusterActivities
 from activities.raycluster.redis_cleanup import ClusterCleanupActivities
 from crds.raycluster import HeadInfo, RayClusterStatus
 from crds.refs import ObjectRef
+from tests.activities.kube.test_informer import QuietApi, running
 from tests.eventually import eventually
 
 SPEC: dict[str, Any] = {
@@ -273,23 +271,6 @@ async def test_autoscaler_rbac_and_gcs_pvc_are_owned_objects(client: KubeClient)
     assert pvc["metadata"]["ownerReferences"][0]["uid"] == ref.uid
 
 
-class QuietApi:
-    """Lists `items` at resourceVersion 5, then watches with nothing to say."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-    async def list_versioned(self, *args: Any, **kwargs: Any) -> tuple[list[Any], str]:
-        return self.items, "5"
-
-    def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        return self._quiet()
-
-    async def _quiet(self) -> AsyncIterator[Any]:
-        await asyncio.Event().wait()
-        yield {}
-
-
 async def test_pods_come_from_the_cache_only_when_it_is_as_new_as_the_news(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -303,18 +284,14 @@ async def test_pods_come_from_the_cache_only_when_it_is_as_new_as_the_news(
         },
         "status": {"phase": "Running"},
     }
-    pods = Informer(cast(KubeClient, QuietApi([ghost])), kube.PODS, "ray.io/cluster")
+    api = QuietApi([ghost], {None: "5"})
+    pods = Informer(cast(KubeClient, api), kube.PODS, "ray.io/cluster")
     acts = ClusterActivities(client, DEFAULT_OPTIONS, pods=pods)
     monkeypatch.setattr(kube_effects, "CACHE_WAIT", 0.2)
     before = await run(acts.read, contract.ReadClusterInput(ref=ref))
-    task = asyncio.create_task(pods.run())
-    try:
+    async with running(pods):
         assert await eventually(lambda: pods.whole)
         cached = await run(acts.read, contract.ReadClusterInput(ref=ref, pods_as_of=5))
         behind = await run(acts.read, contract.ReadClusterInput(ref=ref, pods_as_of=6))
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
     assert before.pods == [] and behind.pods == []  # not listed yet; older than the news
     assert [p.name for p in cached.pods] == [f"{ref.name}-head-ghost"]
