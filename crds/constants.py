@@ -11,7 +11,8 @@ from typing import Final
 GROUP: Final = "ray.io"
 VERSION: Final = "v1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
-KINDS: Final = ("RayCluster", "RayJob", "RayService")
+# The kinds with a workflow each (`<kind>/<namespace>/<name>/<uid>`, `crds.refs`).
+KINDS: Final = ("RayCluster", "RayJob", "RayService", "RayCronJob")
 
 # --- labels -----------------------------------------------------------------------------------
 LABEL_CLUSTER: Final = "ray.io/cluster"
@@ -31,6 +32,8 @@ LABEL_APP_NAME: Final = "app.kubernetes.io/name"
 LABEL_CREATED_BY: Final = "app.kubernetes.io/created-by"
 LABEL_PRIORITY_CLASS_NAME: Final = "ray.io/priority-class-name"
 LABEL_GANG_SCHEDULING_ENABLED: Final = "ray.io/gang-scheduling-enabled"
+# On each RayJob a RayCronJob creates: the RayCronJob's name.
+LABEL_CRONJOB_NAME: Final = "ray.io/cronjob-name"
 # Ours: the RayJob attempt a cluster or submitter belongs to (KubeRay has no attempt identity).
 LABEL_JOB_ATTEMPT: Final = "ray.io/rayjob-attempt"
 
@@ -51,8 +54,12 @@ ANNOTATION_RECREATE_HASH: Final = "ray.io/upgrade-strategy-recreate-hash"
 ANNOTATION_NUM_WORKER_GROUPS: Final = "ray.io/num-worker-groups"
 ANNOTATION_KUBERAY_VERSION: Final = "ray.io/kuberay-version"
 ANNOTATION_DISABLE_PROVISIONED_HEAD_RESTART: Final = "ray.io/disable-provisioned-head-restart"
+# On each RayJob a RayCronJob creates: the tick it was created for (RFC 3339, UTC).
+ANNOTATION_CRONJOB_SCHEDULED_TIMESTAMP: Final = "ray.io/cronjob-scheduled-timestamp"
 # Ours: a `rollback` signal written back to the RayService so kubectl and the workflow agree.
 ANNOTATION_ROLLBACK_REQUESTED: Final = "ray.io/rollback-requested"
+# Ours: how far back a RayCronJob's missed ticks are made up (`crds.validation.cronjobs`).
+ANNOTATION_CATCHUP_WINDOW: Final = "kuberay-temporal.io/catchup-window"
 
 KUBERAY_VERSION: Final = "v1.7.0"
 
@@ -83,11 +90,18 @@ PORT_NAME_SERVING: Final = "serve"
 
 # --- name limits ------------------------------------------------------------------------------
 # The longest suffix KubeRay appends to a cluster name is "-serve-svc"; the result must stay a
-# 63-character DNS label. RayJob and RayService names leave room for a "-xxxxx" cluster suffix.
+# 63-character DNS label. RayJob and RayService names leave room for a "-xxxxx" cluster suffix,
+# RayCronJob names for the "-<minutes since the epoch>" (up to 11 characters) of their RayJobs.
 MAX_RAYCLUSTER_NAME_LENGTH: Final = 53
 MAX_RAYJOB_NAME_LENGTH: Final = MAX_RAYCLUSTER_NAME_LENGTH - 6
 MAX_RAYSERVICE_NAME_LENGTH: Final = MAX_RAYCLUSTER_NAME_LENGTH - 6
+MAX_RAYCRONJOB_NAME_LENGTH: Final = MAX_RAYJOB_NAME_LENGTH - 11
 MAX_DNS_LABEL_LENGTH: Final = 63
+
+# --- Event reasons ----------------------------------------------------------------------------
+# RayCronJob: its spec is refused (no RayJob is scheduled), and its scheduling is suspended.
+EVENT_INVALID_RAYCRONJOB_SPEC: Final = "InvalidRayCronJobSpec"
+EVENT_SUSPENDED_RAYCRONJOB: Final = "SuspendedRayCronJob"
 
 # --- defaults and timings ---------------------------------------------------------------------
 DEFAULT_SERVE_APP_NAME: Final = "default"

@@ -16,6 +16,7 @@ from crds.common import JSONObject, RayObject
 from crds.constants import API_VERSION, GROUP
 from crds.nesting import nesting_violations
 from crds.raycluster import RayCluster
+from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob
 from crds.rayservice import RayService
 from crds.redaction import is_secret_path
@@ -25,6 +26,7 @@ KIND_MODELS: dict[str, type[RayObject]] = {
     "RayCluster": RayCluster,
     "RayJob": RayJob,
     "RayService": RayService,
+    "RayCronJob": RayCronJob,
 }
 
 # Union members show up in pydantic's error locations; they are not part of the field path.

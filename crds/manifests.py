@@ -1,4 +1,4 @@
-"""The CustomResourceDefinitions of RayCluster, RayJob and RayService, generated from the models.
+"""The CustomResourceDefinitions of the ray.io/v1 kinds, generated from the models.
 
 The pydantic models are the one description of the ray.io/v1 kinds; the CRDs the API server
 enforces are derived from them here, so a field added to a model cannot be forgotten in the
@@ -22,7 +22,8 @@ On top of the models' own shape, the schemas carry KubeRay's server-side rules f
 the models type: its `default:` values (applied by the API server, so the controller sees
 e.g. `minReplicas: 0` however the user wrote the manifest), its minimums and narrowed enums,
 and its CEL `x-kubernetes-validations` (managedBy and GCS backend immutability, deletion
-strategy shape). A manifest KubeRay's API server rejects is rejected here too.
+strategy shape). A manifest KubeRay's API server rejects is rejected here too. A RayCronJob's
+`jobTemplate` is a RayJobSpec, so it gets all of a RayJob spec's rules where it is embedded.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from crds.raycluster import (
     RedisCredential,
     WorkerGroupSpec,
 )
+from crds.raycronjob import RayCronJobSpec
 from crds.rayjob import DeletionCondition, DeletionStrategy, RayJobSpec, RayJobStatus
 from crds.rayservice import ClusterUpgradeOptions, RayServiceSpec, RayServiceStatuses
 
@@ -113,6 +115,9 @@ _FIELD_RULES: dict[tuple[type[RayModel], str], JSONObject] = {
     (RayServiceSpec, "ray_cluster_deletion_delay_seconds"): {"minimum": 0},
     (RayServiceStatuses, "conditions"): _CONDITIONS_LIST,
     (ClusterUpgradeOptions, "max_surge_percent"): {"default": 100},
+    # An empty zone is refused (Go would read it as UTC): leaving the field out is how a
+    # RayCronJob asks for the controller's local zone.
+    (RayCronJobSpec, "time_zone"): {"minLength": 1},
     # The embedded Kubernetes objects, with the defaults their own types declare.
     (HeadGroupSpec, "template"): embedded.schema(embedded.POD_TEMPLATE),
     (HeadGroupSpec, "head_service"): embedded.schema(embedded.SERVICE),
@@ -215,11 +220,18 @@ _PRINTER_COLUMNS: dict[str, list[_Column]] = {
         # KubeRay declares this integer field as a string column; kept for identical output.
         _Column("num serve endpoints", ".status.numServeEndpoints"),
     ],
+    "RayCronJob": [
+        _Column("schedule", ".spec.schedule"),
+        _Column("timezone", ".spec.timeZone"),
+        _Column("last schedule", ".status.lastScheduleTime", "date"),
+        _AGE,
+        _Column("suspend", ".spec.suspend", "boolean"),
+    ],
 }
 
 
 def crd_manifests() -> list[JSONObject]:
-    """Return the CustomResourceDefinitions of RayCluster, RayJob and RayService."""
+    """Return the CustomResourceDefinitions of every ray.io kind (`crds.loading.KIND_MODELS`)."""
     return [crd_manifest(kind) for kind in KIND_MODELS]
 
 
@@ -227,7 +239,7 @@ def crd_manifest(kind: str) -> JSONObject:
     """Return the apiextensions.k8s.io/v1 CustomResourceDefinition of one ray.io kind.
 
     Args:
-        kind: `RayCluster`, `RayJob` or `RayService`.
+        kind: `RayCluster`, `RayJob`, `RayService` or `RayCronJob`.
 
     Returns:
         The CRD as a JSON object, ready to dump as YAML or send to the API server.
@@ -265,7 +277,7 @@ def open_api_schema(model: type[RayObject]) -> JSONObject:
     """Return the structural openAPIV3Schema of a top-level ray.io model.
 
     Args:
-        model: `RayCluster`, `RayJob` or `RayService`.
+        model: `RayCluster`, `RayJob`, `RayService` or `RayCronJob`.
 
     Returns:
         A schema with every `$ref` inlined, KubeRay's defaults and rules merged in, and

@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the `crds` subcommand."""
     parser = subparsers.add_parser(
         "crds",
-        help="print or write the RayCluster, RayJob and RayService CRDs",
+        help="print or write the RayCluster, RayJob, RayService and RayCronJob CRDs",
         description="Generate the ray.io/v1 CustomResourceDefinitions from the models. "
         "Without --output-dir, print them to stdout as one multi-document YAML stream "
         "(pipe it to `kubectl apply -f -`).",

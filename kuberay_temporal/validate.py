@@ -13,8 +13,8 @@ Output, one line per object, on stdout::
 
 Input that cannot be checked at all (unreadable or malformed YAML, a document beyond
 `crds.payloads.MANIFEST_BOUNDS`, an empty file, an object that is not a ray.io/v1
-RayCluster, RayJob or RayService with a name) is reported as one `error:` line on stderr, with
-the file and line, never as a traceback.
+RayCluster, RayJob, RayService or RayCronJob with a name) is reported as one `error:` line on
+stderr, with the file and line, never as a traceback.
 
 Exit codes: 0 every ray.io object is valid, 1 some object is invalid, 2 some input could not
 be checked.
@@ -39,9 +39,6 @@ from crds.validation import validate
 from crds.violations import InvalidObjectError, Violation
 
 STDIN = "-"
-
-# ray.io kinds KubeRay has and kuberay-temporal deliberately does not run.
-_UNSUPPORTED_KINDS = {"RayCronJob": "RayCronJob is not supported by kuberay-temporal"}
 
 
 class ExitCode(IntEnum):
@@ -84,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the `validate` subcommand."""
     parser = subparsers.add_parser(
         "validate",
-        help="check RayCluster, RayJob and RayService manifests",
+        help="check RayCluster, RayJob, RayService and RayCronJob manifests",
         description="Check every ray.io/v1 object in multi-document YAML files the way the "
         "controller will: schema first, then KubeRay's semantic rules. Other kinds are "
         "listed as SKIPPED.",
@@ -170,9 +167,6 @@ def check_document(document: Document) -> ExitCode:
     if not is_ray_object(body):
         print(f"SKIPPED {kind}/{name} (not a ray.io object)")
         return ExitCode.OK
-    if kind in _UNSUPPORTED_KINDS:
-        print(f"SKIPPED {kind}/{name} ({_UNSUPPORTED_KINDS[kind]})")
-        return ExitCode.OK
     _require_ray_identity(body, kind, name)
     violations = _violations(body)
     for violation in violations:
@@ -201,7 +195,7 @@ def _identify(body: Any) -> tuple[str, str]:
 
 
 def _require_ray_identity(body: JSONObject, kind: str, name: str) -> None:
-    """Reject a ray.io document this controller cannot take as a RayCluster/RayJob/RayService."""
+    """Reject a ray.io document this controller cannot take as one of its kinds."""
     if kind not in KIND_MODELS:
         expected = ", ".join(KIND_MODELS)
         raise InputError(f"unknown ray.io kind {kind!r}: expected one of {expected}")

@@ -31,6 +31,7 @@ _SIGNALS = {
     "RayCluster": (messages.SUSPEND, messages.RESUME),
     "RayJob": (messages.SUSPEND, messages.RESUME),
     "RayService": (messages.SUSPEND, messages.RESUME, messages.ROLLBACK),
+    "RayCronJob": (messages.SUSPEND, messages.RESUME),
 }
 
 

@@ -9,7 +9,7 @@ rejects beyond the schema the models already enforce: its controllers' validatio
 The modules split the rules by concept: `names` (object names, labels, managedBy),
 `references` (the names a CR uses to address other objects), `clusters` (any RayClusterSpec)
 with `autoscaling`, `fault_tolerance`, `security` and `addons`, then `jobs` with `deletion`,
-`services`, and `updates`.
+`services`, `cronjobs` with `schedules` (cron strings and time zones), and `updates`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from __future__ import annotations
 from crds.common import RayObject
 from crds.enums import ConditionStatus, RayClusterConditionType
 from crds.raycluster import RayCluster
+from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob
 from crds.rayservice import RayService
 from crds.validation.clusters import cluster_spec_violations, owner_kind_of
+from crds.validation.cronjobs import raycronjob_violations
 from crds.validation.jobs import rayjob_violations
 from crds.validation.names import managed_by_violations, object_name_violations
 from crds.validation.scope import ClusterScope
@@ -39,6 +41,8 @@ def validate(obj: RayObject) -> list[Violation]:
         found += rayjob_violations(obj)
     elif isinstance(obj, RayService):
         found += rayservice_violations(obj)
+    elif isinstance(obj, RayCronJob):
+        found += raycronjob_violations(obj)
     return found
 
 

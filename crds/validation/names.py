@@ -1,10 +1,10 @@
 """Rules about names: object names, label syntax and the `managedBy` field.
 
-KubeRay derives Pod, Service and RayCluster names from the names users choose, and those
-derived names must be DNS labels of at most 63 characters. The per-kind limits (RayCluster 53,
-RayJob and RayService 47) leave room for the suffixes KubeRay appends. Label keys and values
-follow Kubernetes' own syntax rules, re-implemented here so that a bad label is reported before
-any Pod is created with it.
+KubeRay derives Pod, Service, RayCluster and RayJob names from the names users choose, and
+those derived names must be DNS labels of at most 63 characters. The per-kind limits
+(RayCluster 53, RayJob and RayService 47, RayCronJob 36) leave room for the suffixes KubeRay
+appends. Label keys and values follow Kubernetes' own syntax rules, re-implemented here so that
+a bad label is reported before any Pod is created with it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from crds.constants import (
     MANAGED_BY_ALLOWED,
     MAX_DNS_LABEL_LENGTH,
     MAX_RAYCLUSTER_NAME_LENGTH,
+    MAX_RAYCRONJOB_NAME_LENGTH,
     MAX_RAYJOB_NAME_LENGTH,
     MAX_RAYSERVICE_NAME_LENGTH,
 )
@@ -40,6 +41,11 @@ _NAME_LIMITS = {
     "RayService": (
         MAX_RAYSERVICE_NAME_LENGTH,
         "KubeRay appends a 6-character suffix for its RayClusters",
+    ),
+    "RayCronJob": (
+        MAX_RAYCRONJOB_NAME_LENGTH,
+        "KubeRay names each RayJob it creates <name>-<minutes since the epoch>, "
+        "and that name must fit a RayJob's limit",
     ),
 }
 

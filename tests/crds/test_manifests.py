@@ -82,7 +82,8 @@ def test_crds_command_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["crds", "--output-dir", str(tmp_path / "out")]) == 0
     written = {path.name: path.read_text() for path in (tmp_path / "out").iterdir()}
     assert written == rendered_files()
-    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert sorted(written) == [f"ray.io_{kind.lower()}s.yaml" for kind in KINDS]
+    assert len(capsys.readouterr().out.splitlines()) == len(KINDS)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -191,6 +192,19 @@ def test_rayjob_defaults_the_brief_names() -> None:
     group = spec["rayClusterSpec"]["properties"]["workerGroupSpecs"]["items"]["properties"]
     assert (group["minReplicas"]["default"], group["maxReplicas"]["default"]) == (0, 2**31 - 1)
     assert group["numOfHosts"]["default"] == 1
+
+
+def test_raycronjob_template_is_the_rayjob_spec_and_the_rest_is_kuberays() -> None:
+    """The template gets every rule of a RayJob's spec; schedule and zone are KubeRay's."""
+    spec = schema_of("RayCronJob")["properties"]["spec"]
+    assert spec["properties"]["jobTemplate"] == schema_of("RayJob")["properties"]["spec"]
+    theirs = v1(kuberay_crd("RayCronJob"))["schema"]["openAPIV3Schema"]["properties"]
+    assert sorted(spec["required"]) == sorted(theirs["spec"]["required"])
+    for name in ("schedule", "timeZone", "suspend"):
+        assert spec["properties"][name] == theirs["spec"]["properties"][name], name
+    assert spec["properties"]["timeZone"]["minLength"] == 1
+    status = schema_of("RayCronJob")["properties"]["status"]["properties"]
+    assert status == theirs["status"]["properties"]
 
 
 # --- samples against the schema ---------------------------------------------------------------

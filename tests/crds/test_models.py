@@ -28,9 +28,9 @@ def _ray_docs(path: Path) -> list[dict[str, Any]]:
 SAMPLES_WITH_RAY_OBJECTS = [p for p in sample_files() if _ray_docs(p)]
 
 
-def test_samples_cover_all_three_kinds() -> None:
+def test_samples_cover_every_kind() -> None:
     kinds = {d["kind"] for p in SAMPLES_WITH_RAY_OBJECTS for d in _ray_docs(p)}
-    assert kinds == {"RayCluster", "RayJob", "RayService"}
+    assert kinds == {"RayCluster", "RayJob", "RayService", "RayCronJob"} == set(KIND_MODELS)
     assert len(SAMPLES_WITH_RAY_OBJECTS) >= 80
 
 

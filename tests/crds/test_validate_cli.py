@@ -64,8 +64,6 @@ def expected_lines(path: Path) -> list[str]:
         ident = f"{doc['kind']}/{doc['metadata'].get('name') or doc['metadata']['generateName']}"
         if not doc["apiVersion"].startswith("ray.io/"):
             lines.append(f"SKIPPED {ident} (not a ray.io object)")
-        elif doc["kind"] == "RayCronJob":
-            lines.append(f"SKIPPED {ident} (RayCronJob is not supported by kuberay-temporal)")
         else:
             lines.append(f"OK {ident}")
     return lines
@@ -83,6 +81,58 @@ def test_kuberay_sample(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if not rejected:
         assert out == expected_lines(path)
     assert code == (1 if rejected else 0)
+
+
+def test_kuberays_raycronjob_samples_are_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    samples = [str(p) for p in sample_files() if p.name.startswith("ray-cronjob")]
+    code, out, err = run_cli(capsys, *samples)
+    assert (code, err) == (0, [])
+    assert [line for line in out if "RayCronJob" in line] == [
+        "OK RayCronJob/raycronjob-timezone-sample",
+        "OK RayCronJob/raycronjob-sample",
+    ]
+
+
+RAYCRONJOB = """\
+apiVersion: ray.io/v1
+kind: RayCronJob
+metadata:
+  name: nightly
+spec:
+  schedule: "{schedule}"
+  timeZone: {time_zone}
+  jobTemplate:
+    entrypoint: python train.py
+    shutdownAfterJobFinishes: true
+    suspend: {suspend}
+"""
+
+
+def test_raycronjob_problems_each_get_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = RAYCRONJOB.format(schedule="0 3 * * 7", time_zone="Europe/Pariss", suspend="true")
+    code, out, err = run_cli(capsys, write(tmp_path, text))
+    assert (code, err) == (1, [])
+    assert out == [
+        "INVALID RayCronJob/nightly: spec.schedule: invalid cron schedule '0 3 * * 7': in the "
+        "day-of-week field, '7' goes above 6 (it allows 0-6)",
+        "INVALID RayCronJob/nightly: spec.timeZone: timeZone must name a zone of the IANA "
+        "database, such as Asia/Taipei or UTC (names are case-sensitive), got 'Europe/Pariss'",
+        "INVALID RayCronJob/nightly: spec.jobTemplate.rayClusterSpec: set rayClusterSpec, or "
+        "clusterSelector to run on an existing RayCluster",
+    ]
+
+
+def test_raycronjob_schema_errors_name_the_template_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = RAYCRONJOB.format(schedule="@daily", time_zone="UTC", suspend="'yes'")
+    code, out, err = run_cli(capsys, write(tmp_path, text))
+    assert (code, err) == (1, [])
+    assert out == [
+        "INVALID RayCronJob/nightly: spec.jobTemplate.suspend: must be a boolean, got str 'yes'"
+    ]
 
 
 def test_console_script_checks_files_and_stdin(tmp_path: Path) -> None:
@@ -139,7 +189,7 @@ def test_unknown_ray_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert (code, out) == (2, [])
     assert err == [
         f"error: {path}:1: unknown ray.io kind 'RayClustr': expected one of "
-        "RayCluster, RayJob, RayService"
+        "RayCluster, RayJob, RayService, RayCronJob"
     ]
 
 

@@ -14,6 +14,7 @@ from tests.crds.test_validation_support import (
     check,
     edited,
     raycluster,
+    raycronjob,
     rayjob,
     rayservice,
 )
@@ -37,6 +38,15 @@ Builder = Callable[[], dict[str, Any]]
         ),
         pytest.param(rayservice, "s" * 47, None, None, id="rayservice-47-ok"),
         pytest.param(rayservice, "s" * 48, "metadata.name", "at most 47", id="rayservice-48"),
+        pytest.param(raycronjob, "r" * 36, None, None, id="raycronjob-36-ok"),
+        pytest.param(
+            raycronjob,
+            "r" * 37,
+            "metadata.name",
+            "a RayCronJob name must be at most 36 characters (got 37): KubeRay names each "
+            "RayJob it creates <name>-<minutes since the epoch>",
+            id="raycronjob-37",
+        ),
     ],
 )
 def test_name_length(build: Builder, name: str, expected: Expected, phrase: str | None) -> None:

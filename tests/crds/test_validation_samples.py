@@ -22,7 +22,7 @@ SAMPLES = [p for p in sample_files() if _ray_docs(p)]
 
 
 def test_sample_count() -> None:
-    assert sum(len(_ray_docs(p)) for p in SAMPLES) == 87
+    assert sum(len(_ray_docs(p)) for p in SAMPLES) == 89
 
 
 REFUSED = {"ray-cluster.historyserver.yaml": ["spec.historyServerOptions"]}

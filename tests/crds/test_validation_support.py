@@ -88,6 +88,20 @@ def rayservice() -> dict[str, Any]:
     }
 
 
+def raycronjob() -> dict[str, Any]:
+    """A valid RayCronJob: the valid RayJob's spec, every day at 02:30 in Taipei."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCronJob",
+        "metadata": {"name": "demo-cron"},
+        "spec": {
+            "schedule": "30 2 * * *",
+            "timeZone": "Asia/Taipei",
+            "jobTemplate": rayjob()["spec"],
+        },
+    }
+
+
 def edited(doc: dict[str, Any], edits: Edits) -> dict[str, Any]:
     """A deep copy of `doc` with every `path: value` edit applied (missing parents created)."""
     result = copy.deepcopy(doc)

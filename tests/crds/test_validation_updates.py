@@ -8,10 +8,18 @@ import pytest
 
 from crds.loading import parse_ray_object
 from crds.validation import validate_update
-from tests.crds.test_validation_support import Edits, Expected, edited, raycluster, rayjob
+from tests.crds.test_validation_support import (
+    Edits,
+    Expected,
+    edited,
+    raycluster,
+    raycronjob,
+    rayjob,
+)
 
 KUEUE = "kueue.x-k8s.io/multikueue"
 KUBERAY = "ray.io/kuberay-operator"
+CRON_CLUSTER = "spec.jobTemplate.rayClusterSpec"
 
 
 @pytest.mark.parametrize(
@@ -52,6 +60,24 @@ KUBERAY = "ray.io/kuberay-operator"
             id="submission-mode-may-change",
         ),
         pytest.param(raycluster(), rayjob(), "kind", id="kind"),
+        pytest.param(
+            edited(raycronjob(), {"spec.jobTemplate.managedBy": KUBERAY}),
+            edited(raycronjob(), {"spec.jobTemplate.managedBy": KUEUE}),
+            "spec.jobTemplate.managedBy",
+            id="raycronjob-template-managed-by",
+        ),
+        pytest.param(
+            edited(raycronjob(), {f"{CRON_CLUSTER}.gcsFaultToleranceOptions.backend": "redis"}),
+            edited(raycronjob(), {f"{CRON_CLUSTER}.gcsFaultToleranceOptions.backend": "rocksdb"}),
+            f"{CRON_CLUSTER}.gcsFaultToleranceOptions.backend",
+            id="raycronjob-template-backend",
+        ),
+        pytest.param(
+            raycronjob(),
+            edited(raycronjob(), {"spec.schedule": "@hourly", "spec.suspend": True}),
+            None,
+            id="raycronjob-schedule-may-change",
+        ),
     ],
 )
 def test_immutable_fields(old: dict[str, Any], new: Edits, expected: Expected) -> None:

@@ -45,7 +45,9 @@ def test_kustomize_renders_namespace_crds_rbac_settings_workloads_and_budgets() 
     kinds = _kinds(kustomize_docs())
     assert ("Namespace", NAMESPACE) in kinds
     crds = {n for k, n in kinds if k == "CustomResourceDefinition"}
-    assert crds == {"rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io"}
+    assert crds == {
+        f"{plural}.ray.io" for plural in ("rayclusters", "rayjobs", "rayservices", "raycronjobs")
+    }
     for kind in (
         "ServiceAccount",
         "ClusterRole",
@@ -90,6 +92,7 @@ def test_the_chart_ships_the_generated_crds() -> None:
     assert crds.is_symlink() and crds.resolve() == (DEPLOY / "crds").resolve()
     assert sorted(p.name for p in crds.glob("*.yaml")) == [
         "ray.io_rayclusters.yaml",
+        "ray.io_raycronjobs.yaml",
         "ray.io_rayjobs.yaml",
         "ray.io_rayservices.yaml",
     ]
