@@ -19,6 +19,8 @@ from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster.kube_effects import ClusterActivities
 from activities.raycluster.redis_cleanup import ClusterCleanupActivities
+from activities.raycronjob.kube_effects import CronJobActivities
+from activities.raycronjob.schedules import ScheduleActivities
 from activities.rayjob.contract import JobOperatorOptions
 from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
 from activities.rayjob.kube_effects import JobActivities
@@ -69,6 +71,8 @@ def build_activities(
         *serve.activities(),
         *labeler.activities(),
         *RouteActivities(kube, labeler, options).activities(),
+        *CronJobActivities(kube).activities(),
+        *ScheduleActivities().activities(),
     ]
 
 

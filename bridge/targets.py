@@ -23,8 +23,9 @@ class Target:
 RAYCLUSTER = Target("RayCluster", kube.RAYCLUSTERS, primary=True)
 RAYJOB = Target("RayJob", kube.RAYJOBS, primary=True)
 RAYSERVICE = Target("RayService", kube.RAYSERVICES, primary=True)
+RAYCRONJOB = Target("RayCronJob", kube.RAYCRONJOBS, primary=True)
 _NODE_TYPES = ",".join(node_type.value for node_type in RayNodeType)
 POD = Target("Pod", kube.PODS, f"{LABEL_NODE_TYPE} in ({_NODE_TYPES})")
 JOB = Target("Job", kube.JOBS, f"{LABEL_CREATED_BY}={CREATED_BY_VALUE}")
 
-ALL_TARGETS = (RAYCLUSTER, RAYJOB, RAYSERVICE, POD, JOB)
+ALL_TARGETS = (RAYCLUSTER, RAYJOB, RAYSERVICE, RAYCRONJOB, POD, JOB)

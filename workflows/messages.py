@@ -28,7 +28,7 @@ PROGRESS = "progress"
 # The search attributes the bridge starts a workflow with and the workflow keeps current
 # (`worker.search_attributes` registers them).
 RAY_KIND = SearchAttributeKey.for_keyword("RayKind")
-"""The CR's kind: RayCluster, RayJob or RayService."""
+"""The CR's kind: RayCluster, RayJob, RayService or RayCronJob."""
 
 RAY_NAMESPACE = SearchAttributeKey.for_keyword("RayNamespace")
 """The CR's Kubernetes namespace."""
@@ -43,6 +43,7 @@ FIRST_HEADLINE = {
     "RayCluster": "provisioning",
     "RayJob": "Initializing",
     "RayService": "Initializing",
+    "RayCronJob": "Scheduled",
 }
 """Each kind's `RayState` before its first status: the bridge starts a workflow with it, so the
 workflow's first pass upserts nothing (one action fewer) unless the state has moved on. A

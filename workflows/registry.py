@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from workflows.diagnostics import PingWorkflow
 from workflows.raycluster.workflow import RayClusterWorkflow
+from workflows.raycronjob.firing import RayCronJobFiringWorkflow
+from workflows.raycronjob.workflow import RayCronJobWorkflow
 from workflows.rayjob.workflow import RayJobWorkflow
 from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
@@ -18,5 +20,7 @@ WORKFLOWS: list[type] = [
     RayJobWorkflow,
     RayServiceWorkflow,
     RayServiceUpgradeWorkflow,
+    RayCronJobWorkflow,
+    RayCronJobFiringWorkflow,
 ]
 """Workflow classes, each decorated with `@workflow.defn`."""

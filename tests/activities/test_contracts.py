@@ -20,11 +20,19 @@ from activities.contract import ActivityRef
 from activities.dashboard import contract as dashboard_contract
 from activities.kube.client import KubeClient
 from activities.raycluster import contract as cluster_contract
+from activities.raycronjob import contract as cronjob_contract
 from activities.rayjob import contract as job_contract
 from activities.rayservice import contract as service_contract
 from activities.registry import build_activities
 
-CONTRACTS = (contract, dashboard_contract, cluster_contract, job_contract, service_contract)
+CONTRACTS = (
+    contract,
+    dashboard_contract,
+    cluster_contract,
+    job_contract,
+    service_contract,
+    cronjob_contract,
+)
 
 
 def _references() -> dict[str, ActivityRef[Any, Any]]:

@@ -88,7 +88,9 @@ async def test_apply_k_deploy_is_accepted(kubectl: Kubectl) -> None:
     await kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     # The CRDs are served: the kinds the bridge watches exist.
     resources = await kubectl("api-resources", "--api-group=ray.io", "-o", "name")
-    assert set(resources.split()) == {"rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io"}
+    assert set(resources.split()) == {
+        f"{plural}.ray.io" for plural in ("rayclusters", "rayjobs", "rayservices", "raycronjobs")
+    }
     await _pods_run_as_their_accounts(kubectl)
     # A second apply would change nothing (kubectl diff exits 1 when it would).
     await kubectl("diff", "-k", str(DEPLOY))

@@ -95,13 +95,13 @@ def test_the_scan_resolves_the_call_sites_it_cannot_read_directly() -> None:
         "INGRESSES",
     }
     assert {(s.module, s.method) for s in bridge.dynamic} == {("bridge/watching.py", "ListWatch")}
-    assert bridge.tables == {"RAYCLUSTERS", "RAYJOBS", "RAYSERVICES", "PODS", "JOBS"}
+    assert bridge.tables == {"RAYCLUSTERS", "RAYJOBS", "RAYSERVICES", "RAYCRONJOBS", "PODS", "JOBS"}
 
 
 def test_the_scan_sees_every_owner_whose_deletion_the_worker_blocks() -> None:
     assert usage.owner_uses() == {
         ("update", "ray.io", f"{plural}/finalizers")
-        for plural in ("rayclusters", "rayjobs", "rayservices")
+        for plural in ("rayclusters", "rayjobs", "rayservices", "raycronjobs")
     }
     # Only the scanned builder sets blockOwnerDeletion; another would escape the scan.
     setting = {

@@ -56,7 +56,7 @@ from worker.running import build_worker
 from runtime.settings import Settings
 
 SAMPLES = REPO_ROOT / "samples"
-RAY_KINDS = (kube.RAYCLUSTERS, kube.RAYJOBS, kube.RAYSERVICES)
+RAY_KINDS = (kube.RAYCLUSTERS, kube.RAYJOBS, kube.RAYSERVICES, kube.RAYCRONJOBS)
 SUBJECT_ACCESS_REVIEWS = kube.Resource("authorization.k8s.io", "v1", "subjectaccessreviews", False)
 
 T = TypeVar("T")
@@ -320,6 +320,39 @@ async def test_a_rayservice_gets_its_raycluster(operator: Operator) -> None:
         return await operator.owned_by(kube.RAYCLUSTERS, rayservice) or None
 
     await operator.eventually(cluster, "the RayService's RayCluster")
+    assert await operator.refusals() == []
+
+
+async def test_a_raycronjob_gets_its_schedule_and_a_rayjob_per_firing(
+    operator: Operator,
+) -> None:
+    cronjob = await operator.apply("raycronjob.yaml")
+    schedule_id = f"raycronjob/{operator.namespace}/{cronjob['metadata']['name']}/"
+    schedule = operator.temporal.get_schedule_handle(schedule_id + cronjob["metadata"]["uid"])
+
+    async def created() -> bool:
+        try:
+            await schedule.describe()
+        except RPCError:
+            return False
+        return True
+
+    await operator.eventually(created, "the RayCronJob's Schedule")
+    await schedule.trigger()  # a firing now, not at the next minute
+
+    async def rayjob() -> list[kube.JSON] | None:
+        return await operator.owned_by(kube.RAYJOBS, cronjob) or None
+
+    (job,) = await operator.eventually(rayjob, "the firing's RayJob")
+    assert job["metadata"]["labels"]["ray.io/cronjob-name"] == cronjob["metadata"]["name"]
+
+    async def scheduled() -> str | None:
+        found = await operator.admin.get(
+            kube.RAYCRONJOBS, operator.namespace, cronjob["metadata"]["name"]
+        )
+        return (found.get("status") or {}).get("lastScheduleTime")
+
+    await operator.eventually(scheduled, "lastScheduleTime")
     assert await operator.refusals() == []
 
 

@@ -13,22 +13,31 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
+from kuberay_temporal.binaries import temporal_cli
 from tests.eventually import eventually
 from tests.time_skipping import start_time_skipping
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
 from worker.running import strict_sandbox_runner
+from worker.search_attributes import ALL_KEYS
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
+from workflows.raycronjob.firing import RayCronJobFiringWorkflow
+from workflows.raycronjob.state import RayCronJobInput
+from workflows.raycronjob.workflow import RayCronJobWorkflow
 from workflows.rayjob.state import RayJobInput
 from workflows.rayjob.workflow import RayJobWorkflow
 from workflows.rayservice.state import RayServiceInput
@@ -36,6 +45,7 @@ from workflows.rayservice.upgrade_child import RayServiceUpgradeWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
+Scenario = Callable[[Client], Awaitable[WorkflowHistory]]
 
 
 async def raycluster_lifecycle(client: Client) -> WorkflowHistory:
@@ -155,6 +165,61 @@ async def rayservice_lifecycle(client: Client) -> WorkflowHistory:
         return await handle.fetch_history()
 
 
+async def raycronjob_lifecycle(client: Client) -> WorkflowHistory:
+    """Schedule created, a firing, suspended, resumed (ticks made up), invalid, deleted.
+
+    On a dev server: the time-skipping server has no Schedules.
+    """
+    from tests.workflows.raycronjob.fake_cron import CronWorld
+
+    world = CronWorld()
+    queue = f"record-{uuid.uuid4()}"
+    ref = ObjectRef(kind="RayCronJob", namespace="default", name="nightly", uid="uid-4")
+    schedule = client.get_schedule_handle(ref.workflow_id)
+
+    async def edit(**fields: object) -> None:
+        for key, value in fields.items():
+            setattr(world, key, value)
+        world.generation += 1
+        await handle.signal(
+            messages.SPEC_CHANGED, messages.SpecChanged(generation=world.generation)
+        )
+
+    async def paused(wanted: bool) -> bool:
+        try:
+            return (await schedule.describe()).schedule.state.paused == wanted
+        except RPCError:  # not created yet
+            return False
+
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[RayCronJobWorkflow, RayCronJobFiringWorkflow],
+        activities=world.activities(),
+        workflow_runner=strict_sandbox_runner(),
+    ):
+        handle = await client.start_workflow(
+            RayCronJobWorkflow.run, RayCronJobInput(ref=ref), id=ref.workflow_id, task_queue=queue
+        )
+        await eventually(lambda: paused(False))
+        await schedule.trigger()
+        await eventually(lambda: world.fired)
+        await edit(suspend=True)
+        await eventually(lambda: paused(True))
+        world.last_schedule_time = datetime.now(UTC) - timedelta(minutes=2)
+        await edit(suspend=False)
+        await eventually(lambda: paused(False))
+        await edit(wanted=None, violations=["spec.schedule: invalid cron schedule"])
+        await eventually(lambda: world.events[-1:] == ["InvalidRayCronJobSpec"])
+        world.exists = False
+        await handle.signal(messages.DELETED, messages.Deleted(gone=True))
+        await handle.result()
+        return await handle.fetch_history()
+
+
+DEV_SERVER_SCENARIOS = {"raycronjob_lifecycle": raycronjob_lifecycle}
+"""Recorded on a dev server, which has Schedules."""
+
 SCENARIOS = {
     "raycluster_lifecycle": raycluster_lifecycle,
     # The same lifecycle once each pass read locally (patch `raycluster-local-read`); the
@@ -182,17 +247,31 @@ SCENARIOS = {
 
 
 async def main() -> None:
+    only = set(sys.argv[1:]) or set(SCENARIOS) | set(DEV_SERVER_SCENARIOS)
     env = await start_time_skipping()
     try:
-        only = set(sys.argv[1:]) or set(SCENARIOS)
-        for name, scenario in SCENARIOS.items():
-            if name not in only:
-                continue
-            history = await scenario(env.client)
-            (HISTORIES / f"{name}.json").write_text(history.to_json())
-            print(f"recorded {name}: {len(history.events)} events")
+        await _record(env.client, SCENARIOS, only)
     finally:
         await env.shutdown()
+    if only & set(DEV_SERVER_SCENARIOS):
+        dev = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_cli()),
+            port=None,
+            search_attributes=ALL_KEYS,
+            data_converter=pydantic_data_converter,
+        )
+        try:
+            await _record(dev.client, DEV_SERVER_SCENARIOS, only)
+        finally:
+            await dev.shutdown()
+
+
+async def _record(client: Client, scenarios: dict[str, Scenario], only: set[str]) -> None:
+    for name, scenario in scenarios.items():
+        if name in only:
+            history = await scenario(client)
+            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            print(f"recorded {name}: {len(history.events)} events")
 
 
 if __name__ == "__main__":

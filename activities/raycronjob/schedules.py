@@ -1,0 +1,226 @@
+"""The Temporal Schedule of each RayCronJob: created, updated, paused and deleted with it.
+
+A RayCronJob is a cron schedule; Temporal Schedules are cron schedules run by the server, so
+each RayCronJob gets one (its id is the RayCronJob workflow's id) whose action starts the
+short `RayCronJobFiring` workflow on the worker's task queue. The server keeps the times: a
+worker down at a tick finds the firing waiting when it comes back, a Temporal server down at a
+tick makes it up within the catch-up window, and every firing is a workflow in the Temporal UI.
+
+These activities use the worker's own Temporal client (`activity.client()`), and are
+idempotent: a create that finds its Schedule updates it, a delete that finds none is done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from temporalio import activity
+from temporalio.client import (
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleBackfill,
+    ScheduleHandle,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleState,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+)
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.raycronjob import contract
+from crds.refs import ObjectRef
+
+FIRING_WORKFLOW = "RayCronJobFiring"
+"""The workflow each firing starts (`workflows.raycronjob.firing`)."""
+FIRING_ID_PREFIX = "raycronjob-firing"
+"""Firings are `raycronjob-firing/<namespace>/<name>/<uid>-<time>` (Temporal adds the time)."""
+DEFAULT_CATCHUP = timedelta(days=365)
+"""How far back a sync makes up firings when the CR sets no window: Temporal's own default."""
+T = TypeVar("T")
+# The keys the CR workflows are listed by (`workflows.messages`), so a search for a RayCronJob's
+# namespace or name finds its firings too. Not its kind: the bridge takes every workflow of a
+# kind for a CR workflow.
+_NAMESPACE_KEY = SearchAttributeKey.for_keyword("RayNamespace")
+_NAME_KEY = SearchAttributeKey.for_keyword("RayName")
+_FIELD_MINIMUMS = (0, 0, 1, 1, 0)  # minute, hour, day of month, month, day of week
+
+
+def temporal_cron(schedule: str) -> str:
+    """A schedule KubeRay's parser accepts, written the way Temporal's parser accepts it too.
+
+    The two read the same five fields alike, but for spellings only KubeRay's (robfig/cron)
+    takes: `?` for `*` in any field, `*` or `?` as the start of a range (`*-5` is `0-5` in
+    the minute field) and empty items in a list (`1,,2`). Descriptors pass unchanged.
+    """
+    fields = schedule.split()
+    if len(fields) != len(_FIELD_MINIMUMS):
+        return schedule
+    return " ".join(
+        ",".join(_item(item, low) for item in field.split(",") if item)
+        for field, low in zip(fields, _FIELD_MINIMUMS, strict=True)
+    )
+
+
+def _item(item: str, low: int) -> str:
+    if item == "?" or item.startswith("?/"):
+        return "*" + item[1:]
+    if item[:2] in ("*-", "?-"):
+        return f"{low}{item[1:]}"
+    return item
+
+
+def firing_id(ref: ObjectRef) -> str:
+    """The workflow id the Schedule gives its firings, before Temporal appends the time."""
+    return f"{FIRING_ID_PREFIX}/{ref.namespace}/{ref.name}/{ref.uid}"
+
+
+def build_schedule(
+    ref: ObjectRef, wanted: contract.ScheduleWanted, state: ScheduleState, task_queue: str
+) -> Schedule:
+    """The Schedule of a RayCronJob with a valid spec."""
+    attributes = TypedSearchAttributes(
+        [
+            SearchAttributePair(_NAMESPACE_KEY, ref.namespace),
+            SearchAttributePair(_NAME_KEY, ref.name),
+        ]
+    )
+    catchup = wanted.catchup_seconds
+    return Schedule(
+        action=ScheduleActionStartWorkflow(
+            FIRING_WORKFLOW,
+            contract.FiringInput(ref=ref),
+            id=firing_id(ref),
+            task_queue=task_queue,
+            typed_search_attributes=attributes,
+            static_summary=f"RayJob of RayCronJob {ref.namespace}/{ref.name}",
+        ),
+        spec=ScheduleSpec(
+            cron_expressions=[temporal_cron(wanted.cron)], time_zone_name=wanted.time_zone or None
+        ),
+        policy=SchedulePolicy(
+            # KubeRay creates each tick's RayJob whether or not the last one still runs.
+            overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+            catchup_window=None if catchup is None else timedelta(seconds=catchup),
+        ),
+        state=state,
+    )
+
+
+class ScheduleActivities:
+    """RayCronJob Schedules on the worker's Temporal server."""
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The bound activity methods, for worker registration."""
+        return [self.sync, self.delete]
+
+    @activity.defn(name=contract.SYNC_SCHEDULE.name)
+    async def sync(self, params: contract.SyncScheduleInput) -> contract.SyncScheduleResult:
+        """Make the Schedule say what `params` says (`contract.SyncScheduleInput`)."""
+        client = activity.client()
+        schedule_id = contract.ScheduleRef(ref=params.ref).schedule_id
+        handle = client.get_schedule_handle(schedule_id)
+        state = ScheduleState(paused=params.paused, note=params.note or None)
+        was_paused = await _paused(handle)
+        action = contract.SyncScheduleAction.UPDATED
+        if was_paused is None:
+            if params.wanted is None:
+                return contract.SyncScheduleResult(action=contract.SyncScheduleAction.NOTHING)
+            task_queue = activity.info().task_queue
+            schedule = build_schedule(params.ref, params.wanted, state, task_queue)
+            try:
+                await _refusing(client.create_schedule(schedule_id, schedule))
+                action = contract.SyncScheduleAction.CREATED
+            except ScheduleAlreadyRunningError:  # an attempt before this one created it
+                was_paused = await _paused(handle)
+                if was_paused is None:  # and something deleted it since: try again
+                    raise
+        if action == contract.SyncScheduleAction.UPDATED:
+            await _refusing(self._update(handle, params))
+        made_up = None
+        if not params.paused and was_paused is not False:  # created, or unpaused
+            made_up = await _make_up(handle, params)
+        return contract.SyncScheduleResult(action=action, paused=params.paused, made_up=made_up)
+
+    @activity.defn(name=contract.DELETE_SCHEDULE.name)
+    async def delete(self, params: contract.ScheduleRef) -> None:
+        """Delete the Schedule; none is fine (deleted before, or never created)."""
+        handle = activity.client().get_schedule_handle(params.schedule_id)
+        try:
+            await handle.delete()
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+
+    async def _update(self, handle: ScheduleHandle, params: contract.SyncScheduleInput) -> None:
+        """One update carries the times and the paused state together.
+
+        Not an update and then a pause: the server's scheduler may apply a pause (a patch)
+        before an update sent just before it, and the update's copy of the state then undoes it.
+        """
+        state = ScheduleState(paused=params.paused, note=params.note or None)
+        wanted, task_queue = params.wanted, activity.info().task_queue
+
+        def replace(current: ScheduleUpdateInput) -> ScheduleUpdate:
+            schedule = current.description.schedule
+            if wanted is None:  # an invalid spec: the times it had
+                return ScheduleUpdate(dataclasses.replace(schedule, state=state))
+            return ScheduleUpdate(build_schedule(params.ref, wanted, state, task_queue))
+
+        await handle.update(replace)
+
+
+async def _refusing(call: Awaitable[T]) -> T:
+    """`call`, with a Temporal server's refusal of the Schedule as a failure never retried.
+
+    Our validation accepts what KubeRay accepts, and `temporal_cron` writes it so Temporal
+    accepts it too; should the server still refuse one, retrying would not change its mind,
+    and the workflow reports the refusal on the RayCronJob instead.
+    """
+    try:
+        return await call
+    except RPCError as err:
+        if err.status != RPCStatusCode.INVALID_ARGUMENT:
+            raise
+        message = f"the Temporal server refused the RayCronJob's Schedule: {err.message}"
+        raise ApplicationError(
+            message, type=contract.INVALID_SCHEDULE_ERROR, non_retryable=True
+        ) from None
+
+
+async def _paused(handle: ScheduleHandle) -> bool | None:
+    """Whether the Schedule is paused; None when there is no Schedule."""
+    try:
+        description = await handle.describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+    return description.schedule.state.paused
+
+
+async def _make_up(handle: ScheduleHandle, params: contract.SyncScheduleInput) -> datetime | None:
+    """Ask Temporal to fire every tick after `since` up to now, within the catch-up window.
+
+    The tick at `since` itself fired already (it is the last written to the status), hence the
+    second after it. A tick fired twice makes the RayJob it made before: the name is the tick's.
+    """
+    if params.since is None or params.wanted is None:
+        return None
+    now = datetime.now(UTC)
+    catchup = params.wanted.catchup_seconds
+    window = DEFAULT_CATCHUP if catchup is None else timedelta(seconds=catchup)
+    start = max(params.since + timedelta(seconds=1), now - window)
+    if start >= now:
+        return None
+    await handle.backfill(
+        ScheduleBackfill(start_at=start, end_at=now, overlap=ScheduleOverlapPolicy.ALLOW_ALL)
+    )
+    return start

@@ -1,0 +1,128 @@
+"""The RayCronJob Kubernetes activities against devcluster (real HTTP, real API semantics)."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio.testing import ActivityEnvironment
+
+from activities.kube import client as kube
+from activities.kube.client import KubeClient
+from activities.raycronjob import contract
+from activities.raycronjob.kube_effects import CronJobActivities
+from crds.refs import ObjectRef
+
+TICK = datetime(2026, 12, 5, 1, 30, tzinfo=UTC)
+TEMPLATE: dict[str, Any] = {
+    "entrypoint": "python x.py",
+    "shutdownAfterJobFinishes": True,
+    "rayClusterSpec": {
+        "headGroupSpec": {
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [{"name": "ray-head", "image": "ray:2"}]}},
+        }
+    },
+}
+
+
+async def make_cronjob(client: KubeClient, **fields: Any) -> ObjectRef:
+    name = f"c{uuid.uuid4().hex[:6]}"
+    annotations = fields.pop("annotations", {})
+    body = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCronJob",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": {"schedule": "30 1 * * *", "jobTemplate": copy.deepcopy(TEMPLATE)} | fields,
+    }
+    created = await client.create(kube.RAYCRONJOBS, "default", body)
+    return ObjectRef(
+        kind="RayCronJob", namespace="default", name=name, uid=created["metadata"]["uid"]
+    )
+
+
+async def fire(client: KubeClient, ref: ObjectRef, at: datetime) -> contract.FiringResult:
+    request = contract.CreateScheduledJobInput(ref=ref, scheduled_at=at)
+    return await ActivityEnvironment().run(
+        CronJobActivities(client).create_scheduled_rayjob, request
+    )
+
+
+async def read(client: KubeClient, ref: ObjectRef) -> contract.CronJobSnapshot:
+    request = contract.ReadCronJobInput(ref=ref)
+    return await ActivityEnvironment().run(CronJobActivities(client).read, request)
+
+
+async def test_a_firing_creates_the_ticks_rayjob_once_and_advances_the_status(
+    client: KubeClient,
+) -> None:
+    ref = await make_cronjob(client)
+    first = await fire(client, ref, TICK)
+    minute = int(TICK.timestamp()) // 60
+    assert first == contract.FiringResult(rayjob=f"{ref.name}-{minute}", created=True)
+    job = await client.get(kube.RAYJOBS, "default", first.rayjob)
+    assert job["metadata"]["labels"]["ray.io/cronjob-name"] == ref.name
+    assert job["metadata"]["ownerReferences"][0]["uid"] == ref.uid
+    assert job["spec"]["entrypoint"] == "python x.py"
+    cronjob = await client.get(kube.RAYCRONJOBS, "default", ref.name)
+    assert cronjob["status"]["lastScheduleTime"] == "2026-12-05T01:30:00Z"
+
+    # The same tick again (a retry, a made-up firing): the RayJob it made, nothing new.
+    again = await fire(client, ref, TICK)
+    assert again == contract.FiringResult(rayjob=first.rayjob, created=False)
+    # An earlier tick made up late never moves the status back.
+    earlier = await fire(client, ref, TICK - timedelta(days=1))
+    assert earlier.created
+    cronjob = await client.get(kube.RAYCRONJOBS, "default", ref.name)
+    assert cronjob["status"]["lastScheduleTime"] == "2026-12-05T01:30:00Z"
+
+
+async def test_a_firing_creates_nothing_for_a_suspended_or_replaced_raycronjob(
+    client: KubeClient,
+) -> None:
+    suspended = await make_cronjob(client, suspend=True)
+    result = await fire(client, suspended, TICK)
+    assert result.skipped == f"{suspended} is suspended" and not result.rayjob
+    assert await client.list_all(kube.RAYJOBS, "default") == []
+
+    # Deleted and applied again under its name: the old Schedule's firing leaves it alone.
+    old = await make_cronjob(client)
+    await client.delete(kube.RAYCRONJOBS, "default", old.name)
+    body = await client.get_or_none(kube.RAYCRONJOBS, "default", old.name)
+    assert body is None
+    result = await fire(client, old, TICK)
+    assert result.skipped == f"{old} is gone"
+    assert await client.list_all(kube.RAYJOBS, "default") == []
+
+
+async def test_the_read_carries_the_times_never_the_template(client: KubeClient) -> None:
+    ref = await make_cronjob(
+        client,
+        schedule="45 21 * * *",
+        timeZone="Asia/Taipei",
+        annotations={"kuberay-temporal.io/catchup-window": "10m"},
+    )
+    snap = await read(client, ref)
+    assert snap.violations == []
+    assert snap.wanted == contract.ScheduleWanted(
+        cron="45 21 * * *", time_zone="Asia/Taipei", catchup_seconds=600
+    )
+    assert snap.created_at is not None and not snap.suspend
+    assert "python x.py" not in snap.model_dump_json()
+
+
+async def test_the_read_reports_an_invalid_schedule(client: KubeClient) -> None:
+    ref = await make_cronjob(client, schedule="61 * * * *")
+    snap = await read(client, ref)
+    assert snap.wanted is None
+    assert len(snap.violations) == 1 and "spec.schedule" in snap.violations[0]
+
+
+async def test_a_person_s_suspend_is_written_to_the_spec(client: KubeClient) -> None:
+    ref = await make_cronjob(client)
+    request = contract.SetCronJobSuspendInput(ref=ref, suspend=True)
+    await ActivityEnvironment().run(CronJobActivities(client).set_suspend, request)
+    cronjob = await client.get(kube.RAYCRONJOBS, "default", ref.name)
+    assert cronjob["spec"]["suspend"] is True
