@@ -25,6 +25,8 @@ RUN: dict[str, str] = {
     "ray-job.deletion-rules.yaml": RAYJOBS,
     "ray-job.custom-head-svc.yaml": RAYJOBS,
     "ray-job.platform-events.yaml": RAYJOBS,
+    "ray-cronjob.sample.yaml": RAYJOBS,
+    "ray-cronjob-timezone.sample.yaml": RAYJOBS,
     "ray-cluster.kubernetes.auth.yaml": TOKEN_REVIEW,
     "ray-cluster.kubernetes.auth-manual.yaml": TOKEN_REVIEW,
     # At full size only (KUBERAY_TEMPORAL_REAL_SAMPLES=all): one at a time, minutes each.
@@ -62,7 +64,6 @@ CERT_MANAGER = "its certificates come from cert-manager, which does not run here
 FLUENT_BIT = "no local program stands in for the `fluent/fluent-bit` image"
 CONTAINERS = "it starts a container image no local program stands in for (no container runtime)"
 REFUSED = "`historyServerOptions` is refused (see below)"
-CRONJOB = "RayCronJob is not supported yet"
 NO_RAY = "it holds no Ray object (an Ingress, a Gateway API object, agent-sandbox templates)"
 
 NOT_RUN: dict[str, str] = {
@@ -114,8 +115,6 @@ NOT_RUN: dict[str, str] = {
     "ray-service.text-summarizer.yaml": GPU,
     "ray-job.light-weight-submitter.yaml": CONTAINERS,
     "ray-job.sandbox.yaml": CONTAINERS,
-    "ray-cronjob.sample.yaml": CRONJOB,
-    "ray-cronjob-timezone.sample.yaml": CRONJOB,
     "ray-service.sample.yaml": OFFLINE,
     "ray-service.custom-serve-service.yaml": OFFLINE,
     "ray-service.different-port.yaml": OFFLINE,

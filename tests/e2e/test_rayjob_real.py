@@ -2,7 +2,8 @@
 
 Two sets of RayJobs, one stack (the real control plane, pods as processes):
 
-* KubeRay's own samples (`ray-job.<name>.yaml`), each reaching KubeRay's state, with what a
+* KubeRay's own samples (`ray-job.<name>.yaml`, and the RayCronJob samples that create such
+  RayJobs), each reaching KubeRay's state, with what a
   KubeRay user would look at checked on the way: the status, the RayCluster and submitter Job
   it owns and their labels, the pods, Services and deletion rules. The files are applied with
   kubectl after `localise`, which changes only what cannot work on one offline machine or in a
@@ -25,11 +26,13 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import pytest_asyncio
 import yaml
+from temporalio.service import RPCError
 
 from tests.e2e.conftest import LocalStack, running_stack
 from tests.e2e.ray_tools import job_status, submit_job
@@ -52,6 +55,7 @@ from tests.reference import KUBERAY_SAMPLES
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420), pytest.mark.kubernetes]
 
 TTL_DIVISOR = 3
+SUSPEND = json.dumps({"spec": {"suspend": True}})
 PINNED_CHECK = 'assert requests.__version__ == "2.26.0"'
 
 
@@ -68,8 +72,8 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Local
 
 def localise(doc: dict[str, Any]) -> dict[str, Any]:
     """One document of a sample file, changed only as the module docstring says."""
-    if doc.get("kind") == "RayJob":
-        spec = doc["spec"]
+    if doc.get("kind") in ("RayJob", "RayCronJob"):
+        spec = doc["spec"] if doc["kind"] == "RayJob" else doc["spec"]["jobTemplate"]
         if spec.get("runtimeEnvYAML"):
             runtime_env = yaml.safe_load(spec["runtimeEnvYAML"])
             runtime_env.pop("pip", None)
@@ -123,6 +127,50 @@ async def test_sample_k8s_job_mode(stack: LocalStack) -> None:
     assert labels["ray.io/rayjob-attempt"] == "1"
     assert cluster["metadata"]["ownerReferences"][0]["kind"] == "RayJob"
     await cleanup(stack, rayjob, ("configmap", "ray-job-code-sample"))
+
+
+async def test_cronjob_samples_schedule_rayjobs_that_complete(stack: LocalStack) -> None:
+    for file in ("ray-cronjob.sample.yaml", "ray-cronjob-timezone.sample.yaml"):
+        for doc in yaml.safe_load_all((KUBERAY_SAMPLES / file).read_text()):
+            if doc:
+                await apply(stack, localise(doc))
+    # Every minute: the first tick's RayJob, then suspended (one Ray cluster at a time here).
+    name = "raycronjob-sample"
+    selector = f"ray.io/cronjob-name={name}"
+
+    async def first() -> dict[str, Any] | None:
+        raw = await stack.kubectl("get", "rayjobs", "-l", selector, "-o", "json")
+        items = json.loads(raw)["items"]
+        return items[0] if items else None
+
+    rayjob = await eventually(first, within=90, message="the first tick's RayJob")
+    await stack.kubectl("patch", "raycronjob", name, "--type", "merge", "-p", SUSPEND)
+    job_name = rayjob["metadata"]["name"]
+    tick = rayjob["metadata"]["annotations"]["ray.io/cronjob-scheduled-timestamp"]
+    assert rayjob["metadata"]["ownerReferences"][0]["kind"] == "RayCronJob"
+    done = await reaches(stack, job_name, "Complete", within=300)
+    assert done["jobStatus"] == "SUCCEEDED"
+    cronjob = await get(stack, "raycronjob", name)
+    assert cronjob is not None and cronjob["status"]["lastScheduleTime"] >= tick
+
+    # 21:45 in Taipei (UTC+8) is 13:45 UTC: the Schedule reads the zone as KubeRay does.
+    zoned = await get(stack, "raycronjob", "raycronjob-timezone-sample")
+    assert zoned is not None
+    schedule_id = f"raycronjob/default/raycronjob-timezone-sample/{zoned['metadata']['uid']}"
+
+    async def next_firing() -> datetime | None:
+        try:
+            found = await stack.client.get_schedule_handle(schedule_id).describe()
+        except RPCError:
+            return None
+        return found.info.next_action_times[0] if found.info.next_action_times else None
+
+    upcoming = await eventually(next_firing, within=30, message="the zoned Schedule")
+    assert (upcoming.astimezone(UTC).hour, upcoming.minute) == (13, 45)
+    await delete(stack, "raycronjob", name)
+    await delete(stack, "raycronjob", "raycronjob-timezone-sample")
+    await delete(stack, "configmap", "ray-job-code-sample")
+    await eventually(lambda: absent(stack, "rayjob", job_name), within=60, message="collected")
 
 
 async def test_shutdown_deletes_the_cluster_after_its_ttl(stack: LocalStack) -> None:
