@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.kube.client import KubeClient, Resource
-from activities.kube.errors import KubeError, KubeGone
+from activities.kube.errors import KubeError, KubeGone, KubeNotFound
 from activities.kube.vocabulary import WatchEventType
 
 logger = logging.getLogger(__name__)
@@ -85,7 +85,10 @@ class ListWatch:
                 failures += 1
                 self.stats.errors += 1
                 delay = min(30.0, 0.5 * 2 ** min(failures, 6))
-                logger.warning("%s: %s; retrying in %.1fs", what, err, delay)
+                reason: object = err
+                if isinstance(err, KubeNotFound):  # a collection is never 404, but for its kind
+                    reason = f"not served by the API server: is its CRD installed? ({err})"
+                logger.warning("%s: %s; retrying in %.1fs", what, reason, delay)
                 await asyncio.sleep(delay)
 
     async def _list(self) -> str:

@@ -165,3 +165,14 @@ async def test_a_copy_that_fails_says_so_and_answers_nothing(
     await informer.run()  # ends, logging why, instead of leaving a failed task behind
     assert not informer.whole and not await informer.reached("default", 0, 0)
     assert "the copy of pods stopped; reads go to the API server" in caplog.text
+
+
+async def test_a_kind_without_its_crd_says_so(
+    client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bridge on a cluster with older CRDs (no RayCronJob) names what is missing."""
+    missing = kube.Resource("ray.io", "v1", "raynothings")
+    informer = Informer(client, missing, "ray.io/cluster")
+    async with running(informer):
+        await eventually(lambda: "raynothings: not served" in caplog.text)
+    assert "is its CRD installed?" in caplog.text
