@@ -35,6 +35,7 @@ from tests.reference import KUBERAY_CRDS, REPO_ROOT, sample_files
 
 JSON = dict[str, Any]
 KINDS = ("RayCluster", "RayJob", "RayService")
+"""The kinds the properties generate (not yet RayCronJob, whose template is a RayJob spec)."""
 CLUSTER_SPEC = {
     "RayCluster": ("spec",),
     "RayJob": ("spec", "rayClusterSpec"),
@@ -50,7 +51,7 @@ def kuberay_samples() -> dict[str, tuple[JSON, ...]]:
     found: dict[str, list[JSON]] = {kind: [] for kind in KINDS}
     for path in sample_files():
         for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict) and is_ray_object(doc) and doc.get("kind") in KIND_MODELS:
+            if isinstance(doc, dict) and is_ray_object(doc) and doc.get("kind") in KINDS:
                 found[doc["kind"]].append(doc)
     return {kind: tuple(docs) for kind, docs in found.items()}
 
