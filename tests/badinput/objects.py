@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from crds.loading import KIND_MODELS, is_ray_object, parse_ray_object
+from crds.loading import is_ray_object, parse_ray_object
 from crds.validation import validate
 from crds.violations import InvalidObjectError, Violation
 from devcluster.crds import kind_rows
