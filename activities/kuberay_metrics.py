@@ -22,9 +22,10 @@ Workflows stay out of this: they decide statuses; the metrics follow the writes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -296,9 +297,9 @@ class KubeRayMetrics:
     def _has(self, family: str) -> bool:
         return any(key[0] == family for key in self._durations)
 
-    async def _forget_gone(self, family: str, listing: Awaitable[list[kube.JSON]]) -> None:
+    async def _forget_gone(self, family: str, listings: Awaitable[list[list[kube.JSON]]]) -> None:
         try:
-            existing = await listing
+            existing = [item for listing in await listings for item in listing]
         except KubeError as err:
             logger.warning("metrics: listing for %s failed: %s", family, err)
             return
@@ -316,11 +317,15 @@ class KubeRayMetrics:
             if (labels["namespace"], labels["name"]) not in existing:
                 del self._durations[key]
 
-    async def collect(self, client: KubeClient | None) -> str:
+    async def collect(
+        self, client: KubeClient | None, namespaces: Sequence[str | None] = (None,)
+    ) -> str:
         """The duration series in the text format, without those of CRs that are gone.
 
         Args:
             client: The Kubernetes API, to see which CRs still exist; None keeps every series.
+            namespaces: Where the worker's CRs are (None: every namespace); listed one by one,
+                as a namespaced install may list nowhere else.
 
         Returns:
             The exposition text. With the API unreachable nothing is dropped (the failure is
@@ -329,9 +334,11 @@ class KubeRayMetrics:
         # One explicit call per kind (not a loop over resources): the RBAC scan of
         # tests/deploy/usage.py reads each call's resource where it stands.
         if client is not None and self._has(_CLUSTER_DURATION):
-            await self._forget_gone(_CLUSTER_DURATION, client.list_all(kube.RAYCLUSTERS, None))
+            clusters = (client.list_all(kube.RAYCLUSTERS, ns) for ns in namespaces)
+            await self._forget_gone(_CLUSTER_DURATION, asyncio.gather(*clusters))
         if client is not None and self._has(_JOB_DURATION):
-            await self._forget_gone(_JOB_DURATION, client.list_all(kube.RAYJOBS, None))
+            jobs = (client.list_all(kube.RAYJOBS, ns) for ns in namespaces)
+            await self._forget_gone(_JOB_DURATION, asyncio.gather(*jobs))
         return render(self.duration_samples())
 
 

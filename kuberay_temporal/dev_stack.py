@@ -183,10 +183,10 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
 async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
     settings, telemetry = stack.settings, stack.telemetry or build_telemetry(None)
-    kube, durations = stack.kube, telemetry.kuberay
-    sources: list[SeriesSource] = [] if kube is None else [lambda: cr_state(kube)]
+    kube, durations, namespaces = stack.kube, telemetry.kuberay, settings.namespaces
+    sources: list[SeriesSource] = [] if kube is None else [lambda: cr_state(kube, namespaces)]
     if durations is not None:
-        sources.append(lambda: durations.collect(kube))
+        sources.append(lambda: durations.collect(kube, namespaces))
     # One process: the bridge's state gauges join the worker's endpoint.
     async with (
         watching_pods(kube, settings.namespaces) as pods,

@@ -3,7 +3,8 @@
 A worker that talks to the API server as cluster-admin proves nothing about the rules in
 deploy/; one that talks as `kuberay-temporal-worker` finds every rule that is missing, as a
 403. `apply_identities` applies what deploy/ says about who the components are: its Namespace,
-ServiceAccounts, ClusterRoles and ClusterRoleBindings, rendered by `kubectl kustomize` as
+ServiceAccounts, ClusterRoles and ClusterRoleBindings (Roles and RoleBindings for a namespaced
+install), rendered by `kubectl kustomize` as
 `kubectl apply -k deploy/` renders them (with kustomize components of `deploy/components/` on
 request). `service_account_kubeconfig` then gives a process outside the cluster what a pod of
 that account gets: a token from the TokenRequest API, with the API server's URL and CA.
@@ -33,6 +34,8 @@ from kuberay_temporal.binaries import kubectl
 
 DASHBOARD_PROXY = "dashboard-proxy"
 """The component of deploy/components/ that lets the worker reach dashboards via the API server."""
+SINGLE_NAMESPACE = "single-namespace"
+"""The component of deploy/components/ that installs Roles in one namespace, no ClusterRole."""
 WORKER = "kuberay-temporal-worker"
 BRIDGE = "kuberay-temporal-bridge"
 """The ServiceAccounts deploy/ runs the two components as."""
@@ -46,6 +49,9 @@ _IDENTITY_KINDS = {
     "ServiceAccount": kube.SERVICE_ACCOUNTS,
     "ClusterRole": CLUSTER_ROLES,
     "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
+    # A namespaced install (deploy/components/single-namespace) has these instead.
+    "Role": kube.ROLES,
+    "RoleBinding": kube.ROLE_BINDINGS,
 }
 _MIN_TOKEN = timedelta(minutes=10)
 """The shortest token the API server issues."""

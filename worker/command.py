@@ -162,7 +162,8 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
             await ensure_search_attributes(client, settings.temporal_namespace)
             kube = await connect_kube_or_none(settings, tracing)
             durations = telemetry.kuberay
-            sources = [] if durations is None else [lambda: durations.collect(kube)]
+            namespaces = settings.namespaces
+            sources = [] if durations is None else [lambda: durations.collect(kube, namespaces)]
             async with (
                 watching_pods(kube, settings.namespaces) as pods,
                 serving_metrics(settings.metrics_port, telemetry, sources),

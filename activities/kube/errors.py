@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import json
 
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+"""The cause of a 403 for a create in a namespace that is being deleted (NamespaceLifecycle)."""
+
 
 class KubeError(Exception):
     """Any failure talking to the Kubernetes API."""
@@ -31,6 +34,8 @@ class KubeError(Exception):
         self.api_message = message if api_message is None else api_message
         """The API server's own message, as Go's client prints a refusal (no status code)."""
         self.retry_after: float | None = None  # seconds the server asked us to wait, if any
+        self.causes: tuple[str, ...] = ()
+        """The reasons in the Status's `details.causes`, such as `NamespaceTerminating`."""
 
 
 class KubeUnavailable(KubeError):
@@ -86,22 +91,31 @@ _BY_STATUS: dict[int, type[KubeError]] = {
 
 def from_status(status: int, body: str | bytes | None) -> KubeError:
     """Build the error for an HTTP status and the API server's Status body."""
-    message, reason = _parse_status_body(body)
+    message, reason, causes = _parse_status_body(body)
     kind = _BY_STATUS.get(status)
     if kind is None:
         kind = KubeUnavailable if status >= 500 or status == 429 else KubeRejected
     text = f"{status} {reason or 'Error'}: {message}"
-    return kind(text, status=status, reason=reason, api_message=message)
+    error = kind(text, status=status, reason=reason, api_message=message)
+    error.causes = causes
+    return error
 
 
-def _parse_status_body(body: str | bytes | None) -> tuple[str, str]:
+def _parse_status_body(body: str | bytes | None) -> tuple[str, str, tuple[str, ...]]:
     if not body:
-        return "", ""
+        return "", "", ()
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
         text = body.decode(errors="replace") if isinstance(body, bytes) else body
-        return text[:200], ""
+        return text[:200], "", ()
     if not isinstance(data, dict):
-        return str(data)[:200], ""
-    return str(data.get("message", "")), str(data.get("reason", ""))
+        return str(data)[:200], "", ()
+    details = data.get("details")
+    listed = details.get("causes") if isinstance(details, dict) else None
+    causes = tuple(
+        str(c["reason"])
+        for c in (listed if isinstance(listed, list) else ())
+        if isinstance(c, dict) and c.get("reason")
+    )
+    return str(data.get("message", "")), str(data.get("reason", "")), causes

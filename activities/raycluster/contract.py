@@ -61,7 +61,6 @@ class ClusterSnapshot(BaseModel):
     cleanup_job_exists: bool = False
     cleanup_job_finished: JobConditionType | None = None
     """"Complete" or "Failed" once the Redis cleanup Job ended (read only while deleting)."""
-    namespace_terminating: bool = False
     redis_cleanup: bool = True
     """KubeRay's ENABLE_GCS_FT_REDIS_CLEANUP as the worker is configured: the finalizer
     decision reads it here, from history, never from the workflow's environment."""

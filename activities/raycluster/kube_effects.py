@@ -111,7 +111,11 @@ class ClusterActivities:
     async def _observe_deletion(
         self, cluster: RayCluster, snapshot: contract.ClusterSnapshot
     ) -> None:
-        """What the Redis cleanup finalizer needs: the deletion time, the Job, the namespace."""
+        """What the Redis cleanup finalizer needs: the deletion time and the Job.
+
+        Not the namespace: a Job refused because its namespace is being deleted says so
+        (`redis_cleanup`), and reading Namespace objects needs a cluster-wide right.
+        """
         meta = cluster.metadata
         snapshot.deleted_at = datetime.fromisoformat(str(meta.deletion_timestamp))
         job = await self._kube.get_or_none(
@@ -124,10 +128,6 @@ class ClusterActivities:
                 and condition.get("status") == ConditionStatus.TRUE
             ):
                 snapshot.cleanup_job_finished = JobConditionType(condition["type"])
-        namespace = await self._kube.get_or_none(kube.NAMESPACES, None, cluster.namespace)
-        snapshot.namespace_terminating = bool(
-            namespace is None or namespace["metadata"].get("deletionTimestamp")
-        )
 
     async def _observe(
         self,

@@ -18,13 +18,15 @@ from activities.builders.gcs_ft import external_storage_namespace
 from activities.builders.redis_cleanup_job import build_redis_cleanup_job
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeRejected
+from activities.kube.errors import NAMESPACE_TERMINATING, KubeForbidden, KubeRejected
 from activities.kube.vocabulary import EventType
 from activities.raycluster import contract
 from activities.raycluster.contract import CleanupStep as Step
 from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP, LABEL_CLUSTER
 from crds.raycluster import RayCluster
 from crds.refs import ObjectRef
+
+NO_JOB_IN_TERMINATING_NAMESPACE = "the namespace is being deleted, so no cleanup Job can be created"
 
 
 class ClusterCleanupActivities:
@@ -52,26 +54,47 @@ class ClusterCleanupActivities:
             selector = f"{LABEL_CLUSTER}={ref.name}"
             await self._kube.delete_collection(kube.PODS, ref.namespace, selector)
         elif params.step == Step.CREATE_JOB:
-            await self._create_job(ref, cluster)
-        elif params.step in (Step.REMOVE_FINALIZER, Step.FORCE_REMOVE_FINALIZER):
+            if not await self._create_job(ref, cluster):
+                await self._force_remove(ref, obj, cluster, NO_JOB_IN_TERMINATING_NAMESPACE)
+        elif params.step == Step.REMOVE_FINALIZER:
             await self._set_finalizer(obj, present=False)
-            if params.step == Step.FORCE_REMOVE_FINALIZER:
-                message = (
-                    f"Force-removed the GCS FT finalizer: {params.reason}; Redis storage "
-                    f"namespace {external_storage_namespace(cluster)!r} may need manual cleanup"
-                )
-                await self._event(ref, EventType.WARNING, "ForceDeletedStuckCluster", message)
+        elif params.step == Step.FORCE_REMOVE_FINALIZER:
+            await self._force_remove(ref, obj, cluster, params.reason)
 
-    async def _create_job(self, ref: ObjectRef, cluster: RayCluster) -> None:
+    async def _force_remove(
+        self, ref: ObjectRef, obj: kube.JSON, cluster: RayCluster, reason: str
+    ) -> None:
+        await self._set_finalizer(obj, present=False)
+        message = (
+            f"Force-removed the GCS FT finalizer: {reason}; Redis storage "
+            f"namespace {external_storage_namespace(cluster)!r} may need manual cleanup"
+        )
+        try:
+            await self._event(ref, EventType.WARNING, "ForceDeletedStuckCluster", message)
+        except KubeRejected:
+            # A namespace being deleted takes no Event (and may be gone by now): the log has it.
+            if reason != NO_JOB_IN_TERMINATING_NAMESPACE:
+                raise
+            activity.logger.warning("%s: %s", ref, message)
+
+    async def _create_job(self, ref: ObjectRef, cluster: RayCluster) -> bool:
+        """Create the cleanup Job; False when its namespace is being deleted (none can be).
+
+        The API server's refusal says so (its NamespaceLifecycle check): the worker needs no
+        right to read Namespace objects, which a namespaced install does not grant.
+        """
         job = build_redis_cleanup_job(cluster, self._options)
         try:
             _, created = await self._kube.create_or_get(kube.JOBS, ref.namespace, job)
         except KubeRejected as err:
+            if isinstance(err, KubeForbidden) and NAMESPACE_TERMINATING in err.causes:
+                return False
             await self._event(ref, EventType.WARNING, "FailedToCreateRedisCleanupJob", str(err))
             raise
         if created:
             message = f"Created Redis cleanup Job {ref.namespace}/{job['metadata']['name']}"
             await self._event(ref, EventType.NORMAL, "CreatedRedisCleanupJob", message)
+        return True
 
     async def _set_finalizer(self, obj: kube.JSON, present: bool) -> None:
         meta = obj["metadata"]

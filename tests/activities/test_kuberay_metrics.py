@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from temporalio.testing import ActivityEnvironment
@@ -215,3 +215,22 @@ async def test_the_status_write_sets_the_duration_until_the_rayjob_is_gone(
 
     await client.delete(kube.RAYJOBS, "default", meta["name"])
     assert "kuberay_job" not in await metrics.collect(client)
+
+
+async def test_a_namespaced_worker_lists_only_its_namespaces() -> None:
+    """A namespaced install may list nowhere else: the gone-CR check stays inside its own."""
+    listed: list[tuple[str, str | None]] = []
+
+    class Recording:
+        async def list_all(self, resource: kube.Resource, namespace: str | None) -> list[Any]:
+            listed.append((resource.plural, namespace))
+            return []
+
+    metrics = KubeRayMetrics()
+    meta = {"name": "c", "namespace": "a", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    provisioned = {"conditions": [{"type": "RayClusterProvisioned", "status": "True"}]}
+    metrics.cluster_status_written({"metadata": meta}, provisioned)
+    assert metrics.duration_samples()
+    await metrics.collect(cast(KubeClient, Recording()), ["a", "b"])
+    assert sorted(listed) == [("rayclusters", "a"), ("rayclusters", "b")]
+    assert metrics.duration_samples() == []  # listed in both, found in neither: gone

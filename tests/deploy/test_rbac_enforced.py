@@ -33,8 +33,9 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.kube import client as kube
-from activities.kube.errors import KubeNotFound
 from activities.kube.client import KubeClient
+from activities.kube.errors import KubeNotFound
+from activities.kube.informer import Informer
 from activities.registry import build_activities
 from bridge.running import Bridge
 from bridge.signalling import Signaller
@@ -42,14 +43,17 @@ from crds.constants import LABEL_CLUSTER
 from devcluster.control_plane.processes import ControlPlane
 from kuberay_temporal.crd_install import install_crds
 from kuberay_temporal.service_accounts import (
+    BRIDGE,
+    CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
+    SINGLE_NAMESPACE,
     WORKER,
     Identities,
     apply_identities,
     deploy_identities,
     render_identities,
 )
-from tests.deploy.rendering import kustomize_docs, settings_env
+from tests.deploy.rendering import kustomize_docs, kustomize_overlay_docs, settings_env
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
 from worker.running import build_worker
@@ -151,9 +155,10 @@ class Operator:
         return found
 
 
-def worker_settings(task_queue: str) -> Settings:
+def worker_settings(task_queue: str, *components: str) -> Settings:
     """The manifests' settings for the worker, on this test's task queue."""
-    env = settings_env(kustomize_docs(), "worker")
+    docs = kustomize_overlay_docs(*components) if components else kustomize_docs()
+    env = settings_env(docs, "worker")
     return Settings.from_env(
         env
         | {
@@ -166,21 +171,29 @@ def worker_settings(task_queue: str) -> Settings:
 
 @contextlib.asynccontextmanager
 async def running_as(
-    identities: Identities, temporal: Client, task_queue: str, namespace: str
+    identities: Identities,
+    temporal: Client,
+    task_queue: str,
+    namespace: str,
+    settings: Settings | None = None,
 ) -> AsyncIterator[asyncio.Task[None]]:
     """Run the worker and the bridge (the task yielded) in this process, each as its account.
 
-    The bridge watches the test's namespace only (deploy/ watches all): CRs other tests left
-    elsewhere in the shared control plane are not this worker's business.
+    The bridge and the worker's pod cache watch the test's namespace only (deploy/ watches
+    all): CRs other tests left elsewhere in the shared control plane are not this worker's
+    business.
     """
-    settings = worker_settings(task_queue)
+    settings = settings or worker_settings(task_queue)
     worker_kube = await kube.connect(str(identities.worker))
     bridge_kube = await kube.connect(str(identities.bridge))
+    pods = Informer(worker_kube, kube.PODS, LABEL_CLUSTER, namespaces=[namespace])
+    cache = asyncio.create_task(pods.run())
     activities = build_activities(
         worker_kube,
         settings.build_options(),
         dashboard_access=settings.dashboard_access,
         job_options=settings.job_options(),
+        pods=pods,
     )
     bridge = Bridge(
         bridge_kube,
@@ -199,6 +212,9 @@ async def running_as(
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
     finally:
+        cache.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await cache
         await worker_kube.close()
         await bridge_kube.close()
 
@@ -366,23 +382,26 @@ async def _revoke(admin: KubeClient, resource: str, verb: str, namespace: str) -
     await admin.request("PUT", CLUSTER_ROLES.path(None, WORKER), body=role)
 
     async def refused() -> bool:
-        review = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SubjectAccessReview",
-            "spec": {
-                "user": f"system:serviceaccount:kuberay-temporal:{WORKER}",
-                "groups": ["system:serviceaccounts", "system:authenticated"],
-                "resourceAttributes": {
-                    "verb": verb,
-                    "resource": resource,
-                    "namespace": namespace,
-                },
-            },
-        }
-        answer = await admin.create(SUBJECT_ACCESS_REVIEWS, None, review)
-        return not answer["status"].get("allowed")
+        return not await _allowed(admin, WORKER, verb, resource, namespace)
 
     await eventually(refused, within=30, message=f"{verb} {resource} refused")
+
+
+async def _allowed(
+    admin: KubeClient, account: str, verb: str, resource: str, namespace: str
+) -> bool:
+    """Whether the API server lets `account` do `verb` on `resource` in `namespace` ("": all)."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": f"system:serviceaccount:kuberay-temporal:{account}",
+            "groups": ["system:serviceaccounts", "system:authenticated"],
+            "resourceAttributes": {"verb": verb, "resource": resource, "namespace": namespace},
+        },
+    }
+    answer = await admin.create(SUBJECT_ACCESS_REVIEWS, None, review)
+    return bool(answer["status"].get("allowed"))
 
 
 @pytest.mark.parametrize(
@@ -418,3 +437,72 @@ async def test_a_rule_taken_away_is_a_warning_event_naming_the_refusal(
 
         condition = await eventually(replica_failure, within=60, message="ReplicaFailure")
         assert condition["reason"] == "FailedCreateHeadPod" and account in condition["message"]
+
+
+# --- the namespaced install (deploy/components/single-namespace) -----------------------------
+
+
+@pytest_asyncio.fixture
+async def namespaced_operator(
+    local_env: WorkflowEnvironment, control_plane: ControlPlane, task_queue: str, tmp_path: Path
+) -> AsyncIterator[Operator]:
+    """The worker and the bridge with Roles in `kuberay-temporal` only: no ClusterRole binds
+    their accounts (those other tests applied are unbound first, and bound again after)."""
+    admin = await kube.connect(str(control_plane.kubeconfig_path))
+    namespace = "kuberay-temporal"
+    try:
+        await install_crds(admin)
+        await eventually(lambda: _served(admin, namespace), within=60, message="the ray.io kinds")
+        for account in (WORKER, BRIDGE):
+            with contextlib.suppress(KubeNotFound):
+                await admin.delete(CLUSTER_ROLE_BINDINGS, None, account)
+        identities = await deploy_identities(
+            control_plane.kubeconfig_path, tmp_path, components=[SINGLE_NAMESPACE]
+        )
+
+        async def namespaced_only() -> bool:
+            return await _allowed(admin, BRIDGE, "watch", "pods", namespace) and not (
+                await _allowed(admin, BRIDGE, "watch", "pods", "")
+            )
+
+        await eventually(namespaced_only, within=30, message="the bridge's rights namespaced")
+        settings = worker_settings(task_queue, SINGLE_NAMESPACE)
+        assert settings.namespaces == [namespace]
+        async with running_as(
+            identities, local_env.client, task_queue, namespace, settings
+        ) as task:
+            yield Operator(admin, local_env.client, task_queue, namespace, task)
+        await _terminate_workflows(local_env.client, task_queue)
+        await _remove_ray_objects(admin, namespace)
+    finally:
+        await apply_identities(admin, await render_identities())
+        await admin.close()
+
+
+async def _remove_ray_objects(admin: KubeClient, namespace: str) -> None:
+    """Delete the test's ray.io objects, finalizers first: no controller runs once we stop."""
+    for resource in RAY_KINDS:
+        for item in await admin.list_all(resource, namespace):
+            name = item["metadata"]["name"]
+            with contextlib.suppress(KubeNotFound):
+                await admin.patch(resource, namespace, name, {"metadata": {"finalizers": None}})
+                await admin.delete(resource, namespace, name)
+
+
+async def test_a_namespaced_install_runs_a_raycluster_to_ready(
+    namespaced_operator: Operator,
+) -> None:
+    operator = namespaced_operator
+    cluster = await operator.apply("raycluster.yaml")
+    name = cluster["metadata"]["name"]
+
+    async def ready() -> str | None:
+        await operator.play_kubelet(name)
+        found = await operator.admin.get(kube.RAYCLUSTERS, operator.namespace, name)
+        state = (found.get("status") or {}).get("state")
+        return state if state == "ready" else None
+
+    await operator.eventually(ready, "the RayCluster ready", within=120)
+    services = await operator.owned_by(kube.SERVICES, cluster)
+    assert f"{name}-head-svc" in {s["metadata"]["name"] for s in services}
+    assert await operator.refusals() == []

@@ -43,7 +43,6 @@ class CleanupFacts(BaseModel):
     job_finished: JobConditionType | None = None
     """"Complete" or "Failed" once the cleanup Job ended; None while it runs or is absent."""
     job_exists: bool = False
-    namespace_terminating: bool = False
     enabled: bool = True
     """ENABLE_GCS_FT_REDIS_CLEANUP, as the read activity reported it."""
 
@@ -103,9 +102,6 @@ def cleanup_step(facts: CleanupFacts, now: datetime) -> CleanupDecision:
     if facts.job_exists:
         reason = "waiting for the Redis cleanup Job"
         return CleanupDecision(step=CleanupStep.WAIT_FOR_JOB, reason=reason, deadline=deadline)
-    if facts.namespace_terminating:
-        reason = "the namespace is being deleted, so no cleanup Job can be created"
-        return CleanupDecision(step=CleanupStep.FORCE_REMOVE_FINALIZER, reason=reason)
     return CleanupDecision(
         step=CleanupStep.CREATE_JOB, reason="run the Redis cleanup Job", deadline=deadline
     )

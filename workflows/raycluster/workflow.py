@@ -188,7 +188,6 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             head_pods=sum(1 for p in snap.pods if p.node_type == RayNodeType.HEAD),
             job_exists=snap.cleanup_job_exists,
             job_finished=snap.cleanup_job_finished,
-            namespace_terminating=snap.namespace_terminating,
             enabled=snap.redis_cleanup,
         )
         decision = cleanup.cleanup_step(facts, workflow.now())

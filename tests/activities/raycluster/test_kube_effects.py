@@ -37,17 +37,17 @@ SPEC: dict[str, Any] = {
 }
 
 
-async def make_cluster(client: KubeClient, **spec: Any) -> ObjectRef:
+async def make_cluster(client: KubeClient, namespace: str = "default", **spec: Any) -> ObjectRef:
     name = f"c{uuid.uuid4().hex[:6]}"
     body = {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
-        "metadata": {"name": name, "namespace": "default"},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {**SPEC, **spec},
     }
-    created = await client.create(kube.RAYCLUSTERS, "default", body)
+    created = await client.create(kube.RAYCLUSTERS, namespace, body)
     return ObjectRef(
-        kind="RayCluster", namespace="default", name=name, uid=created["metadata"]["uid"]
+        kind="RayCluster", namespace=namespace, name=name, uid=created["metadata"]["uid"]
     )
 
 
@@ -241,6 +241,24 @@ async def test_the_finalizer_steps(client: KubeClient) -> None:
     warnings = [e for e in await client.list_all(kube.EVENTS, "default") if e["type"] == "Warning"]
     assert [e["reason"] for e in warnings] == ["ForceDeletedStuckCluster"]
     assert "s3cret" not in warnings[0]["message"]
+
+
+async def test_no_cleanup_job_in_a_namespace_being_deleted(client: KubeClient) -> None:
+    """The API server's refusal says the namespace is going: no Namespace read is needed."""
+    await client.create(kube.NAMESPACES, None, {"metadata": {"name": "going"}})
+    steps = ClusterCleanupActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client, "going", **FT)
+    await run(steps.step, contract.CleanupStepInput(ref=ref, step="AddFinalizer"))
+    await client.delete(kube.NAMESPACES, None, "going")  # waits on the cluster's finalizer
+    await run(steps.step, contract.CleanupStepInput(ref=ref, step="CreateJob"))
+    # The finalizer is gone, so the cluster and then the namespace could go; no Job was made.
+    assert await client.get_or_none(kube.JOBS, "going", f"{ref.name}-redis-cleanup") is None
+
+    async def namespace_gone() -> bool:
+        return await client.get_or_none(kube.NAMESPACES, None, "going") is None
+
+    await eventually(namespace_gone, message="the namespace deleted")
+    assert await client.get_or_none(kube.RAYCLUSTERS, "going", ref.name) is None
 
 
 async def test_autoscaler_rbac_and_gcs_pvc_are_owned_objects(client: KubeClient) -> None:

@@ -69,9 +69,6 @@ def facts(**fields: Any) -> CleanupFacts:
             facts(job_exists=True, job_finished="Failed"), S.REMOVE_FINALIZER, id="failed"
         ),
         pytest.param(
-            facts(namespace_terminating=True), S.FORCE_REMOVE_FINALIZER, id="ns-terminating"
-        ),
-        pytest.param(
             facts(deleted_at=NOW - timedelta(seconds=300), job_exists=True),
             S.FORCE_REMOVE_FINALIZER,
             id="timed-out",

@@ -32,3 +32,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- $access -}}
 {{- end -}}
+
+{{- /* The namespaces the worker and the bridge work in, comma-separated; empty: all. With
+singleNamespaceInstall and no watchNamespaces, the release's own, as KubeRay's chart does. */ -}}
+{{- define "kuberay-temporal.watchNamespaces" -}}
+{{- if and .Values.singleNamespaceInstall (not .Values.watchNamespaces) -}}
+{{- .Release.Namespace -}}
+{{- else -}}
+{{- join "," .Values.watchNamespaces -}}
+{{- end -}}
+{{- end -}}
