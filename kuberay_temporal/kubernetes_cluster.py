@@ -273,7 +273,15 @@ async def run_kuberay(stack: DevStack) -> AsyncIterator[None]:
     finally:
         await admin.close()
     log = state / "kuberay-operator.log"
-    async with KubeRayOperator(target.path(KUBERAY_OPERATOR), kubeconfig, [namespace], log) as op:
+    operator = KubeRayOperator(
+        target.path(KUBERAY_OPERATOR),
+        kubeconfig,
+        [namespace],
+        log,
+        # The reference is configured as our worker is: the same batch scheduler.
+        batch_scheduler=stack.settings.batch_scheduler,
+    )
+    async with operator as op:
         watcher = asyncio.create_task(op.exited())
         watcher.add_done_callback(
             lambda done: None if done.cancelled() else stack.fail(done.result())

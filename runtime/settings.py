@@ -282,6 +282,16 @@ class Settings(BaseModel):
             "cluster; the Serve config is still applied in place)."
         ),
     )
+    batch_scheduler: Literal["", "kai-scheduler", "yunikorn"] = Field(
+        default="",
+        validation_alias="KUBERAY_TEMPORAL_BATCH_SCHEDULER",
+        description=(
+            "KubeRay's `batch-scheduler` option: the scheduler Ray pods are stamped for "
+            "(`schedulerName`, its queue labels; YuniKorn's task groups for CRs labelled "
+            "`ray.io/gang-scheduling-enabled`). Empty: the default scheduler. Volcano and "
+            "scheduler-plugins are not supported yet."
+        ),
+    )
     delete_rayjob_cr_after_job_finishes: bool = Field(
         default=False,
         validation_alias="DELETE_RAYJOB_CR_AFTER_JOB_FINISHES",
@@ -321,6 +331,7 @@ class Settings(BaseModel):
             gcs_ft_redis_cleanup=self.gcs_ft_redis_cleanup,
             zero_downtime=self.zero_downtime,
             deterministic_head_pod_name=self.deterministic_head_pod_name,
+            batch_scheduler=self.batch_scheduler,
         )
 
     def job_options(self) -> JobOperatorOptions:

@@ -38,6 +38,9 @@ class BuildOptions:
     zero_downtime: bool = True
     """An unset RayService `upgradeStrategy.type` means NewCluster; off, None
     (ENABLE_ZERO_DOWNTIME). Reported by the RayService read activity, like the one above."""
+    batch_scheduler: str = ""
+    """The batch scheduler the pods are stamped for (`batch_scheduling`); empty: none
+    (KubeRay's `batch-scheduler` option)."""
 
 
 DEFAULT_OPTIONS = BuildOptions()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from activities.builders import names, ray_start
+from activities.builders import batch_scheduling, names, ray_start
 from activities.builders.auth import add_token_env, configure_token_auth, is_auth_enabled
 from activities.builders.autoscaler import (
     apply_autoscaler_overrides,
@@ -102,6 +102,7 @@ def build_head_pod(
     pod = _finish(draft, cluster, options)
     pod["metadata"]["annotations"][k.ANNOTATION_RECREATE_HASH] = recreate_hash(cluster.spec)
     pod["metadata"]["annotations"][k.ANNOTATION_KUBERAY_VERSION] = k.KUBERAY_VERSION
+    _batch_schedule(pod, cluster, options, batch_scheduling.HEAD_GROUP)
     return pod
 
 
@@ -156,7 +157,18 @@ def build_worker_pod(
     if is_auth_enabled(cluster.spec):
         configure_token_auth(draft.template, cluster.name, cluster.spec.auth_options)
     configure_tls(draft.template, cluster, RayNodeType.WORKER)
-    return _finish(draft, cluster, options)
+    pod = _finish(draft, cluster, options)
+    _batch_schedule(pod, cluster, options, group.group_name)
+    return pod
+
+
+def _batch_schedule(
+    pod: JSONObject, cluster: RayCluster, options: BuildOptions, group: str
+) -> None:
+    """What the operator's batch scheduler reads, from the RayCluster (`batch_scheduling`)."""
+    if options.batch_scheduler:
+        parent = batch_scheduling.Parent(cluster.labels, cluster.annotations, cluster=cluster.spec)
+        batch_scheduling.stamp(options.batch_scheduler, parent, pod, group)
 
 
 def find_worker_group(cluster: RayCluster, group_name: str) -> WorkerGroupSpec:

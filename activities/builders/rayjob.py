@@ -13,7 +13,7 @@ import copy
 import json
 from typing import Any
 
-from activities.builders import names
+from activities.builders import batch_scheduling, names
 from activities.builders.auth import add_token_env, is_auth_enabled
 from activities.builders.cluster_services import build_head_service
 from activities.builders.env import append_env, env_var
@@ -110,17 +110,29 @@ def _go_quote(text: str) -> str:
 
 
 def build_rayjob_cluster(
-    rayjob: RayJob, cluster_name: str, job_id: str, attempt: int, *, login_shell: bool = False
+    rayjob: RayJob,
+    cluster_name: str,
+    job_id: str,
+    attempt: int,
+    *,
+    login_shell: bool = False,
+    batch_scheduler: str = "",
 ) -> JSONObject:
     """The attempt's RayCluster: a copy of `rayClusterSpec`, labelled and owned by the RayJob.
 
     Raises:
-        InvalidJobSpecError: SidecarMode only, when `runtimeEnvYAML` cannot be used.
+        InvalidJobSpecError: SidecarMode only, when `runtimeEnvYAML` cannot be used; or the
+            batch scheduler cannot take the RayJob.
     """
     spec = rayjob.spec.ray_cluster_spec
     if spec is None:
         raise ValueError("the RayJob has no rayClusterSpec to build a RayCluster from")
     mode = _mode(rayjob)
+    if batch_scheduler:
+        try:
+            batch_scheduling.check_submission(batch_scheduler, rayjob.spec)
+        except batch_scheduling.UnschedulableError as err:
+            raise InvalidJobSpecError(str(err)) from None
     labels = {
         **rayjob.labels,
         **originated_labels(rayjob),
@@ -147,12 +159,29 @@ def build_rayjob_cluster(
     }
     if annotations:
         metadata["annotations"] = annotations
-    return {
+    manifest = {
         "apiVersion": k.API_VERSION,
         "kind": "RayCluster",
         "metadata": metadata,
         "spec": cluster_spec,
     }
+    if batch_scheduler and mode == Mode.K8S_JOB:
+        # KubeRay stamps the cluster of a K8sJobMode RayJob only: its pods then inherit from it.
+        batch_scheduling.stamp(batch_scheduler, job_parent(rayjob), manifest)
+    return manifest
+
+
+def job_parent(rayjob: RayJob) -> batch_scheduling.Parent:
+    """The RayJob as a batch scheduler's parent: its submitter pod counts in its task groups."""
+    template = rayjob.spec.submitter_pod_template
+    if template:
+        pod = dict(template.get("spec") or {})
+    else:
+        resources = {"requests": SUBMITTER_REQUESTS, "limits": SUBMITTER_LIMITS}
+        pod = {"containers": [{"name": "ray-job-submitter", "resources": resources}]}
+    return batch_scheduling.Parent(
+        rayjob.labels, rayjob.annotations, job=rayjob.spec, submitter_pod=pod
+    )
 
 
 # --- the submitter (J5, J6) -----------------------------------------------------------------------
@@ -315,6 +344,9 @@ def build_submitter_job(
         k.LABEL_CREATED_BY: k.CREATED_BY_VALUE,
         k.LABEL_JOB_ATTEMPT: str(attempt),
     }
+    if options.batch_scheduler:
+        group = batch_scheduling.SUBMITTER_GROUP
+        batch_scheduling.stamp(options.batch_scheduler, job_parent(rayjob), template, group)
     backoff = k.DEFAULT_SUBMITTER_BACKOFF_LIMIT
     if spec.submitter_config is not None and spec.submitter_config.backoff_limit is not None:
         backoff = spec.submitter_config.backoff_limit

@@ -139,8 +139,18 @@ class JobActivities:
                 params.job_id,
                 params.attempt,
                 login_shell=self._options.login_shell,
+                batch_scheduler=self._options.batch_scheduler,
             )
         except InvalidJobSpecError as err:
+            message = (
+                f"Failed to create RayCluster {params.ref.namespace}/{params.cluster_name}: {err}"
+            )
+            await self._event(
+                params.ref,
+                EventType.WARNING,
+                contract.JobEventReason.FAILED_TO_CREATE_RAY_CLUSTER,
+                message,
+            )
             raise _refused(err) from None
         # The cluster's own workflow then continues this trace (`activities.kube.spans`).
         stamp_trace_context(manifest)

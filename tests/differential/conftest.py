@@ -6,7 +6,8 @@ processes; KubeRay's operator reaches those dashboards through the API server's 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest_asyncio.fixture(scope="package")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalStack]:
+    async with differential_stack(tmp_path_factory.mktemp("differential")) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def differential_stack(
+    tmp_path: Path, env: Mapping[str, str] | None = None
+) -> AsyncIterator[LocalStack]:
+    """The stack with both operators, `env` setting ours (and KubeRay's alike where it can)."""
     async with running_stack(
-        tmp_path_factory.mktemp("differential"),
+        tmp_path,
         "simulated",
+        env=env,
         control_plane="kubernetes",
         args=("--kuberay-namespace", KUBERAY),
     ) as running:

@@ -53,6 +53,12 @@ def test_flags_limit_it_to_its_namespaces_through_the_api_server_proxy() -> None
     ]
 
 
+def test_it_runs_with_the_batch_scheduler_ours_runs_with() -> None:
+    args = operator_args(Path("/k/config"), ["kr"], 18080, 18081, batch_scheduler="yunikorn")
+    assert args[0] == "--batch-scheduler=yunikorn"
+    assert not any("batch" in a for a in operator_args(Path("/k/config"), ["kr"], 1, 2))
+
+
 def test_no_namespace_is_refused_as_it_would_mean_all(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one namespace"):
         KubeRayOperator(tmp_path / "op", tmp_path / "config", [], tmp_path / "log")

@@ -35,11 +35,17 @@ _READY_WITHIN = 120.0
 
 
 def operator_args(
-    kubeconfig: Path, namespaces: Sequence[str], metrics_port: int, probe_port: int
+    kubeconfig: Path,
+    namespaces: Sequence[str],
+    metrics_port: int,
+    probe_port: int,
+    batch_scheduler: str = "",
 ) -> list[str]:
     """The operator's command-line flags (after the binary)."""
     gates = ",".join(f"{gate}={str(on).lower()}" for gate, on in sorted(FEATURE_GATES.items()))
+    scheduler = [f"--batch-scheduler={batch_scheduler}"] if batch_scheduler else []
     return [
+        *scheduler,
         f"--kubeconfig={kubeconfig}",
         f"--watch-namespace={','.join(namespaces)}",
         "--use-kubernetes-proxy",
@@ -54,12 +60,21 @@ def operator_args(
 class KubeRayOperator:
     """One `kuberay-operator` process, started on enter once ready, stopped on exit."""
 
-    def __init__(self, binary: Path, kubeconfig: Path, namespaces: Sequence[str], log: Path):
+    def __init__(
+        self,
+        binary: Path,
+        kubeconfig: Path,
+        namespaces: Sequence[str],
+        log: Path,
+        batch_scheduler: str = "",
+    ):
         if not namespaces:
             # An empty --watch-namespace means every namespace: never what a side-by-side wants.
             raise ValueError("KubeRay's operator needs at least one namespace to reconcile")
         self.binary, self.kubeconfig, self.log = binary, kubeconfig, log
         self.namespaces = list(namespaces)
+        self.batch_scheduler = batch_scheduler
+        """KubeRay's `--batch-scheduler` (empty: none), to run as ours is configured."""
         self.metrics_port, self.probe_port = free_port(), free_port()
         self._process: asyncio.subprocess.Process | None = None
 
@@ -84,7 +99,13 @@ class KubeRayOperator:
     async def start(self) -> None:
         """Start the process and wait until its readiness endpoint answers 200."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        args = operator_args(self.kubeconfig, self.namespaces, self.metrics_port, self.probe_port)
+        args = operator_args(
+            self.kubeconfig,
+            self.namespaces,
+            self.metrics_port,
+            self.probe_port,
+            self.batch_scheduler,
+        )
         with self.log.open("ab") as out:
             self._process = await asyncio.create_subprocess_exec(
                 str(self.binary),

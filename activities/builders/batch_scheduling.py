@@ -1,0 +1,147 @@
+"""What a batch scheduler needs on the pods KubeRay creates: its name, queue and gang metadata.
+
+KubeRay's operator takes one scheduler for all its CRs (its `batch-scheduler` option; here the
+worker setting `KUBERAY_TEMPORAL_BATCH_SCHEDULER`), and on every pod it creates (the head, the
+workers, a RayJob's submitter) and on the RayCluster a K8sJobMode RayJob creates, stamps what
+that scheduler reads (`AddMetadataToChildResource` of `batchscheduler/`):
+
+* KAI (`kai-scheduler`): `schedulerName`, and the parent's `kai.scheduler/queue` label. KAI
+  groups the pods itself; it cannot gang a K8sJobMode RayJob, whose submitter comes after the
+  cluster, so such a RayJob is refused.
+* YuniKorn (`yunikorn`): `schedulerName`, the application id and queue under YuniKorn's pod
+  label names, and with `ray.io/gang-scheduling-enabled` on the parent the task groups (one per
+  Ray group, with its minimum members and resources) and each pod's task group name.
+
+Pure: the parent's labels, annotations and spec in, the child edited in place.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from activities.builders.desired import pod_resources
+from crds.common import JSONObject
+from crds.enums import JobSubmissionMode
+from crds.raycluster import RayClusterSpec
+from crds.rayjob import RayJobSpec
+
+KAI = "kai-scheduler"
+YUNIKORN = "yunikorn"
+SCHEDULERS = (KAI, YUNIKORN)
+"""The batch schedulers this worker stamps pods for (KubeRay's names for them)."""
+
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+YUNIKORN_APP_ID_LABEL = "yunikorn.apache.org/app-id"
+YUNIKORN_QUEUE_LABEL = "yunikorn.apache.org/queue"
+YUNIKORN_POD_APP_ID_LABEL = "applicationId"
+YUNIKORN_POD_QUEUE_LABEL = "queue"
+YUNIKORN_TASK_GROUPS = "yunikorn.apache.org/task-groups"
+YUNIKORN_TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
+GANG_SCHEDULING_LABEL = "ray.io/gang-scheduling-enabled"
+HEAD_GROUP = "headgroup"
+SUBMITTER_GROUP = "submittergroup"
+
+
+class UnschedulableError(ValueError):
+    """The scheduler cannot take this CR as it is (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The CR whose child is stamped: a RayCluster (`cluster`) or a RayJob (`job`)."""
+
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    cluster: RayClusterSpec | None = None
+    job: RayJobSpec | None = None
+    submitter_pod: JSONObject | None = None
+    """A RayJob's submitter pod template spec, for its YuniKorn task group."""
+
+
+def check_submission(scheduler: str, job: RayJobSpec) -> None:
+    """Refuse a RayJob the scheduler cannot gang (KubeRay: `DoBatchSchedulingOnSubmission`).
+
+    Raises:
+        UnschedulableError: KAI with K8sJobMode.
+    """
+    mode = job.submission_mode or JobSubmissionMode.K8S_JOB
+    if scheduler == KAI and mode == JobSubmissionMode.K8S_JOB:
+        raise UnschedulableError(
+            "the kai-scheduler batch scheduler cannot gang-schedule a K8sJobMode RayJob: its "
+            "submitter pod is created only once the RayCluster is ready; use HTTPMode or "
+            "SidecarMode"
+        )
+
+
+def stamp(scheduler: str, parent: Parent, child: JSONObject, group: str = "") -> None:
+    """Add what `scheduler` reads to `child`: a pod, a pod template or a RayCluster manifest.
+
+    `group` is the pod's Ray group (`headgroup`, a worker group's name, `submittergroup`);
+    empty for a RayCluster, which holds several.
+    """
+    meta = child.setdefault("metadata", {})
+    labels: dict[str, str] = dict(meta.get("labels") or {})
+    annotations: dict[str, str] = dict(meta.get("annotations") or {})
+    if scheduler == KAI:
+        _copy_label(parent, labels, KAI_QUEUE_LABEL, KAI_QUEUE_LABEL)
+    elif scheduler == YUNIKORN:
+        _copy_label(parent, labels, YUNIKORN_APP_ID_LABEL, YUNIKORN_POD_APP_ID_LABEL)
+        _copy_label(parent, labels, YUNIKORN_QUEUE_LABEL, YUNIKORN_POD_QUEUE_LABEL)
+        if GANG_SCHEDULING_LABEL in parent.labels:
+            annotations[YUNIKORN_TASK_GROUPS] = parent.annotations.get(
+                YUNIKORN_TASK_GROUPS
+            ) or task_groups(parent)
+            if group:
+                annotations[YUNIKORN_TASK_GROUP_NAME] = group
+    else:
+        return
+    meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+    if child.get("kind") != "RayCluster":  # a pod or a pod template: the scheduler's name
+        child.setdefault("spec", {})["schedulerName"] = scheduler
+
+
+def task_groups(parent: Parent) -> str:
+    """YuniKorn's task groups of the parent, as the JSON of its annotation.
+
+    One per Ray group: the head (1 member), each worker group (minReplicas × numOfHosts), and a
+    RayJob's submitter (1); each with one pod's resources and its placement constraints.
+    """
+    spec = parent.cluster if parent.job is None else parent.job.ray_cluster_spec
+    groups: list[dict[str, Any]] = []
+    if spec is not None:
+        head = spec.head_group_spec.template.get("spec") or {}
+        groups.append(_task_group(HEAD_GROUP, 1, head))
+        for worker in spec.worker_group_specs or []:
+            pod = worker.template.get("spec") or {}
+            members = (worker.min_replicas or 0) * (worker.num_of_hosts or 1)
+            groups.append(_task_group(worker.group_name, members, pod))
+    if parent.job is not None and parent.submitter_pod is not None:
+        groups.append(_task_group(SUBMITTER_GROUP, 1, parent.submitter_pod))
+    return json.dumps(groups, separators=(",", ":"))
+
+
+def _task_group(name: str, members: int, pod: JSONObject) -> dict[str, Any]:
+    """One task group, its keys in the order KubeRay's Go struct writes them."""
+    group: dict[str, Any] = {
+        "minResource": {k: str(v) for k, v in sorted(pod_resources(pod).items())}
+    }
+    if pod.get("nodeSelector"):
+        group["nodeSelector"] = dict(sorted(pod["nodeSelector"].items()))
+    if pod.get("affinity"):
+        group["affinity"] = pod["affinity"]
+    group["name"] = name
+    if pod.get("tolerations"):
+        group["tolerations"] = pod["tolerations"]
+    group["minMember"] = members
+    return group
+
+
+def _copy_label(parent: Parent, labels: dict[str, str], source: str, target: str) -> None:
+    value = parent.labels.get(source)
+    if value:
+        labels[target] = value
