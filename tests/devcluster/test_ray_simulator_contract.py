@@ -116,6 +116,7 @@ async def script_jobs(target: Target) -> list[Seen]:
             await eventually(reached, within=60, message=f"{job} in {statuses}")
 
         await call("gcs health, no token", "GET", "/api/gcs_healthz", headers={})
+        await call("web page, no token", "GET", "/", headers={})  # `kubectl ray` waits on it
         await call("list, no token", "GET", "/api/jobs/", headers={})
         await call("version", "GET", "/api/version")
         ok = {

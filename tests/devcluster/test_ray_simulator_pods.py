@@ -92,6 +92,11 @@ async def test_jobs_and_serve_through_the_proxies(http: httpx.AsyncClient) -> No
     again = await http.post(f"{PROXY}/api/jobs/", json={"entrypoint": "x", "submission_id": "s1"})
     assert again.status_code == 500 and "Please use a different submission_id" in again.text
     assert (await http.get(f"{PROXY}/api/jobs/nope")).status_code == 404
+    # Ray's web page, which `kubectl ray job submit` waits for; and the running container's
+    # log, empty (`kubectl logs` prints nothing rather than "waiting to start").
+    assert (await http.get(f"{PROXY}/")).status_code == 200
+    log = await http.get(f"/api/v1/namespaces/{NS}/pods/h/log", params={"container": "ray-head"})
+    assert (log.status_code, log.text) == (200, "")
 
     async def succeeded() -> bool:
         return (await http.get(f"{PROXY}/api/jobs/s1")).json()["status"] == "SUCCEEDED"

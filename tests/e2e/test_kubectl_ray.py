@@ -16,7 +16,9 @@ import contextlib
 import json
 import os
 import signal
+import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -45,7 +47,9 @@ async def start(stack: LocalStack, plugins: Path, *args: str) -> asyncio.subproc
     with it (`stop`).
     """
     # kubectl hands a plugin only the arguments after its name: the kubeconfig goes by env.
-    path = f"{plugins}{os.pathsep}{os.environ['PATH']}"
+    # The plugin's `job submit` runs the `ray` CLI: this environment's.
+    bins = os.pathsep.join([str(plugins), str(Path(sys.executable).parent)])
+    path = f"{bins}{os.pathsep}{os.environ['PATH']}"
     return await asyncio.create_subprocess_exec(
         str(kubectl()),
         "ray",
@@ -164,3 +168,28 @@ async def test_a_session_forwards_the_dashboard_on_the_real_control_plane(tmp_pa
         finally:
             out = await stop(session)
         assert "Ray Dashboard: http://localhost:8265" in out
+
+        # `job submit`: an InteractiveMode RayJob, its cluster, the `ray` CLI through a
+        # forward, then the job id written back to the RayJob, which our workflow follows.
+        code, out = await ray(
+            stack,
+            plugins,
+            "job",
+            "submit",
+            "--name",
+            "submitted",
+            "--worker-replicas",
+            "0",
+            "--no-wait",
+            "--",
+            "sleep 2",
+        )
+        assert code == 0, out
+
+        async def complete() -> dict[str, Any] | None:
+            raw = await stack.kubectl("get", "rayjob", "submitted", "-o", "json")
+            status = json.loads(raw).get("status") or {}
+            return status if status.get("jobDeploymentStatus") == "Complete" else None
+
+        done = await eventually(complete, within=120, message="the submitted RayJob Complete")
+        assert done["jobStatus"] == "SUCCEEDED"

@@ -1,7 +1,7 @@
 """The simulated runtime: pods become Running and Ready after a delay, with no processes.
 
-For scale tests and benchmarks, as kwok does for real clusters: nothing runs, there are no
-logs, probes are not run, but pods are bound, get IPs and go through Pending -> Running with
+For scale tests and benchmarks, as kwok does for real clusters: nothing runs, logs are empty,
+probes are not run, but pods are bound, get IPs and go through Pending -> Running with
 the same status shape as under the process runtime. Deletion stops a pod at once.
 
 On a real API server's node the API server's proxy dials a head's pod IP; `addresses` (when
@@ -191,8 +191,18 @@ class SimulatedRuntime:
             ctx.publish(inits, records)
 
     def log_file(self, ctx: PodContext, container: str, previous: bool) -> Path | None:
-        """Simulated containers write no logs."""
-        return None
+        """An empty log for a container that started: it ran, and wrote nothing.
+
+        `kubectl logs` then prints nothing, as for a quiet container, instead of saying a
+        running container is still waiting to start. None before it starts (the kubelet
+        says it waits) and for `--previous`.
+        """
+        if previous or not _started(ctx.pod(), container):
+            return None
+        path = ctx.pod_dir / "simulated-logs" / f"{container}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        return path
 
     def writing(self, ctx: PodContext, container: str) -> bool:
         """Simulated containers write no logs."""
@@ -201,6 +211,19 @@ class SimulatedRuntime:
     def exec_target(self, ctx: PodContext, container: str) -> ExecTarget | None:
         """Nothing runs in a simulated container, so nothing can be run in one."""
         return None
+
+
+def _started(pod: JsonObject, container: str) -> bool:
+    """Whether the pod's status shows `container` running or finished."""
+    status = pod.get("status") or {}
+    for record in [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]:
+        if record.get("name") == container:
+            state = record.get("state") or {}
+            return "running" in state or "terminated" in state
+    return False
 
 
 def _write(path: Path, data: JsonObject) -> None:

@@ -47,6 +47,9 @@ def _json(data: Any) -> web.Response:
     return web.Response(text=json.dumps(data), content_type="application/json")
 
 
+_INDEX = "<!doctype html><title>Ray Dashboard (simulated)</title><div id=root></div>\n"
+
+
 class SimulatedHead:
     """One Ray head's dashboard and Serve proxy, with no Ray behind them (a test double)."""
 
@@ -76,6 +79,7 @@ class SimulatedHead:
         """The dashboard's routes (Jobs, Serve, version, GCS health)."""
         faulty = [self.faults.middleware] if self.faults is not None else []
         app = web.Application(middlewares=[*faulty, self._auth])
+        app.router.add_get("/", self._index)
         app.router.add_get("/api/gcs_healthz", self._healthz)
         app.router.add_get("/api/version", self._version)
         app.router.add_post("/api/jobs/", self._submit)
@@ -91,7 +95,8 @@ class SimulatedHead:
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        if self._token and request.path != "/api/gcs_healthz":
+        # Public without a token, as in Ray: the web page and the GCS health check.
+        if self._token and request.path not in ("/", "/api/gcs_healthz"):
             # Ray also reads `Authorization`; through the API server's proxy only ours arrives.
             given = request.headers.get(AUTH_HEADER) or request.headers.get("Authorization")
             if not given:
@@ -100,6 +105,10 @@ class SimulatedHead:
                 return _text(403, "Forbidden: Invalid authentication token")
         response: web.StreamResponse = await handler(request)
         return response
+
+    async def _index(self, _: web.Request) -> web.Response:
+        # The dashboard's web page: `kubectl ray job submit` waits for it to answer.
+        return web.Response(text=_INDEX, content_type="text/html")
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="success", content_type="application/text")
