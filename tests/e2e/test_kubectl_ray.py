@@ -171,6 +171,10 @@ async def test_a_session_forwards_the_dashboard_on_the_real_control_plane(tmp_pa
 
         # `job submit`: an InteractiveMode RayJob, its cluster, the `ray` CLI through a
         # forward, then the job id written back to the RayJob, which our workflow follows.
+        # The plugin requires a working_dir; a remote one is not uploaded by the CLI, and the
+        # simulated head ignores it.
+        runtime_env = tmp_path / "runtime-env.yaml"
+        runtime_env.write_text("working_dir: https://example.invalid/code.zip\n")
         code, out = await ray(
             stack,
             plugins,
@@ -180,6 +184,8 @@ async def test_a_session_forwards_the_dashboard_on_the_real_control_plane(tmp_pa
             "submitted",
             "--worker-replicas",
             "0",
+            "--runtime-env",
+            str(runtime_env),
             "--no-wait",
             "--",
             "sleep 2",
