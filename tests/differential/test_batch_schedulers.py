@@ -3,19 +3,22 @@
 Opt-in with the full set (`KUBERAY_TEMPORAL_DIFFERENTIAL=all`): one stack per scheduler, each
 minutes to start. Our worker's `KUBERAY_TEMPORAL_BATCH_SCHEDULER` is set, and the dev stack
 starts KubeRay's operator with the same `--batch-scheduler`. No scheduler runs here: the pods
-of both sides are compared as the two operators made them (the simulated runtime still runs
-them, as it ignores `schedulerName`). KAI's Queue object is not served here and is left out.
+of both sides stay Pending, unscheduled, and are compared as the two operators made them, once
+each side has made all of them. KAI's Queue object is not served here and is left out.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from tests.differential.conftest import differential_stack
 from tests.differential.scenario import documents, side_by_side
+from tests.differential.sides import SIDES
 from tests.e2e.conftest import LocalStack
 
 pytestmark = [
@@ -28,7 +31,7 @@ SAMPLES = {
     "kai-scheduler": ["ray-cluster.kai-scheduler.yaml"],
     "yunikorn": ["ray-cluster.yunikorn-scheduler.yaml", "ray-job.yunikorn-scheduler.yaml"],
 }
-READY = {"RayCluster": ("state", "ready"), "RayJob": ("jobDeploymentStatus", "Complete")}
+KINDS = ("RayCluster", "RayJob")
 
 
 @pytest_asyncio.fixture(scope="module", params=sorted(SAMPLES))
@@ -44,13 +47,36 @@ async def test_the_samples_are_stamped_alike(scheduled: tuple[str, LocalStack]) 
     scheduler, stack = scheduled
     left: list[str] = []
     for file in SAMPLES[scheduler]:
-        docs = [d for d in documents(file) if d.get("kind") in READY]
-        (main,) = docs
+        (main,) = [d for d in documents(file) if d.get("kind") in KINDS]
         kind, name = main["kind"], main["metadata"]["name"]
+        expected = _pods(main)
         async with side_by_side(stack) as both:
             await both.apply(main)
-            field, value = READY[kind]
-            await both.reach(kind.lower(), name, lambda s, f=field, v=value: s.get(f) == v, value)
+            for namespace in SIDES:
+
+                async def made(ns: str = namespace, count: int = expected) -> bool:
+                    pods = await both.pods(ns, "ray.io/is-ray-node=yes")
+                    return len(pods) == count and await _heads_reported(stack, ns)
+
+                what = f"{namespace}: {expected} Ray pods of {file}, the head in the status"
+                await both.settle(made, what)
             left += [f"{file}: {line}" for line in await both.unexplained(kind, name)]
             await both.delete(kind.lower(), name)
     assert not left, "\n".join(left)
+
+
+def _pods(doc: dict[str, Any]) -> int:
+    """The Ray pods the sample's cluster has: the head and every worker replica's hosts."""
+    spec = doc["spec"].get("rayClusterSpec") or doc["spec"]
+    groups = spec.get("workerGroupSpecs") or []
+    return 1 + sum(g.get("replicas", 1) * g.get("numOfHosts", 1) for g in groups)
+
+
+async def _heads_reported(stack: LocalStack, namespace: str) -> bool:
+    """Whether every RayCluster's status names its head pod (no pod changes once made: ours
+    writes it at its next resync)."""
+    raw = await stack.kubectl("get", "rayclusters", "-n", namespace, "-o", "json")
+    clusters = json.loads(raw)["items"]
+    return bool(clusters) and all(
+        ((c.get("status") or {}).get("head") or {}).get("podName") for c in clusters
+    )
