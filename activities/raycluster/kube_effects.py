@@ -28,7 +28,7 @@ from activities.contract import (
 )
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
+from activities.kube.errors import KubeError, KubeNotFound, KubeRejected
 from activities.kube.informer import Informer
 from activities.kube.patches import replacing_patch
 from activities.kube.vocabulary import EventType, JobConditionType
@@ -401,11 +401,8 @@ class ClusterActivities:
         await events.record(self._kube, params.ref, event.type, event.reason, event.message, key)
 
     async def _patch_ignoring_gone(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
-        try:
+        with contextlib.suppress(KubeNotFound):  # the CR is gone: nothing left to write
             await self._kube.patch(kube.RAYCLUSTERS, ref.namespace, ref.name, patch, sub=sub)
-        except KubeError as err:
-            if isinstance(err, KubeUnavailable) or err.status != 404:
-                raise
 
     async def _event(
         self, cluster: RayCluster, kind: EventType, reason: str, message: str, key: str

@@ -6,6 +6,7 @@ name is never touched by the old one's workflows or Schedule.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,7 @@ from temporalio import activity
 from activities.builders.raycronjob import build_scheduled_rayjob
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeError, KubeUnavailable
+from activities.kube.errors import KubeNotFound
 from activities.kube.spans import stamp_trace_context
 from activities.raycronjob import contract
 from crds.common import format_time
@@ -117,8 +118,5 @@ class CronJobActivities:
         return await self._kube.get_same(kube.RAYCRONJOBS, ref.namespace, ref.name, ref.uid)
 
     async def _patch(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
-        try:
+        with contextlib.suppress(KubeNotFound):  # the CR is gone: nothing left to write
             await self._kube.patch(kube.RAYCRONJOBS, ref.namespace, ref.name, patch, sub=sub)
-        except KubeError as err:
-            if isinstance(err, KubeUnavailable) or err.status != 404:
-                raise

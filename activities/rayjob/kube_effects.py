@@ -10,6 +10,7 @@ carries names, never templates.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ from activities.builders.rayjob import (
 )
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeError, KubeRejected, KubeUnavailable
+from activities.kube.errors import KubeNotFound, KubeRejected
 from activities.kube.patches import replacing_patch
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
@@ -359,11 +360,8 @@ class JobActivities:
         return None if obj is None else RayJob.model_validate(obj)
 
     async def _patch(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
-        try:
+        with contextlib.suppress(KubeNotFound):  # the CR is gone: nothing left to write
             await self._kube.patch(kube.RAYJOBS, ref.namespace, ref.name, patch, sub=sub)
-        except KubeError as err:
-            if isinstance(err, KubeUnavailable) or err.status != 404:
-                raise
 
     async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         """Record an Event once per activity and message (a retried attempt records none)."""

@@ -10,6 +10,7 @@ switch clusters, the Gateway and the dashboard calls live in `service_routes` an
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from activities.builders import rayservice as rs
 from activities.builders import rayservice_gateway as gw
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeError, KubeUnavailable
+from activities.kube.errors import KubeNotFound
 from activities.kube.patches import replacing_patch
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
@@ -333,11 +334,8 @@ class ServiceActivities:
         await self._patch(params.ref, patch)
 
     async def _patch(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
-        try:
+        with contextlib.suppress(KubeNotFound):  # the CR is gone: nothing left to write
             await self._kube.patch(kube.RAYSERVICES, ref.namespace, ref.name, patch, sub=sub)
-        except KubeError as err:
-            if isinstance(err, KubeUnavailable) or err.status != 404:
-                raise
 
 
 def _is_incremental(service: RayService) -> bool:
