@@ -30,8 +30,6 @@ from crds.rayjob import RayJobSpec
 
 KAI = "kai-scheduler"
 YUNIKORN = "yunikorn"
-SCHEDULERS = (KAI, YUNIKORN)
-"""The batch schedulers this worker stamps pods for (KubeRay's names for them)."""
 
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 YUNIKORN_APP_ID_LABEL = "yunikorn.apache.org/app-id"

@@ -178,7 +178,7 @@ def job_parent(rayjob: RayJob) -> batch_scheduling.Parent:
         pod = dict(template.get("spec") or {})
     else:
         resources = {"requests": SUBMITTER_REQUESTS, "limits": SUBMITTER_LIMITS}
-        pod = {"containers": [{"name": "ray-job-submitter", "resources": resources}]}
+        pod = {"containers": [{"name": k.SUBMITTER_CONTAINER_NAME, "resources": resources}]}
     return batch_scheduling.Parent(
         rayjob.labels, rayjob.annotations, job=rayjob.spec, submitter_pod=pod
     )

@@ -23,6 +23,7 @@ from temporalio.client import (
     ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
     ScheduleBackfill,
+    ScheduleDescription,
     ScheduleHandle,
     ScheduleOverlapPolicy,
     SchedulePolicy,
@@ -195,15 +196,20 @@ async def _refusing(call: Awaitable[T]) -> T:
         ) from None
 
 
-async def _paused(handle: ScheduleHandle) -> bool | None:
-    """Whether the Schedule is paused; None when there is no Schedule."""
+async def described(handle: ScheduleHandle) -> ScheduleDescription | None:
+    """The Schedule as the server has it; None when there is none."""
     try:
-        description = await handle.describe()
+        return await handle.describe()
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
             return None
         raise
-    return description.schedule.state.paused
+
+
+async def _paused(handle: ScheduleHandle) -> bool | None:
+    """Whether the Schedule is paused; None when there is no Schedule."""
+    description = await described(handle)
+    return None if description is None else description.schedule.state.paused
 
 
 async def _make_up(handle: ScheduleHandle, params: contract.SyncScheduleInput) -> datetime | None:

@@ -36,6 +36,7 @@ from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound
 from activities.kube.informer import Informer
+from activities.raycronjob.schedules import described
 from activities.registry import build_activities
 from bridge.running import Bridge
 from bridge.signalling import Signaller
@@ -221,15 +222,7 @@ async def running_as(
 
 async def _release(admin: KubeClient, namespace: str) -> None:
     """Delete the namespace with nothing left to hold it: no controller runs once we stop."""
-    for resource in RAY_KINDS:
-        for item in await admin.list_all(resource, namespace):
-            with contextlib.suppress(KubeNotFound):
-                await admin.patch(
-                    resource,
-                    namespace,
-                    item["metadata"]["name"],
-                    {"metadata": {"finalizers": None}},
-                )
+    await _remove_ray_objects(admin, namespace)
     await admin.delete(kube.NAMESPACES, None, namespace)
 
 
@@ -347,11 +340,7 @@ async def test_a_raycronjob_gets_its_schedule_and_a_rayjob_per_firing(
     schedule = operator.temporal.get_schedule_handle(schedule_id + cronjob["metadata"]["uid"])
 
     async def created() -> bool:
-        try:
-            await schedule.describe()
-        except RPCError:
-            return False
-        return True
+        return await described(schedule) is not None
 
     await operator.eventually(created, "the RayCronJob's Schedule")
     await schedule.trigger()  # a firing now, not at the next minute

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 from temporalio.client import ScheduleDescription
-from temporalio.service import RPCError, RPCStatusCode
 
+from activities.raycronjob.schedules import described
 from tests.e2e.conftest import LocalStack
 from tests.e2e.test_metrics import apply, get, reaches
 from tests.eventually import eventually
@@ -23,12 +23,7 @@ NAME = "every-minute"
 
 
 async def schedule_of(stack: LocalStack, schedule_id: str) -> ScheduleDescription | None:
-    try:
-        return await stack.client.get_schedule_handle(schedule_id).describe()
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            return None
-        raise
+    return await described(stack.client.get_schedule_handle(schedule_id))
 
 
 async def test_a_raycronjob_fires_each_minute_until_suspended_then_goes_with_its_schedule(

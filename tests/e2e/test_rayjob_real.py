@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import yaml
-from temporalio.service import RPCError
 
+from activities.raycronjob.schedules import described
 from tests.e2e.conftest import LocalStack, running_stack
 from tests.e2e.ray_tools import job_status, submit_job
 from tests.e2e.rayjob_tools import (
@@ -159,11 +159,8 @@ async def test_cronjob_samples_schedule_rayjobs_that_complete(stack: LocalStack)
     schedule_id = f"raycronjob/default/raycronjob-timezone-sample/{zoned['metadata']['uid']}"
 
     async def next_firing() -> datetime | None:
-        try:
-            found = await stack.client.get_schedule_handle(schedule_id).describe()
-        except RPCError:
-            return None
-        return found.info.next_action_times[0] if found.info.next_action_times else None
+        found = await described(stack.client.get_schedule_handle(schedule_id))
+        return found.info.next_action_times[0] if found and found.info.next_action_times else None
 
     upcoming = await eventually(next_firing, within=30, message="the zoned Schedule")
     assert (upcoming.astimezone(UTC).hour, upcoming.minute) == (13, 45)

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.raycronjob.schedules import described
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_cli
@@ -186,10 +186,8 @@ async def raycronjob_lifecycle(client: Client) -> WorkflowHistory:
         )
 
     async def paused(wanted: bool) -> bool:
-        try:
-            return (await schedule.describe()).schedule.state.paused == wanted
-        except RPCError:  # not created yet
-            return False
+        found = await described(schedule)  # None: not created yet
+        return found is not None and found.schedule.state.paused == wanted
 
     async with Worker(
         client,

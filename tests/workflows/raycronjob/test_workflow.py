@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio.client import Client, ScheduleDescription
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.raycronjob import contract
-from activities.raycronjob.schedules import FIRING_WORKFLOW
+from activities.raycronjob.schedules import FIRING_WORKFLOW, described
 from crds.refs import ObjectRef
 from tests.eventually import eventually
 from tests.workflows.raycronjob.fake_cron import CronWorld
@@ -57,12 +57,7 @@ class Harness:
         )
 
     async def schedule(self) -> ScheduleDescription | None:
-        try:
-            return await self.client.get_schedule_handle(self.ref.workflow_id).describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return None
-            raise
+        return await described(self.client.get_schedule_handle(self.ref.workflow_id))
 
     async def paused(self, note: str) -> bool:
         found = await self.schedule()
