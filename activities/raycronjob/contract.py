@@ -57,7 +57,7 @@ class ScheduleWanted(BaseModel):
 
     cron: str
     time_zone: str = ""
-    """An IANA zone; empty is UTC (KubeRay uses its operator's local zone, UTC in its image)."""
+    """An IANA zone; empty is UTC (KubeRay uses its operator's local zone)."""
     catchup_seconds: int | None = None
     """How far back firings missed while Temporal was down are made up; None: the server's
     default (a year)."""
