@@ -182,11 +182,11 @@ KNOWN = (
         "and `kubectl apply` would read it as the cluster's own",
     ),
     Known(
-        "/events/RayJob/Warning/FailedToCreateRayCluster",
+        "/events/*/Warning/FailedToCreateRayCluster",
         CHOSEN,
-        "A RayJob's cluster is created once, under the name its workflow drew; KubeRay v1.5.0 "
-        "can draw a second name from a stale cache and record `FailedToCreateRayCluster` "
-        "for the cluster it had already created",
+        "A RayJob's or RayService's cluster is created once, under the name its workflow "
+        "drew; KubeRay v1.5.0 can miss the cluster it had just created in a stale cache and "
+        "record `FailedToCreateRayCluster` for it",
         absent_on("ours"),
     ),
     Known(

@@ -124,6 +124,8 @@ def test_an_event_one_side_records_is_accepted_by_its_reason_alone() -> None:
         "/events/RayJob/Normal/Created"
     ]
     assert unexplained(event_differences(set(), {race}))  # ours recording the race is new
+    # The same stale-cache race on a RayService's pending cluster (seen in CI).
+    assert not unexplained(event_differences({("RayService", *race[1:])}, set()))
     assert event_differences({other}, {other}) == []
 
 
