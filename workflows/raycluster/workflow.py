@@ -275,6 +275,11 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             )
         state.status = status
         waiting = narration.waiting_for(plan, phase)
+        if result.created and not waiting:
+            # The bridge does not signal a pod's creation, and a pod no scheduler takes never
+            # changes: look again soon, so its name reaches the status (KubeRay's pod watch
+            # writes it at once).
+            waiting.append(f"{len(result.created)} created pod(s) to be seen")
         state.failed_passes = state.failed_passes + 1 if result.failure else 0
         if result.failure:
             delay = decisions.retry_delay(state.failed_passes)

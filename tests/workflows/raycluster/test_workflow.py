@@ -422,6 +422,23 @@ async def test_a_pass_due_at_the_start_arms_no_timer_first(harness: Harness) -> 
 _MARKER = "marker_recorded_event_attributes"
 
 
+async def test_a_pass_that_created_pods_looks_again_soon(harness: Harness) -> None:
+    """Regression: a head-only cluster waited the 300 s resync after creating its head. The
+    bridge does not signal a pod's creation and a pod no scheduler takes never changes, so
+    the head's name reached the status only then (KubeRay's pod watch writes it at once)."""
+    cluster = harness.cluster
+    cluster.spec = {**cluster.spec, "workerGroupSpecs": []}
+    handle = await harness.start()
+    await eventually(lambda: len(cluster.live()) == 1, message="the head")
+
+    async def timers() -> list[str]:
+        events = (await handle.fetch_history()).events
+        return [e.user_metadata.summary.data.decode() for e in events if e.HasField(_STARTED)]
+
+    (first,) = await eventually(timers, message="the wait after the first pass")
+    assert "resync after 15s" in first, first
+
+
 async def test_a_pass_reads_pods_as_new_as_the_newest_pod_news(harness: Harness) -> None:
     """The worker's pod cache must not hide the very event that woke the workflow."""
     cluster = harness.cluster
