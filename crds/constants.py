@@ -43,6 +43,9 @@ HEAD_GROUP_VALUE: Final = "headgroup"
 SUBMITTER_GROUP_VALUE: Final = "submittergroup"
 
 # --- annotations ------------------------------------------------------------------------------
+# kubectl's copy of the whole applied manifest: large, and nothing a controller decides on, so
+# it is not copied to what a CR makes (nor into workflow histories).
+ANNOTATION_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 ANNOTATION_FT_ENABLED: Final = "ray.io/ft-enabled"
 ANNOTATION_EXTERNAL_STORAGE_NAMESPACE: Final = "ray.io/external-storage-namespace"
 ANNOTATION_GCS_FT_DELETION_TIMEOUT: Final = "ray.io/gcs-ft-deletion-timeout"

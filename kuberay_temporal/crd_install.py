@@ -13,14 +13,16 @@ CRDS = kube.Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", 
 ATTEMPTS = 10
 
 
-async def install_crds(client: KubeClient, pause: float = 0.5) -> list[str]:
-    """Create each CRD, or replace it when it exists; returns the CRD names.
+async def install_crds(
+    client: KubeClient, pause: float = 0.5, manifests: list[JSON] | None = None
+) -> list[str]:
+    """Create each CRD (ours, or `manifests`), or replace it when it exists; the CRD names.
 
     An API server that is busy (429), failing (5xx) or raced by another writer (409 on the
     replace) is asked again, up to `ATTEMPTS` times per CRD, `pause` seconds apart and more.
     """
     names = []
-    for manifest in crd_manifests():
+    for manifest in crd_manifests() if manifests is None else manifests:
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 await _install(client, manifest)

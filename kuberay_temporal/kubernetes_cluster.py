@@ -47,6 +47,7 @@ from kuberay_temporal.service_accounts import (
     Identities,
     deploy_identities,
 )
+from kuberay_temporal.stand_in_crds import scheduler_crds
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -151,11 +152,13 @@ async def running_cluster(
     ready_delay: float = NodeConfig.ready_delay,
     audit_policy: Path | None = None,
     tracer: Tracer | None = None,
+    batch_scheduler: str = "",
 ) -> AsyncIterator[Cluster]:
     """Run the control plane (state under `STATE/kubernetes`) and its node (`STATE/node`).
 
     The node's Gateway data plane and volume provisioner get their roles, the CRDs are
-    installed as admin, and deploy/'s identities are applied. Everything stops when the block
+    installed as admin (with the batch scheduler's stand-in PodGroup CRD), and deploy/'s
+    identities are applied. Everything stops when the block
     ends.
     """
     bridged = pod_network_available(runtime)
@@ -179,6 +182,8 @@ async def running_cluster(
             await apply_cluster_objects(admin, gateway_rbac())
             await apply_cluster_objects(admin, volume_rbac())
             await install_crds(admin)
+            # Nothing installs the scheduler here; its objects need their kind served.
+            await install_crds(admin, manifests=scheduler_crds(batch_scheduler))
         finally:
             await admin.close()
         config = NodeConfig(
@@ -214,6 +219,7 @@ async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
         kubelet_port=stack.kubelet_port,
         dashboard_access=stack.settings.dashboard_access,
         tracer=tracer,
+        batch_scheduler=stack.settings.batch_scheduler,
     ) as cluster:
         watcher = asyncio.create_task(_watch(cluster.plane, stack))
         try:

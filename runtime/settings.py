@@ -282,15 +282,17 @@ class Settings(BaseModel):
             "cluster; the Serve config is still applied in place)."
         ),
     )
-    batch_scheduler: Literal["", "kai-scheduler", "yunikorn"] = Field(
-        default="",
-        validation_alias="KUBERAY_TEMPORAL_BATCH_SCHEDULER",
-        description=(
-            "KubeRay's `batch-scheduler` option: the scheduler Ray pods are stamped for "
-            "(`schedulerName`, its queue labels; YuniKorn's task groups for CRs labelled "
-            "`ray.io/gang-scheduling-enabled`). Empty: the default scheduler. Volcano and "
-            "scheduler-plugins are not supported yet."
-        ),
+    batch_scheduler: Literal["", "kai-scheduler", "yunikorn", "volcano", "scheduler-plugins"] = (
+        Field(
+            default="",
+            validation_alias="KUBERAY_TEMPORAL_BATCH_SCHEDULER",
+            description=(
+                "KubeRay's `batch-scheduler` option: the scheduler Ray pods are stamped for "
+                "(`schedulerName`, its queue labels; YuniKorn's task groups for CRs labelled "
+                "`ray.io/gang-scheduling-enabled`), and the PodGroups of Volcano and "
+                "scheduler-plugins. Empty: the default scheduler."
+            ),
+        )
     )
     delete_rayjob_cr_after_job_finishes: bool = Field(
         default=False,

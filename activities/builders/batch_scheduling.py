@@ -11,6 +11,12 @@ that scheduler reads (`AddMetadataToChildResource` of `batchscheduler/`):
 * YuniKorn (`yunikorn`): `schedulerName`, the application id and queue under YuniKorn's pod
   label names, and with `ray.io/gang-scheduling-enabled` on the parent the task groups (one per
   Ray group, with its minimum members and resources) and each pod's task group name.
+* Volcano (`volcano`): `schedulerName`, the parent's queue and priority class labels, and the
+  annotations naming its PodGroup and the pod's Ray group (the PodGroup: `pod_groups`).
+* scheduler-plugins (`scheduler-plugins`): the scheduler's instance name
+  (`scheduler-plugins-scheduler`), and with `ray.io/gang-scheduling-enabled` on the parent the
+  label naming its PodGroup, which is named after the parent. KubeRay takes no RayJob with it
+  (only a RayCluster's PodGroup is made), so neither does this.
 
 Pure: the parent's labels, annotations and spec in, the child edited in place.
 """
@@ -18,18 +24,25 @@ Pure: the parent's labels, annotations and spec in, the child edited in place.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from activities.builders.desired import pod_resources
+from activities.builders.names import CREATOR_RAYJOB
 from crds.common import JSONObject
+from crds.constants import LABEL_ORIGINATED_FROM_CR_NAME, LABEL_ORIGINATED_FROM_CRD
 from crds.enums import JobSubmissionMode
 from crds.raycluster import RayClusterSpec
 from crds.rayjob import RayJobSpec
 
 KAI = "kai-scheduler"
 YUNIKORN = "yunikorn"
+VOLCANO = "volcano"
+SCHEDULER_PLUGINS = "scheduler-plugins"
+SCHEDULER_PLUGINS_INSTANCE = "scheduler-plugins-scheduler"
+"""The `schedulerName` of scheduler-plugins' pods: the name its chart installs it under."""
 
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 YUNIKORN_APP_ID_LABEL = "yunikorn.apache.org/app-id"
@@ -39,6 +52,13 @@ YUNIKORN_POD_QUEUE_LABEL = "queue"
 YUNIKORN_TASK_GROUPS = "yunikorn.apache.org/task-groups"
 YUNIKORN_TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
 GANG_SCHEDULING_LABEL = "ray.io/gang-scheduling-enabled"
+VOLCANO_QUEUE_LABEL = "volcano.sh/queue-name"
+PRIORITY_CLASS_LABEL = "ray.io/priority-class-name"
+VOLCANO_GROUP_NAME = "scheduling.k8s.io/group-name"
+VOLCANO_TASK_SPEC = "volcano.sh/task-spec"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+NETWORK_TOPOLOGY_MODE_LABEL = "volcano.sh/network-topology-mode"
+NETWORK_TOPOLOGY_TIER_LABEL = "volcano.sh/network-topology-highest-tier-allowed"
 HEAD_GROUP = "headgroup"
 SUBMITTER_GROUP = "submittergroup"
 
@@ -53,18 +73,28 @@ class Parent:
 
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
+    name: str
     cluster: RayClusterSpec | None = None
     job: RayJobSpec | None = None
     submitter_pod: JSONObject | None = None
     """A RayJob's submitter pod template spec, for its YuniKorn task group."""
 
 
-def check_submission(scheduler: str, job: RayJobSpec) -> None:
+def check_submission(scheduler: str, job: RayJobSpec, labels: Mapping[str, str]) -> None:
     """Refuse a RayJob the scheduler cannot gang (KubeRay: `DoBatchSchedulingOnSubmission`).
 
     Raises:
-        UnschedulableError: KAI with K8sJobMode.
+        UnschedulableError: KAI with K8sJobMode; scheduler-plugins with any RayJob; Volcano
+            with a network topology label it cannot read.
     """
+    problem = label_problem(labels) if scheduler == VOLCANO else ""
+    if problem:
+        raise UnschedulableError(f"the volcano batch scheduler cannot make its PodGroup: {problem}")
+    if scheduler == SCHEDULER_PLUGINS:
+        raise UnschedulableError(
+            "the scheduler-plugins batch scheduler takes RayClusters only, as in KubeRay; "
+            "create the RayCluster and submit to it (clusterSelector), or use another scheduler"
+        )
     mode = job.submission_mode or JobSubmissionMode.K8S_JOB
     if scheduler == KAI and mode == JobSubmissionMode.K8S_JOB:
         raise UnschedulableError(
@@ -72,6 +102,19 @@ def check_submission(scheduler: str, job: RayJobSpec) -> None:
             "submitter pod is created only once the RayCluster is ready; use HTTPMode or "
             "SidecarMode"
         )
+
+
+def label_problem(labels: Mapping[str, str]) -> str:
+    """Why a Volcano PodGroup cannot be made from these labels, or "".
+
+    KubeRay cannot make it either (Go's `Atoi` refuses the tier) and retries.
+    """
+    tier = labels.get(NETWORK_TOPOLOGY_TIER_LABEL)
+    if tier is None or labels.get(NETWORK_TOPOLOGY_MODE_LABEL) is None:
+        return ""
+    if re.fullmatch(r"[+-]?[0-9]{1,18}", tier) is None:
+        return f"the label {NETWORK_TOPOLOGY_TIER_LABEL}={tier!r} is not a whole number"
+    return ""
 
 
 def stamp(scheduler: str, parent: Parent, child: JSONObject, group: str = "") -> None:
@@ -94,13 +137,36 @@ def stamp(scheduler: str, parent: Parent, child: JSONObject, group: str = "") ->
             ) or task_groups(parent)
             if group:
                 annotations[YUNIKORN_TASK_GROUP_NAME] = group
+    elif scheduler == VOLCANO:
+        _copy_label(parent, labels, VOLCANO_QUEUE_LABEL, VOLCANO_QUEUE_LABEL)
+        _copy_label(parent, labels, PRIORITY_CLASS_LABEL, PRIORITY_CLASS_LABEL)
+        annotations[VOLCANO_GROUP_NAME] = volcano_group_name(parent.name, parent.labels)
+        annotations[VOLCANO_TASK_SPEC] = group
+    elif scheduler == SCHEDULER_PLUGINS:
+        if GANG_SCHEDULING_LABEL in parent.labels:
+            labels[POD_GROUP_LABEL] = parent.name
     else:
         return
     meta["labels"] = labels
     if annotations:
         meta["annotations"] = annotations
     if child.get("kind") != "RayCluster":  # a pod or a pod template: the scheduler's name
-        child.setdefault("spec", {})["schedulerName"] = scheduler
+        child.setdefault("spec", {})["schedulerName"] = scheduler_name(scheduler)
+
+
+def scheduler_name(scheduler: str) -> str:
+    """The `schedulerName` of the pods a scheduler takes."""
+    return SCHEDULER_PLUGINS_INSTANCE if scheduler == SCHEDULER_PLUGINS else scheduler
+
+
+def volcano_group_name(name: str, labels: Mapping[str, str]) -> str:
+    """Volcano's PodGroup name: `ray-<name>-pg`, the RayJob's name for what a RayJob made.
+
+    One PodGroup gangs a RayJob's cluster and its submitter.
+    """
+    if labels.get(LABEL_ORIGINATED_FROM_CRD) == CREATOR_RAYJOB:
+        name = labels.get(LABEL_ORIGINATED_FROM_CR_NAME) or name
+    return f"ray-{name}-pg"
 
 
 def task_groups(parent: Parent) -> str:

@@ -14,7 +14,7 @@ from activities.builders.ray_start import is_gpu_resource
 from activities.contract import DesiredResources
 from crds import replicas
 from crds.common import JSONObject
-from crds.raycluster import RayCluster
+from crds.raycluster import RayCluster, RayClusterSpec
 
 TPU_RESOURCE = "google.com/tpu"
 
@@ -33,20 +33,37 @@ def pod_resources(pod_spec: JSONObject) -> dict[str, Quantity]:
     return total
 
 
-def desired_resources(cluster: RayCluster) -> DesiredResources:
-    """Sum the head and every non-suspended group (replicas × numOfHosts pods each).
+def sum_resources(*lists: dict[str, Quantity]) -> dict[str, Quantity]:
+    """Resource lists added name by name, in order (a sum keeps its first term's format)."""
+    totals: dict[str, Quantity] = {}
+    for resources in lists:
+        for name, quantity in resources.items():
+            totals[name] = totals.get(name, ZERO) + quantity
+    return totals
 
-    Resources use `replicas` as written, not clamped to min/max: that is what KubeRay reports.
+
+def cluster_resources(spec: RayClusterSpec, minimum: bool = False) -> dict[str, Quantity]:
+    """The resources of the head and every non-suspended group's pods.
+
+    Each group has `replicas` (or, `minimum`, `minReplicas`) × numOfHosts pods; `replicas` as
+    written, not clamped to min/max, as in KubeRay (`CalculateDesiredResources`,
+    `CalculateMinResources`).
     """
-    head_spec = cluster.spec.head_group_spec.template.get("spec") or {}
-    totals = dict(pod_resources(head_spec))
-    groups = cluster.spec.worker_group_specs or []
-    for group in groups:
+    head_spec = spec.head_group_spec.template.get("spec") or {}
+    lists = [pod_resources(head_spec)]
+    for group in spec.worker_group_specs or []:
         if group.suspend:
             continue
-        pods = replicas.hosts(group) * (group.replicas or 0)
-        for name, quantity in pod_resources(group.template.get("spec") or {}).items():
-            totals[name] = totals.get(name, ZERO) + quantity.times(pods)
+        count = group.min_replicas if minimum else group.replicas
+        pods = replicas.hosts(group) * (count or 0)
+        per_pod = pod_resources(group.template.get("spec") or {})
+        lists.append({name: quantity.times(pods) for name, quantity in per_pod.items()})
+    return sum_resources(*lists)
+
+
+def desired_resources(cluster: RayCluster) -> DesiredResources:
+    """The status's desired resources: `cluster_resources`, GPUs of every kind summed."""
+    totals = cluster_resources(cluster.spec)
     gpus = ZERO
     for name, quantity in totals.items():
         if is_gpu_resource(name) and not quantity.is_zero:

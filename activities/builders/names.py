@@ -8,6 +8,7 @@ controllers, our own bridge) finds them by these names and labels, so they follo
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping
 
 from crds import constants as k
 from crds.common import JSONObject
@@ -146,6 +147,13 @@ def controller_reference(kind: str, name: str, uid: str | None) -> JSONObject:
 def owner_reference(cluster: RayCluster) -> JSONObject:
     """The controller ownerReference every child of the cluster carries."""
     return controller_reference("RayCluster", cluster.name, cluster.metadata.uid)
+
+
+def without_last_applied(annotations: Mapping[str, str] | None) -> dict[str, str]:
+    """A CR's annotations less kubectl's copy of its manifest (`ANNOTATION_LAST_APPLIED`)."""
+    return {
+        key: value for key, value in (annotations or {}).items() if key != k.ANNOTATION_LAST_APPLIED
+    }
 
 
 # --- label sets -------------------------------------------------------------------------------

@@ -167,7 +167,9 @@ def _batch_schedule(
 ) -> None:
     """What the operator's batch scheduler reads, from the RayCluster (`batch_scheduling`)."""
     if options.batch_scheduler:
-        parent = batch_scheduling.Parent(cluster.labels, cluster.annotations, cluster=cluster.spec)
+        parent = batch_scheduling.Parent(
+            cluster.labels, cluster.annotations, cluster.name, cluster=cluster.spec
+        )
         batch_scheduling.stamp(options.batch_scheduler, parent, pod, group)
 
 

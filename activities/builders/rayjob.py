@@ -130,7 +130,7 @@ def build_rayjob_cluster(
     mode = _mode(rayjob)
     if batch_scheduler:
         try:
-            batch_scheduling.check_submission(batch_scheduler, rayjob.spec)
+            batch_scheduling.check_submission(batch_scheduler, rayjob.spec, rayjob.labels)
         except batch_scheduling.UnschedulableError as err:
             raise InvalidJobSpecError(str(err)) from None
     labels = {
@@ -139,8 +139,7 @@ def build_rayjob_cluster(
         k.LABEL_JOB_SUBMISSION_MODE: mode.value,
         k.LABEL_JOB_ATTEMPT: str(attempt),
     }
-    annotations = dict(rayjob.annotations)
-    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    annotations = names.without_last_applied(rayjob.annotations)
     cluster_spec = copy.deepcopy(spec.to_json_dict())
     if mode == Mode.SIDECAR:
         annotations[k.ANNOTATION_DISABLE_PROVISIONED_HEAD_RESTART] = flags.TRUE
@@ -180,7 +179,7 @@ def job_parent(rayjob: RayJob) -> batch_scheduling.Parent:
         resources = {"requests": SUBMITTER_REQUESTS, "limits": SUBMITTER_LIMITS}
         pod = {"containers": [{"name": k.SUBMITTER_CONTAINER_NAME, "resources": resources}]}
     return batch_scheduling.Parent(
-        rayjob.labels, rayjob.annotations, job=rayjob.spec, submitter_pod=pod
+        rayjob.labels, rayjob.annotations, rayjob.name, job=rayjob.spec, submitter_pod=pod
     )
 
 

@@ -35,7 +35,6 @@ from crds.raycluster import RayCluster, RayClusterSpec
 from crds.rayservice import RayService
 
 ENDPOINT_SLICE_SERVICE_LABEL = "kubernetes.io/service-name"
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _GROUP_SCALE_FIELDS = ("replicas", "minReplicas", "maxReplicas")
 
 
@@ -127,7 +126,7 @@ def is_owned_by(obj: JSONObject, uid: str) -> bool:
 def cluster_annotations(service: RayService) -> dict[str, str]:
     """The RayService's annotations plus KubeRay's hash, group count and version (S2)."""
     spec = service.spec.ray_cluster_config
-    annotations = {key: v for key, v in service.annotations.items() if key != _LAST_APPLIED}
+    annotations = names.without_last_applied(service.annotations)
     annotations[k.ANNOTATION_HASH_WITHOUT_REPLICAS] = goal_hash(spec)
     annotations[k.ANNOTATION_NUM_WORKER_GROUPS] = str(len(spec.worker_group_specs or []))
     annotations[k.ANNOTATION_KUBERAY_VERSION] = k.KUBERAY_VERSION

@@ -109,6 +109,8 @@ GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways")
 HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes")
 ISSUERS = Resource("cert-manager.io", "v1", "issuers")
 CERTIFICATES = Resource("cert-manager.io", "v1", "certificates")
+VOLCANO_POD_GROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups")
+PLUGINS_POD_GROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 
 
 async def connect(kubeconfig: str | None = None, tracer: Tracer | None = None) -> KubeClient:

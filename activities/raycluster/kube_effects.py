@@ -241,6 +241,12 @@ class ClusterActivities:
         ns = cluster.namespace
         for owned in wanted:
             kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+            if owned.problem:
+                message = f"Failed to create {kind} {ns}/{name}: {owned.problem}"
+                await self._event(
+                    cluster, EventType.WARNING, _failed_reason(kind), message, owned.key
+                )
+                raise ValueError(message)  # retried, as KubeRay requeues, until the CR changes
             try:
                 existing, created = await self._kube.create_or_get(
                     owned.resource, ns, owned.manifest
@@ -274,6 +280,8 @@ class ClusterActivities:
             await self._event(cluster, EventType.WARNING, reason, message, owned.key)
             return
         await self._kube.request("PUT", owned.resource.path(cluster.namespace, name), body=new)
+        if kind not in UPDATED_REASONS:  # KubeRay records none for a PodGroup
+            return
         message = updated_message(kind, cluster.namespace, name, new)
         version = existing["metadata"].get("resourceVersion", "")
         await self._event(
@@ -423,9 +431,5 @@ def _failed_reason(kind: str) -> str:
     return "FailedToCreate" + created.removeprefix("Created")
 
 
-# kubectl's copy of the whole manifest: large, and nothing a controller decides on.
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
 def _annotations(meta: kube.JSON) -> dict[str, str]:
-    return {k: v for k, v in (meta.get("annotations") or {}).items() if k != _LAST_APPLIED}
+    return names.without_last_applied(meta.get("annotations"))

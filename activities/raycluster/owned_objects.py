@@ -2,11 +2,11 @@
 
 Autoscaler ServiceAccount, Role and RoleBinding, the head's Ingress, the token-auth Secret, head
 Service, headless worker Service, serve Service, the GCS storage PVC, the NetworkPolicies and
-the cert-manager Issuers and Certificates of mTLS: each is created when missing, always before
-the pods that need it. Most are then left alone (KubeRay creates them once and never updates
-them); the exceptions are KubeRay's too: a NetworkPolicy and the Ingress follow the spec, a
-leaf Certificate follows the pod IPs, and a NetworkPolicy of a worker group that is gone is
-deleted.
+the cert-manager Issuers and Certificates of mTLS, a gang scheduler's PodGroup: each is created
+when missing, always before the pods that need it. Most are then left alone (KubeRay creates
+them once and never updates them); the exceptions are KubeRay's too: a NetworkPolicy and the
+Ingress follow the spec, a leaf Certificate follows the pod IPs, a Volcano PodGroup's members
+and resources follow the spec, and a NetworkPolicy of a worker group that is gone is deleted.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from activities import builders
-from activities.builders import auth, ingress, network_policies, tls
+from activities.builders import auth, batch_scheduling, ingress, network_policies, pod_groups, tls
 from activities.builders.autoscaler import is_autoscaling_enabled
 from activities.kube import client as kube
 from activities.kube.vocabulary import PodPhase
@@ -53,6 +53,9 @@ _RESOURCES = {
     "Issuer": kube.ISSUERS,
     "Certificate": kube.CERTIFICATES,
     "Ingress": kube.INGRESSES,
+    # Two API groups have a PodGroup: their keys name the group too (`resource_key`).
+    f"PodGroup.{kube.VOLCANO_POD_GROUPS.group}": kube.VOLCANO_POD_GROUPS,
+    f"PodGroup.{kube.PLUGINS_POD_GROUPS.group}": kube.PLUGINS_POD_GROUPS,
 }
 UpdateRule = Callable[[kube.JSON, kube.JSON], bool]
 """(existing, desired) -> whether the existing object must be rewritten."""
@@ -67,6 +70,7 @@ _UPDATE_RULES: dict[str, UpdateRule] = {
     "NetworkPolicy": network_policies.needs_update,
     "Certificate": tls.certificate_needs_update,
     "Ingress": ingress.ingress_needs_update,
+    f"PodGroup.{kube.VOLCANO_POD_GROUPS.group}": pod_groups.needs_update,
 }
 
 
@@ -77,6 +81,8 @@ class Owned:
     resource: kube.Resource
     manifest: kube.JSON
     needs_update: UpdateRule = never
+    problem: str = ""
+    """Why the object cannot be created as the CR stands (a Warning says so), or ""."""
 
     @property
     def key(self) -> str:
@@ -93,6 +99,8 @@ class Owned:
             desired = ingress.adopt_class(existing, desired)
         if not self.needs_update(existing, desired):
             return None
+        if desired["kind"] == "PodGroup":  # only its members and resources follow the spec
+            return pod_groups.updated(existing, desired)
         new = copy.deepcopy(existing)
         new["spec"] = copy.deepcopy(desired["spec"])
         new["metadata"]["labels"] = dict(desired["metadata"]["labels"])
@@ -185,9 +193,21 @@ def wanted_objects(
     manifests += network_policies.build_network_policies(cluster)
     ips = ips or PodIps()
     manifests += tls.build_tls_objects(cluster, ips.head, ips.worker, options.cluster_domain)
-    return [_owned(m) for m in manifests]
+    owned = [_owned(m) for m in manifests]
+    pod_group = pod_groups.cluster_pod_group(options.batch_scheduler, cluster)
+    if pod_group is not None:  # last, as KubeRay makes it: just before the pods
+        owned.append(_owned(pod_group, batch_scheduling.label_problem(cluster.labels)))
+    return owned
 
 
-def _owned(manifest: kube.JSON) -> Owned:
+def resource_key(manifest: kube.JSON) -> str:
+    """The key of a manifest's kind in the tables: the kind, or `Kind.group` for a PodGroup."""
     kind = manifest["kind"]
-    return Owned(_RESOURCES[kind], manifest, _UPDATE_RULES.get(kind, never))
+    if kind == "PodGroup":
+        return f"{kind}.{manifest['apiVersion'].split('/')[0]}"
+    return str(kind)
+
+
+def _owned(manifest: kube.JSON, problem: str = "") -> Owned:
+    key = resource_key(manifest)
+    return Owned(_RESOURCES[key], manifest, _UPDATE_RULES.get(key, never), problem)

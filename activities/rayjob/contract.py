@@ -94,6 +94,11 @@ class JobEventReason(StrEnum):
     INVALID_SPEC = "InvalidRayJobSpec"
     INVALID_METADATA = "InvalidRayJobMetadata"
     INVALID_STATUS = "InvalidRayJobStatus"
+    BATCH_SCHEDULER_CLEANED_UP = "BatchSchedulerCleanedUp"
+
+
+FAILED_TO_CREATE_POD_GROUP = "FailedToCreatePodGroup"
+"""Ours: KubeRay only logs a PodGroup it cannot create, and retries."""
 
 
 class RayJobRef(BaseModel):

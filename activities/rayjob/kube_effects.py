@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import builders, events
+from activities.builders import batch_scheduling, names, pod_groups
 from activities.builders.rayjob import (
     InvalidJobSpecError,
     build_rayjob_cluster,
@@ -43,8 +44,6 @@ from crds.rayjob import RayJob
 from crds.redaction import redacted_job_spec
 from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError
-
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 class JobActivities:
@@ -99,11 +98,7 @@ class JobActivities:
             deleting=bool(meta.get("deletionTimestamp")),
             has_finalizer=FINALIZER_RAYJOB in finalizers,
             labels=dict(meta.get("labels") or {}),
-            annotations={
-                key: value
-                for key, value in (meta.get("annotations") or {}).items()
-                if key != _LAST_APPLIED
-            },
+            annotations=names.without_last_applied(meta.get("annotations")),
         )
         try:
             rayjob = parse_ray_object(obj)
@@ -156,6 +151,7 @@ class JobActivities:
         # The cluster's own workflow then continues this trace (`activities.kube.spans`).
         stamp_trace_context(manifest)
         ns, name = params.ref.namespace, params.cluster_name
+        await self._sync_pod_group(rayjob, params.ref)
         try:
             _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ns, manifest)
         except KubeRejected as err:
@@ -173,6 +169,46 @@ class JobActivities:
                 params.ref, EventType.NORMAL, contract.JobEventReason.CREATED_RAY_CLUSTER, message
             )
         return contract.CreateResult(created=created)
+
+    async def _sync_pod_group(self, rayjob: RayJob, ref: ObjectRef) -> None:
+        """Make or bring up to date the RayJob's Volcano PodGroup, before its cluster."""
+        group = pod_groups.rayjob_pod_group(self._options.batch_scheduler, rayjob)
+        if group is None:
+            return
+        ns, name = rayjob.namespace, group["metadata"]["name"]
+        try:
+            existing, created = await self._kube.create_or_get(kube.VOLCANO_POD_GROUPS, ns, group)
+        except KubeRejected as err:  # Volcano not installed, or no right to its PodGroups
+            message = f"Failed to create PodGroup {ns}/{name}: {err}"
+            await self._event(ref, EventType.WARNING, contract.FAILED_TO_CREATE_POD_GROUP, message)
+            raise
+        if created or not pod_groups.needs_update(existing, group):
+            return
+        if _controlled_by(existing, ref):  # never someone else's
+            body = pod_groups.updated(existing, group)
+            await self._kube.request("PUT", kube.VOLCANO_POD_GROUPS.path(ns, name), body=body)
+
+    async def _release_pod_group(self, ref: ObjectRef, cluster_name: str | None) -> None:
+        """Shrink a finished or freed RayJob's Volcano PodGroup to what still runs.
+
+        Its queue's capacity then goes to others (KubeRay v1.7 `CleanupOnCompletion`).
+        """
+        if self._options.batch_scheduler != batch_scheduling.VOLCANO or not cluster_name:
+            return
+        ns, name = ref.namespace, batch_scheduling.volcano_group_name(ref.name, {})
+        group = await self._kube.get_or_none(kube.VOLCANO_POD_GROUPS, ns, name)
+        if group is None or not _controlled_by(group, ref):
+            return
+        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, cluster_name)
+        wanted = pod_groups.released(RayCluster.model_validate(obj) if obj else None)
+        if not pod_groups.needs_update(group, wanted):
+            return
+        body = pod_groups.updated(group, wanted)
+        await self._kube.request("PUT", kube.VOLCANO_POD_GROUPS.path(ns, name), body=body)
+        message = f"Cleaned up batch scheduler resources for RayJob {ns}/{ref.name}"
+        await self._event(
+            ref, EventType.NORMAL, contract.JobEventReason.BATCH_SCHEDULER_CLEANED_UP, message
+        )
 
     @activity.defn(name=contract.CREATE_SUBMITTER_JOB.name)
     async def create_submitter(
@@ -280,6 +316,8 @@ class JobActivities:
                         ref, EventType.NORMAL, contract.JobEventReason.DELETED_SUBMITTER, message
                     )
                 result.remaining.append(f"Job/{name}")
+        if not result.remaining:  # a suspend, a retry or a deletion rule freed everything
+            await self._release_pod_group(ref, params.cluster_name)
         return result
 
     @activity.defn(name=contract.SUSPEND_WORKERS.name)
@@ -300,6 +338,7 @@ class JobActivities:
         await self._event(
             params.ref, EventType.NORMAL, contract.JobEventReason.UPDATED_RAY_CLUSTER, message
         )
+        await self._release_pod_group(params.ref, name)
 
     @activity.defn(name=contract.DELETE_RAYJOB.name)
     async def delete_rayjob(self, params: contract.RayJobRef) -> None:
@@ -323,6 +362,9 @@ class JobActivities:
         new.setdefault("rayClusterStatus", RayClusterStatus.zero().to_json_dict())
         patch = replacing_patch(current.get("status") or {}, new)
         await self._patch(params.ref, {"status": patch}, sub="status")
+        deployment = params.status.job_deployment_status
+        if deployment is not None and deployment.is_terminal:
+            await self._release_pod_group(params.ref, params.status.ray_cluster_name)
         if self._metrics is not None:
             self._metrics.job_status_written(current, new)
 

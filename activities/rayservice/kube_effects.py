@@ -20,6 +20,7 @@ from activities import events
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.builders import rayservice as rs
 from activities.builders import rayservice_gateway as gw
+from activities.builders.names import without_last_applied
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound
@@ -37,8 +38,6 @@ from crds.rayservice import RayService
 from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError, Violation
-
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 class ServiceStore:
@@ -118,9 +117,7 @@ class ServiceActivities:
             generation=int(meta.get("generation") or 0),
             deleting=bool(meta.get("deletionTimestamp")),
             finalizers=list(meta.get("finalizers") or []),
-            annotations={
-                a: v for a, v in (meta.get("annotations") or {}).items() if a != _LAST_APPLIED
-            },
+            annotations=without_last_applied(meta.get("annotations")),
             labels=dict(meta.get("labels") or {}),
         )
         try:

@@ -93,6 +93,8 @@ def test_the_scan_resolves_the_call_sites_it_cannot_read_directly() -> None:
         "ISSUERS",
         "CERTIFICATES",
         "INGRESSES",
+        "VOLCANO_POD_GROUPS",
+        "PLUGINS_POD_GROUPS",
     }
     assert {(s.module, s.method) for s in bridge.dynamic} == {("bridge/watching.py", "ListWatch")}
     assert bridge.tables == {"RAYCLUSTERS", "RAYJOBS", "RAYSERVICES", "RAYCRONJOBS", "PODS", "JOBS"}

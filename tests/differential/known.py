@@ -240,6 +240,12 @@ KNOWN = (
         "when KubeRay's does, so upgrades start on the same edits",
     ),
     Known(
+        "/PodGroup/*/metadata/annotations*",
+        NEWER,
+        "v1.7 copies the CR's annotations to its Volcano PodGroup",
+        absent_on("kuberay"),
+    ),
+    Known(
         "/events/RayService/Normal/PromotedRayCluster",
         CHOSEN,
         "A blue-green switch records `PromotedRayCluster` on the RayService (KubeRay records no "

@@ -59,6 +59,8 @@ class SideBySide:
 
     stack: LocalStack
     recorders: dict[str, Recorder] = field(default_factory=dict)
+    also: tuple[str, ...] = ()
+    """Kinds captured besides `CHILD_KINDS` (a batch scheduler's PodGroups)."""
 
     async def apply(self, doc: dict[str, Any]) -> None:
         """Apply `doc` in both namespaces (its own namespace, if any, is replaced)."""
@@ -118,7 +120,8 @@ class SideBySide:
 
     async def compare(self, kind: str, name: str) -> list[Difference]:
         """What parts the sides now: objects, the status trajectory, Event reasons."""
-        theirs, ours = await capture(self.stack, KUBERAY), await capture(self.stack, OURS)
+        theirs = await capture(self.stack, KUBERAY, self.also)
+        ours = await capture(self.stack, OURS, self.also)
         found = list(differences(theirs, ours))
         kuberay, mine = self.recorders[KUBERAY], self.recorders[OURS]
         if not same_course(kuberay.states(kind, name), mine.states(kind, name)):
@@ -143,16 +146,17 @@ class SideBySide:
             await self.stack.kubectl(
                 "delete", kind, name, "-n", namespace, "--ignore-not-found", "--wait=false"
             )
-        await emptied(self.stack)
+        await emptied(self.stack, self.also)
 
 
-async def emptied(stack: LocalStack) -> None:
-    """Wait until neither side holds a ray.io object or anything an operator made."""
+async def emptied(stack: LocalStack, also: tuple[str, ...] = ()) -> None:
+    """Wait until neither side holds a ray.io object or anything an operator made (of
+    `CHILD_KINDS` and `also`)."""
     left: dict[str, list[str]] = {}
     for namespace in SIDES:
 
         async def empty(namespace: str = namespace) -> bool:
-            left[namespace] = operators_made(await capture(stack, namespace))
+            left[namespace] = operators_made(await capture(stack, namespace, also))
             return not left[namespace]
 
         try:
@@ -180,9 +184,9 @@ def operators_made(captured: dict[str, Any]) -> list[str]:
 
 
 @asynccontextmanager
-async def side_by_side(stack: LocalStack) -> AsyncIterator[SideBySide]:
-    """Both sides recorded from now until the block ends."""
-    scenario = SideBySide(stack)
+async def side_by_side(stack: LocalStack, also: tuple[str, ...] = ()) -> AsyncIterator[SideBySide]:
+    """Both sides recorded from now until the block ends; `also` kinds captured too."""
+    scenario = SideBySide(stack, also=also)
     async with AsyncExitStack() as running:
         for namespace in SIDES:
             recorder = Recorder(stack, namespace)
@@ -200,7 +204,7 @@ async def side_by_side(stack: LocalStack) -> AsyncIterator[SideBySide]:
                     namespace,
                     "--wait=false",
                 )
-            await emptied(stack)
+            await emptied(stack, also)
             # And its Events (a later scenario would count them as its own).
             for namespace in SIDES:
                 await stack.kubectl("delete", "events", "--all", "-n", namespace)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,13 +112,14 @@ class Recorder:
             seen.append(now)
 
 
-async def capture(stack: LocalStack, namespace: str) -> dict[str, Any]:
-    """The namespace's ray.io objects and every object owned by something, normalised.
+async def capture(stack: LocalStack, namespace: str, also: Sequence[str] = ()) -> dict[str, Any]:
+    """The namespace's ray.io objects and every object owned by something (of `CHILD_KINDS`
+    and `also`), normalised.
 
     Keys are `Kind/name` with the name normalised; pods lose their status (the node's), and
     several objects under one normalised name (worker pods) are kept as a sorted list.
     """
-    kinds = ",".join([*RAY_KINDS.values(), *CHILD_KINDS])
+    kinds = ",".join([*RAY_KINDS.values(), *CHILD_KINDS, *also])
     raw = await stack.kubectl("get", kinds, "-n", namespace, "-o", "json")
     found: dict[str, list[Any]] = {}
     for obj in json.loads(raw)["items"]:

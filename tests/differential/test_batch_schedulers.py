@@ -4,7 +4,9 @@ Opt-in with the full set (`KUBERAY_TEMPORAL_DIFFERENTIAL=all`): one stack per sc
 minutes to start. Our worker's `KUBERAY_TEMPORAL_BATCH_SCHEDULER` is set, and the dev stack
 starts KubeRay's operator with the same `--batch-scheduler`. No scheduler runs here: the pods
 of both sides stay Pending, unscheduled, and are compared as the two operators made them, once
-each side has made all of them. KAI's Queue object is not served here and is left out.
+each side has made all of them, with the PodGroups of Volcano and scheduler-plugins (the stack
+serves their kind with a stand-in CRD). KAI's and Volcano's Queue objects are cluster-wide,
+not served here and left out.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ pytestmark = [
 SAMPLES = {
     "kai-scheduler": ["ray-cluster.kai-scheduler.yaml"],
     "yunikorn": ["ray-cluster.yunikorn-scheduler.yaml", "ray-job.yunikorn-scheduler.yaml"],
+    "volcano": [
+        "ray-cluster.volcano-scheduler.yaml",
+        "ray-cluster.volcano-scheduler-queue.yaml",
+        "ray-job.volcano-scheduler-queue.yaml",
+    ],
+    "scheduler-plugins": ["ray-cluster.scheduler-plugins.yaml"],
+}
+POD_GROUPS = {
+    "volcano": ("podgroups.scheduling.volcano.sh",),
+    "scheduler-plugins": ("podgroups.scheduling.x-k8s.io",),
 }
 KINDS = ("RayCluster", "RayJob")
 
@@ -50,7 +62,7 @@ async def test_the_samples_are_stamped_alike(scheduled: tuple[str, LocalStack]) 
         (main,) = [d for d in documents(file) if d.get("kind") in KINDS]
         kind, name = main["kind"], main["metadata"]["name"]
         expected = _pods(main)
-        async with side_by_side(stack) as both:
+        async with side_by_side(stack, POD_GROUPS.get(scheduler, ())) as both:
             await both.apply(main)
             for namespace in SIDES:
 

@@ -59,7 +59,10 @@ OFFLINE = "its code is a `working_dir` zip on github.com, and this machine and C
 GPU = "it asks for NVIDIA GPUs (`nvidia.com/gpu`)"
 TPU = "it asks for Google TPUs (`google.com/tpu`)"
 GKE = "it needs GKE (a node label, a Cloud Storage bucket or its FUSE driver, GKE's isolation)"
-SCHEDULER = "it needs a batch scheduler (Volcano, YuniKorn, KAI, scheduler-plugins), not yet here"
+SCHEDULER = (
+    "its pods wait for a batch scheduler (Volcano, YuniKorn, KAI, scheduler-plugins), none of "
+    "which runs here"
+)
 CERT_MANAGER = "its certificates come from cert-manager, which does not run here"
 FLUENT_BIT = "no local program stands in for the `fluent/fluent-bit` image"
 CONTAINERS = "it starts a container image no local program stands in for (no container runtime)"

@@ -26,7 +26,7 @@ from devcluster.networking.gateway import (
     GatewayDataPlane,
 )
 from devcluster.server import DevCluster
-from tests.e2e.conftest import gateway_api_crds
+from kuberay_temporal.stand_in_crds import gateway_api_crds
 from tests.eventually import eventually
 
 CRDS = kube.Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)

@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 from devcluster.networking.gateway import LISTENER_PORTS_ANNOTATION
-from tests.e2e.conftest import LocalStack, gateway_api_crds
+from kuberay_temporal.stand_in_crds import gateway_api_crds
+from tests.e2e.conftest import LocalStack
 from tests.e2e.test_rayservice_real import HEAD_ENV, Load, manifest
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT

@@ -173,6 +173,11 @@ def builtin_kinds() -> list[Kind]:
              top_fields=_SPEC_STATUS),
         Kind("cert-manager.io", "v1", "certificates", "Certificate", True, ("cert", "certs"),
              frozenset({"status"}), merge_keys=_META_KEYS, top_fields=_SPEC_STATUS),
+        # The gang schedulers' PodGroups, stored for their batch scheduler; none runs here.
+        Kind("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, ("pg",),
+             frozenset({"status"}), merge_keys=_META_KEYS, top_fields=_SPEC_STATUS),
+        Kind("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True, (),
+             frozenset({"status"}), merge_keys=_META_KEYS, top_fields=_SPEC_STATUS),
         Kind("networking.k8s.io", "v1", "ingresses", "Ingress", True, ("ing",),
              frozenset({"status"}), merge_keys=_META_KEYS, top_fields=_SPEC_STATUS,
              columns=(_col("Class", ".spec.ingressClassName"), _AGE)),

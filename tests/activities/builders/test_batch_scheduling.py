@@ -130,3 +130,18 @@ def test_a_yunikorn_rayjob_stamps_its_cluster_and_its_submitter() -> None:
     assert template["metadata"]["annotations"]["yunikorn.apache.org/task-group-name"] == (
         "submittergroup"
     )
+
+
+def test_kueues_queue_label_passes_from_a_rayjob_to_its_cluster() -> None:
+    """Kueue admits a RayJob by its `kueue.x-k8s.io/queue-name` label and `suspend`; KubeRay
+    copies the RayJob's labels to its cluster, and so does this, whatever the scheduler."""
+    rayjob = sample("ray-job.kueue-toy-sample.yaml", "RayJob")
+    assert isinstance(rayjob, RayJob)
+    rayjob.metadata.labels = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    for scheduler in ("", KAI, YUNIKORN):
+        try:
+            manifest = build_rayjob_cluster(rayjob, "c-x", "j", 1, batch_scheduler=scheduler)
+        except InvalidJobSpecError:
+            assert scheduler == KAI  # a K8sJobMode RayJob: KAI's own refusal
+            continue
+        assert manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "user-queue"

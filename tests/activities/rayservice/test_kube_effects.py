@@ -22,7 +22,7 @@ from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
 from activities.rayservice.routes import RouteActivities
 from crds.rayservice import RayServiceStatus, RayServiceStatuses
 from crds.refs import ObjectRef
-from tests.e2e.conftest import gateway_api_crds
+from kuberay_temporal.stand_in_crds import gateway_api_crds
 
 CONTAINER = {
     "name": "ray-head",

@@ -23,9 +23,9 @@ from devcluster.networking.gateway import LISTENER_PORTS_ANNOTATION
 from devcluster.node import NodeAgent
 from devcluster.node.gateways import gateway_rbac
 from devcluster.pod_table import pod_cells
+from kuberay_temporal.stand_in_crds import gateway_api_crds
 from tests.devcluster.conftest import Kubectl
 from tests.devcluster.node.conftest import get_json, pod_statuses, running_node
-from tests.e2e.conftest import gateway_api_crds
 from tests.eventually import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
