@@ -5,7 +5,8 @@ The commands that only talk to the API server work as they do under KubeRay: `cr
 changes a group's replicas and our workflow follows, `get token` reads the token-auth Secret
 our worker made, `delete` removes it; on devcluster with its simulated runtime, which these
 commands need no more than. `session` port-forwards to the head, which takes the real control
-plane and its node. The README's table says what the other commands do here.
+plane and its node; `log` copies Ray's logs out of a pod, which takes real Ray too. The
+README's table says what the other commands do here.
 """
 
 from __future__ import annotations
@@ -199,3 +200,23 @@ async def test_a_session_forwards_the_dashboard_on_the_real_control_plane(tmp_pa
 
         done = await eventually(complete, within=120, message="the submitted RayJob Complete")
         assert done["jobStatus"] == "SUCCEEDED"
+
+
+async def test_log_downloads_each_ray_pods_logs_with_real_ray(tmp_path: Path) -> None:
+    """`log` reads each Ray pod's container log, then copies Ray's session logs out of the
+    pod with `tar` through `exec`: the process runtime runs both."""
+    plugins = await plugin_dir()
+    async with running_stack(tmp_path, "process", control_plane="kubernetes") as stack:
+        code, out = await ray(
+            stack, plugins, "create", "cluster", "demo", "--worker-replicas", "0", "--wait"
+        )
+        assert code == 0, out
+        target = tmp_path / "logs"
+        target.mkdir()  # the plugin writes into a folder that exists
+        code, out = await ray(stack, plugins, "log", "demo", "--out-dir", str(target))
+        assert code == 0, out
+        (head,) = [path for path in target.iterdir() if path.is_dir()]
+        assert head.name.startswith("demo-head-")
+        assert (head / "stdout.log").is_file()
+        copied = {path.name for path in head.rglob("*") if path.is_file()}
+        assert "gcs_server.out" in copied, sorted(copied)
