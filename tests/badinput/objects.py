@@ -34,20 +34,23 @@ from devcluster.validation import validate_metadata
 from tests.reference import KUBERAY_CRDS, REPO_ROOT, sample_files
 
 JSON = dict[str, Any]
-KINDS = ("RayCluster", "RayJob", "RayService")
-"""The kinds the properties generate (not yet RayCronJob, whose template is a RayJob spec)."""
+KINDS = ("RayCluster", "RayJob", "RayService", "RayCronJob")
+"""The kinds the properties generate."""
 CLUSTER_SPEC = {
     "RayCluster": ("spec",),
     "RayJob": ("spec", "rayClusterSpec"),
     "RayService": ("spec", "rayClusterConfig"),
+    "RayCronJob": ("spec", "jobTemplate", "rayClusterSpec"),
 }
 """Where each kind keeps its RayClusterSpec."""
+JOB_SPEC = {"RayJob": ("spec",), "RayCronJob": ("spec", "jobTemplate")}
+"""Where a kind keeps a RayJob spec (a RayCronJob's is the template of its RayJobs)."""
 CRD_DIR = REPO_ROOT / "deploy" / "crds"
 
 
 @functools.cache
 def kuberay_samples() -> dict[str, tuple[JSON, ...]]:
-    """Every RayCluster, RayJob and RayService document among KubeRay's samples, by kind."""
+    """Every document of `KINDS` among KubeRay's samples, by kind."""
     found: dict[str, list[JSON]] = {kind: [] for kind in KINDS}
     for path in sample_files():
         for doc in yaml.safe_load_all(path.read_text()):

@@ -20,6 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from crds.constants import ANNOTATION_CATCHUP_WINDOW
 from crds.enums import (
     AutoscalerVersion,
     DeletionPolicyType,
@@ -30,7 +31,7 @@ from crds.enums import (
     UpscalingMode,
 )
 from crds.violations import join_path
-from tests.badinput.objects import CLUSTER_SPEC, JSON, KINDS, kuberay_samples
+from tests.badinput.objects import CLUSTER_SPEC, JOB_SPEC, JSON, KINDS, kuberay_samples
 
 PathT = tuple[str | int, ...]
 Draw = st.DrawFn
@@ -77,6 +78,12 @@ def cluster_path(doc: JSON) -> PathT | None:
     """Where the object keeps its RayClusterSpec, when it has one."""
     path = CLUSTER_SPEC[doc["kind"]]
     return path if isinstance(get_in(doc, path), dict) else None
+
+
+def job_path(doc: JSON) -> PathT | None:
+    """Where the object keeps a RayJob spec: a RayJob's own, a RayCronJob's template."""
+    path = JOB_SPEC.get(doc["kind"])
+    return path if path is not None and isinstance(get_in(doc, path), dict) else None
 
 
 def group_paths(doc: JSON) -> list[PathT]:
@@ -181,10 +188,24 @@ def rayservice_spec(draw: Draw) -> JSON:
     return spec
 
 
+@st.composite
+def raycronjob_spec(draw: Draw) -> JSON:
+    """A RayCronJob spec within every rule: a schedule, maybe a zone, a RayJob template."""
+    schedules = ["*/5 * * * *", "@hourly", "0 3 * * 1-5", "@every 1h30m", "30 2 1 * *"]
+    spec: JSON = {"schedule": draw(st.sampled_from(schedules)), "jobTemplate": draw(rayjob_spec())}
+    zone = draw(st.sampled_from([None, "UTC", "Europe/Paris", "America/New_York"]))
+    if zone is not None:
+        spec["timeZone"] = zone
+    if draw(st.booleans()):
+        spec["suspend"] = draw(st.booleans())
+    return spec
+
+
 _SPECS: dict[str, Callable[[], st.SearchStrategy[JSON]]] = {
     "RayCluster": cluster_spec,
     "RayJob": rayjob_spec,
     "RayService": rayservice_spec,
+    "RayCronJob": raycronjob_spec,
 }
 
 
@@ -239,6 +260,10 @@ def _has_cluster(doc: JSON) -> bool:
     return cluster_path(doc) is not None
 
 
+def _has_job(doc: JSON) -> bool:
+    return job_path(doc) is not None
+
+
 def _has_groups(doc: JSON) -> bool:
     return bool(group_paths(doc))
 
@@ -256,12 +281,11 @@ def _drop_required(draw: Draw, doc: JSON) -> PathT:
         candidates += [(*base, "headGroupSpec"), (*base, "headGroupSpec", "template")]
     for group in group_paths(doc):
         candidates += [(*group, "groupName"), (*group, "template")]
-    if (
-        doc["kind"] == "RayJob"
-        and base is not None
-        and not get_in(doc, ("spec", "clusterSelector"))
-    ):
+    job = job_path(doc)
+    if job is not None and base is not None and not get_in(doc, (*job, "clusterSelector")):
         candidates.append(base)
+    if doc["kind"] == "RayCronJob":
+        candidates += [("spec", "schedule"), ("spec", "jobTemplate")]
     if doc["kind"] == "RayService":
         candidates.append(("spec", "rayClusterConfig"))
     path = draw(st.sampled_from([p for p in candidates if get_in(doc, p) is not None]))
@@ -313,16 +337,24 @@ def _typed_fields(doc: JSON) -> list[tuple[PathT, str]]:
             ((*group, "numOfHosts"), "int"),
             ((*group, "groupName"), "str"),
         ]
-    if doc["kind"] == "RayJob":
+    job = job_path(doc)
+    if job is not None:
         fields += [
-            (("spec", "entrypoint"), "str"),
-            (("spec", "runtimeEnvYAML"), "str"),
-            (("spec", "shutdownAfterJobFinishes"), "bool"),
+            ((*job, "entrypoint"), "str"),
+            ((*job, "runtimeEnvYAML"), "str"),
+            ((*job, "shutdownAfterJobFinishes"), "bool"),
+            ((*job, "suspend"), "bool"),
+            ((*job, "backoffLimit"), "int"),
+            ((*job, "activeDeadlineSeconds"), "int"),
+            ((*job, "ttlSecondsAfterFinished"), "int"),
+            ((*job, "entrypointNumCpus"), "number"),
+        ]
+    if doc["kind"] == "RayCronJob":
+        fields += [
+            (("spec", "schedule"), "str"),
+            (("spec", "timeZone"), "str"),
             (("spec", "suspend"), "bool"),
-            (("spec", "backoffLimit"), "int"),
-            (("spec", "activeDeadlineSeconds"), "int"),
-            (("spec", "ttlSecondsAfterFinished"), "int"),
-            (("spec", "entrypointNumCpus"), "number"),
+            (("spec", "jobTemplate"), "object"),
         ]
     if doc["kind"] == "RayService":
         fields += [
@@ -348,7 +380,8 @@ def _out_of_range(draw: Draw, doc: JSON) -> PathT:
     choices: list[str] = []
     if group_paths(doc):
         choices += ["negative-min", "negative-max", "min-above-max"]
-    if doc["kind"] == "RayJob":
+    job = job_path(doc)
+    if job is not None:
         choices += ["backoff", "active-deadline", "pre-running-deadline", "ttl"]
     if doc["kind"] == "RayService":
         choices += ["deletion-delay"]
@@ -367,11 +400,12 @@ def _out_of_range(draw: Draw, doc: JSON) -> PathT:
         return (*group, field)
     if choice in ("surge", "step", "interval"):
         return _incremental_out_of_range(draw, doc, choice)
+    base = job or ("spec",)
     path, values = {
-        "backoff": (("spec", "backoffLimit"), _NEGATIVE),
-        "active-deadline": (("spec", "activeDeadlineSeconds"), _NOT_POSITIVE),
-        "pre-running-deadline": (("spec", "preRunningDeadlineSeconds"), _NOT_POSITIVE),
-        "ttl": (("spec", "ttlSecondsAfterFinished"), _NEGATIVE),
+        "backoff": ((*base, "backoffLimit"), _NEGATIVE),
+        "active-deadline": ((*base, "activeDeadlineSeconds"), _NOT_POSITIVE),
+        "pre-running-deadline": ((*base, "preRunningDeadlineSeconds"), _NOT_POSITIVE),
+        "ttl": ((*base, "ttlSecondsAfterFinished"), _NEGATIVE),
         "deletion-delay": (("spec", "rayClusterDeletionDelaySeconds"), _NEGATIVE),
     }[choice]
     set_in(doc, path, draw(values))
@@ -424,10 +458,11 @@ def _enum_fields(doc: JSON) -> list[tuple[PathT, list[str]]]:
         ]
         if doc["kind"] == "RayCluster":
             fields.append(((*base, "upgradeStrategy", "type"), _values(RayClusterUpgradeType)))
-    if doc["kind"] == "RayJob":
+    job = job_path(doc)
+    if job is not None:
         fields += [
-            (("spec", "submissionMode"), _values(JobSubmissionMode)),
-            (("spec", "deletionStrategy", "onSuccess", "policy"), _values(DeletionPolicyType)),
+            ((*job, "submissionMode"), _values(JobSubmissionMode)),
+            ((*job, "deletionStrategy", "onSuccess", "policy"), _values(DeletionPolicyType)),
         ]
     if doc["kind"] == "RayService":
         fields.append((("spec", "upgradeStrategy", "type"), _values(RayServiceUpgradeType)))
@@ -442,7 +477,7 @@ def _bad_enum(draw: Draw, doc: JSON) -> PathT:
     return path
 
 
-_NAME_LIMITS = {"RayCluster": 53, "RayJob": 47, "RayService": 47}
+_NAME_LIMITS = {"RayCluster": 53, "RayJob": 47, "RayService": 47, "RayCronJob": 36}
 
 
 def _bad_name(draw: Draw, doc: JSON) -> PathT:
@@ -460,55 +495,79 @@ def _bad_name(draw: Draw, doc: JSON) -> PathT:
 
 
 def _suspend_without_shutdown(draw: Draw, doc: JSON) -> PathT:
-    doc["spec"]["suspend"] = True
-    doc["spec"]["shutdownAfterJobFinishes"] = False
-    return ("spec", "suspend")
+    base = job_path(doc)
+    assert base is not None
+    spec = get_in(doc, base)
+    spec["suspend"] = True
+    spec["shutdownAfterJobFinishes"] = False
+    return (*base, "suspend")
 
 
 def _interactive_with_retries(draw: Draw, doc: JSON) -> PathT:
-    doc["spec"]["submissionMode"] = "InteractiveMode"
-    doc["spec"]["backoffLimit"] = draw(st.integers(1, 10))
-    return ("spec", "backoffLimit")
+    base = job_path(doc)
+    assert base is not None
+    spec = get_in(doc, base)
+    spec["submissionMode"] = "InteractiveMode"
+    spec["backoffLimit"] = draw(st.integers(1, 10))
+    return (*base, "backoffLimit")
 
 
 def _selector_without_name(draw: Draw, doc: JSON) -> PathT:
-    doc["spec"].pop("rayClusterSpec", None)
-    doc["spec"]["clusterSelector"] = draw(
+    base = job_path(doc)
+    assert base is not None
+    spec = get_in(doc, base)
+    spec.pop("rayClusterSpec", None)
+    spec["clusterSelector"] = draw(
         st.sampled_from([{"app": "ray"}, {"ray.io/cluster": ""}, {"ray.io/clustr": "c"}])
     )
-    return ("spec", "clusterSelector[ray.io/cluster]")
+    return (*base, "clusterSelector[ray.io/cluster]")
 
 
 def _no_cluster(draw: Draw, doc: JSON) -> PathT:
-    doc["spec"].pop("rayClusterSpec", None)
-    doc["spec"].pop("clusterSelector", None)
-    return ("spec", "rayClusterSpec")
+    base = job_path(doc)
+    assert base is not None
+    spec = get_in(doc, base)
+    spec.pop("rayClusterSpec", None)
+    spec.pop("clusterSelector", None)
+    return (*base, "rayClusterSpec")
 
 
 def _ttl_without_shutdown(draw: Draw, doc: JSON) -> PathT:
-    doc["spec"]["shutdownAfterJobFinishes"] = False
-    doc["spec"].pop("deletionStrategy", None)
-    doc["spec"]["ttlSecondsAfterFinished"] = draw(st.integers(1, 86400))
-    return ("spec", "ttlSecondsAfterFinished")
+    base = job_path(doc)
+    assert base is not None
+    spec = get_in(doc, base)
+    spec["shutdownAfterJobFinishes"] = False
+    spec.pop("deletionStrategy", None)
+    spec["ttlSecondsAfterFinished"] = draw(st.integers(1, 86400))
+    return (*base, "ttlSecondsAfterFinished")
 
 
 def _bad_runtime_env(draw: Draw, doc: JSON) -> PathT:
+    base = job_path(doc)
+    assert base is not None
+    spec = get_in(doc, base)
     texts = ["- a\n- b\n", "pip: [unclosed", "just a sentence", "a: b: c", "'quoted'"]
-    doc["spec"]["runtimeEnvYAML"] = draw(st.sampled_from(texts))
-    return ("spec", "runtimeEnvYAML")
+    spec["runtimeEnvYAML"] = draw(st.sampled_from(texts))
+    return (*base, "runtimeEnvYAML")
 
 
 def _bad_entrypoint_resources(draw: Draw, doc: JSON) -> PathT:
+    base = job_path(doc)
+    assert base is not None
+    spec = get_in(doc, base)
     texts = ['{"a": "x"}', "not json", "[1]", '{"a": NaN}', '{"a": true}', "{"]
-    doc["spec"]["entrypointResources"] = draw(st.sampled_from(texts))
-    return ("spec", "entrypointResources")
+    spec["entrypointResources"] = draw(st.sampled_from(texts))
+    return (*base, "entrypointResources")
 
 
 def _sidecar_with_submitter(draw: Draw, doc: JSON) -> PathT:
-    doc["spec"]["submissionMode"] = "SidecarMode"
+    base = job_path(doc)
+    assert base is not None
+    spec = get_in(doc, base)
+    spec["submissionMode"] = "SidecarMode"
     field = draw(st.sampled_from(["submitterPodTemplate", "submitterConfig"]))
-    doc["spec"][field] = {} if field == "submitterConfig" else {"spec": {"containers": []}}
-    return ("spec", field)
+    spec[field] = {} if field == "submitterConfig" else {"spec": {"containers": []}}
+    return (*base, field)
 
 
 def _resources_twice(draw: Draw, doc: JSON) -> PathT:
@@ -587,8 +646,9 @@ def _upgrade_strategy_on_owned(draw: Draw, doc: JSON) -> PathT:
 
 def _bad_managed_by(draw: Draw, doc: JSON) -> PathT:
     value = draw(st.sampled_from(["kuberay", "kueue", "ray.io/kuberay", "me", ""]))
-    doc["spec"]["managedBy"] = value
-    return ("spec", "managedBy")
+    base = job_path(doc) or ("spec",)  # a RayCronJob has none: its template's
+    set_in(doc, (*base, "managedBy"), value)
+    return (*base, "managedBy")
 
 
 def _head_service_name(draw: Draw, doc: JSON) -> PathT:
@@ -611,6 +671,24 @@ def _bad_serve_config(draw: Draw, doc: JSON) -> PathT:
     return ("spec", "serveConfigV2")
 
 
+def _bad_schedule(draw: Draw, doc: JSON) -> PathT:
+    texts = ["", "* * * *", "61 * * * *", "@every", "@sometimes", "* * * * * * *", "a b c d e"]
+    doc["spec"]["schedule"] = draw(st.sampled_from(texts))
+    return ("spec", "schedule")
+
+
+def _bad_time_zone(draw: Draw, doc: JSON) -> PathT:
+    zones = ["Mars/Olympus", "utc+1", "Europe/", "../etc/passwd", "Local", "TZ=UTC"]
+    doc["spec"]["timeZone"] = draw(st.sampled_from(zones))
+    return ("spec", "timeZone")
+
+
+def _bad_catchup_window(draw: Draw, doc: JSON) -> PathT:
+    value = draw(st.sampled_from(["-5m", "0", "0s", "abc", "5 minutes", "1.5"]))
+    set_in(doc, ("metadata", "annotations", ANNOTATION_CATCHUP_WINDOW), value)
+    return ("metadata", f"annotations[{ANNOTATION_CATCHUP_WINDOW}]")
+
+
 def _bad_initializing_timeout(draw: Draw, doc: JSON) -> PathT:
     value = draw(st.sampled_from(["-5m", "0", "0s", "abc", "5 minutes", "1.5", "-3"]))
     set_in(doc, ("metadata", "annotations", "ray.io/initializing-timeout"), value)
@@ -623,24 +701,29 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("out-of-range", lambda d: _has_groups(d) or d["kind"] != "RayCluster", _out_of_range),
     Mutation("bad-enum", lambda d: bool(_enum_fields(d)), _bad_enum),
     Mutation("bad-name", _always, _bad_name),
-    Mutation("suspend-without-shutdown", _kind("RayJob"), _suspend_without_shutdown),
-    Mutation("interactive-with-retries", _kind("RayJob"), _interactive_with_retries),
-    Mutation("selector-without-name", _kind("RayJob"), _selector_without_name),
-    Mutation("no-cluster", _kind("RayJob"), _no_cluster),
-    Mutation("ttl-without-shutdown", _kind("RayJob"), _ttl_without_shutdown),
-    Mutation("bad-runtime-env", _kind("RayJob"), _bad_runtime_env),
-    Mutation("bad-entrypoint-resources", _kind("RayJob"), _bad_entrypoint_resources),
-    Mutation("sidecar-with-submitter", _kind("RayJob"), _sidecar_with_submitter),
+    Mutation("suspend-without-shutdown", _has_job, _suspend_without_shutdown),
+    Mutation("interactive-with-retries", _has_job, _interactive_with_retries),
+    Mutation("selector-without-name", _has_job, _selector_without_name),
+    Mutation("no-cluster", _has_job, _no_cluster),
+    Mutation("ttl-without-shutdown", _has_job, _ttl_without_shutdown),
+    Mutation("bad-runtime-env", _has_job, _bad_runtime_env),
+    Mutation("bad-entrypoint-resources", _has_job, _bad_entrypoint_resources),
+    Mutation("sidecar-with-submitter", _has_job, _sidecar_with_submitter),
     Mutation("resources-twice", _has_cluster, _resources_twice),
     Mutation("labels-in-start-params", _has_cluster, _labels_in_start_params),
     Mutation("bad-group-label", _has_cluster, _bad_group_label),
     Mutation("duplicate-group", _has_groups, _duplicate_group),
     Mutation("no-containers", _has_cluster, _no_containers),
-    Mutation("ft-annotation-and-options", _has_cluster, _ft_annotation_and_options),
+    # A RayCronJob's annotations do not reach its RayJobs: no conflict there.
+    Mutation(
+        "ft-annotation-and-options",
+        lambda d: _has_cluster(d) and d["kind"] != "RayCronJob",
+        _ft_annotation_and_options,
+    ),
     Mutation("redis-password-in-params", _has_cluster, _redis_password_in_params),
     Mutation(
         "upgrade-strategy-on-owned",
-        _has_cluster_of("RayJob", "RayService"),
+        _has_cluster_of("RayJob", "RayService", "RayCronJob"),
         _upgrade_strategy_on_owned,
     ),
     Mutation("bad-managed-by", _always, _bad_managed_by),
@@ -652,6 +735,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation("bad-serve-config", _kind("RayService"), _bad_serve_config),
     Mutation("bad-initializing-timeout", _kind("RayService"), _bad_initializing_timeout),
+    Mutation("bad-schedule", _kind("RayCronJob"), _bad_schedule),
+    Mutation("bad-time-zone", _kind("RayCronJob"), _bad_time_zone),
+    Mutation("bad-catchup-window", _kind("RayCronJob"), _bad_catchup_window),
 )
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from crds.loading import KIND_MODELS
 from crds.raycluster import RayCluster
+from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob
 from crds.rayservice import RayService
 from crds.replicas import desired_pods, desired_worker_pods
@@ -142,5 +143,7 @@ def _cluster_spec(obj: Any) -> Any:
         return obj.spec
     if isinstance(obj, RayJob):
         return obj.spec.ray_cluster_spec
+    if isinstance(obj, RayCronJob):
+        return obj.spec.job_template.ray_cluster_spec
     assert isinstance(obj, RayService)
     return obj.spec.ray_cluster_config
