@@ -18,7 +18,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import builders, events
-from activities.builders import batch_scheduling, names, pod_groups
+from activities.builders import names
+from activities.builders.batch_scheduling import volcano_group_name
 from activities.builders.rayjob import (
     InvalidJobSpecError,
     build_rayjob_cluster,
@@ -35,6 +36,7 @@ from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.rayjob import contract
+from activities.rayjob.pod_group import JobPodGroup
 from activities.rayjob.views import JobViews
 from crds.constants import FINALIZER_RAYJOB, LABEL_CLUSTER
 from crds.enums import JobSubmissionMode
@@ -61,6 +63,7 @@ class JobActivities:
         self._job_options = job_options or contract.JobOperatorOptions()
         self._metrics = metrics
         self._views = JobViews(client, options.cluster_domain)
+        self._pod_group = JobPodGroup(client, options.batch_scheduler)
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration.
@@ -151,7 +154,14 @@ class JobActivities:
         # The cluster's own workflow then continues this trace (`activities.kube.spans`).
         stamp_trace_context(manifest)
         ns, name = params.ref.namespace, params.cluster_name
-        await self._sync_pod_group(rayjob, params.ref)
+        try:
+            await self._pod_group.sync(rayjob)
+        except KubeRejected as err:  # Volcano not installed, or no right to its PodGroups
+            group = volcano_group_name(rayjob.name, {})
+            message = f"Failed to create PodGroup {ns}/{group}: {err}"
+            reason = contract.FAILED_TO_CREATE_POD_GROUP
+            await self._event(params.ref, EventType.WARNING, reason, message)
+            raise
         try:
             _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ns, manifest)
         except KubeRejected as err:
@@ -170,45 +180,11 @@ class JobActivities:
             )
         return contract.CreateResult(created=created)
 
-    async def _sync_pod_group(self, rayjob: RayJob, ref: ObjectRef) -> None:
-        """Make or bring up to date the RayJob's Volcano PodGroup, before its cluster."""
-        group = pod_groups.rayjob_pod_group(self._options.batch_scheduler, rayjob)
-        if group is None:
-            return
-        ns, name = rayjob.namespace, group["metadata"]["name"]
-        try:
-            existing, created = await self._kube.create_or_get(kube.VOLCANO_POD_GROUPS, ns, group)
-        except KubeRejected as err:  # Volcano not installed, or no right to its PodGroups
-            message = f"Failed to create PodGroup {ns}/{name}: {err}"
-            await self._event(ref, EventType.WARNING, contract.FAILED_TO_CREATE_POD_GROUP, message)
-            raise
-        if created or not pod_groups.needs_update(existing, group):
-            return
-        if _controlled_by(existing, ref):  # never someone else's
-            body = pod_groups.updated(existing, group)
-            await self._kube.request("PUT", kube.VOLCANO_POD_GROUPS.path(ns, name), body=body)
-
     async def _release_pod_group(self, ref: ObjectRef, cluster_name: str | None) -> None:
-        """Shrink a finished or freed RayJob's Volcano PodGroup to what still runs.
-
-        Its queue's capacity then goes to others (KubeRay v1.7 `CleanupOnCompletion`).
-        """
-        if self._options.batch_scheduler != batch_scheduling.VOLCANO or not cluster_name:
-            return
-        ns, name = ref.namespace, batch_scheduling.volcano_group_name(ref.name, {})
-        group = await self._kube.get_or_none(kube.VOLCANO_POD_GROUPS, ns, name)
-        if group is None or not _controlled_by(group, ref):
-            return
-        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, cluster_name)
-        wanted = pod_groups.released(RayCluster.model_validate(obj) if obj else None)
-        if not pod_groups.needs_update(group, wanted):
-            return
-        body = pod_groups.updated(group, wanted)
-        await self._kube.request("PUT", kube.VOLCANO_POD_GROUPS.path(ns, name), body=body)
-        message = f"Cleaned up batch scheduler resources for RayJob {ns}/{ref.name}"
-        await self._event(
-            ref, EventType.NORMAL, contract.JobEventReason.BATCH_SCHEDULER_CLEANED_UP, message
-        )
+        if await self._pod_group.release(ref, cluster_name):
+            message = f"Cleaned up batch scheduler resources for RayJob {ref.namespace}/{ref.name}"
+            reason = contract.JobEventReason.BATCH_SCHEDULER_CLEANED_UP
+            await self._event(ref, EventType.NORMAL, reason, message)
 
     @activity.defn(name=contract.CREATE_SUBMITTER_JOB.name)
     async def create_submitter(

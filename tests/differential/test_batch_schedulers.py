@@ -30,7 +30,7 @@ pytestmark = [
     pytest.mark.kubernetes,
 ]
 SAMPLES = {
-    "kai-scheduler": ["ray-cluster.kai-scheduler.yaml"],
+    "kai-scheduler": ["ray-cluster.kai-scheduler.yaml", "ray-cluster.kai-gpu-sharing.yaml"],
     "yunikorn": ["ray-cluster.yunikorn-scheduler.yaml", "ray-job.yunikorn-scheduler.yaml"],
     "volcano": [
         "ray-cluster.volcano-scheduler.yaml",

@@ -154,3 +154,37 @@ async def test_recreate_upgrade_is_newer_than_the_operator_built(stack: LocalSta
         found = await both.unexplained("RayCluster", name, newer, states, deleted)
         assert not found, "\n".join(found)
         await both.delete("raycluster", name)
+
+
+async def test_the_head_ingress_is_made_the_same_but_its_newer_path(stack: LocalStack) -> None:
+    """`enableIngress` with a class: the same Ingress (name, labels, the CR's annotations, the
+    class, the head Service's dashboard port, the owner) and Event. KubeRay v1.7 routes `/`
+    by Prefix where v1.5.0, built here, routes `/<cluster>/(.*)` exactly: that part is newer."""
+    doc = sample("ray-cluster.sample.yaml")
+    name = doc["metadata"]["name"]
+    doc["metadata"]["annotations"] = {"kubernetes.io/ingress.class": "nginx", "team": "a"}
+    doc["spec"]["headGroupSpec"]["enableIngress"] = True
+    path = Known(
+        "/Ingress/*/spec/rules*/paths*/path",
+        NEWER,
+        "",
+        lambda d: (d.kuberay, d.ours) == (f"/{name}/(.*)", "/"),
+    )
+    path_type = Known(
+        "/Ingress/*/spec/rules*/paths*/pathType",
+        NEWER,
+        "",
+        lambda d: (d.kuberay, d.ours) == ("Exact", "Prefix"),
+    )
+    async with side_by_side(stack) as both:
+        await both.apply(doc)
+        await both.reach("raycluster", name, ready, "ready")
+        captured = {
+            ns: await both.stack.kubectl("get", "ingress", "-n", ns, "-o", "name") for ns in SIDES
+        }
+        assert all(
+            f"ingress.networking.k8s.io/{name}-head-ingress" in out for out in captured.values()
+        )
+        found = await both.unexplained("RayCluster", name, path, path_type)
+        assert not found, "\n".join(found)
+        await both.delete("raycluster", name)
