@@ -140,8 +140,10 @@ def stamp(scheduler: str, parent: Parent, child: JSONObject, group: str = "") ->
     elif scheduler == VOLCANO:
         _copy_label(parent, labels, VOLCANO_QUEUE_LABEL, VOLCANO_QUEUE_LABEL)
         _copy_label(parent, labels, PRIORITY_CLASS_LABEL, PRIORITY_CLASS_LABEL)
-        annotations[VOLCANO_GROUP_NAME] = volcano_group_name(parent.name, parent.labels)
-        annotations[VOLCANO_TASK_SPEC] = group
+        # A RayJob on an existing cluster has no PodGroup: Volcano groups its submitter alone.
+        if parent.job is None or parent.job.ray_cluster_spec is not None:
+            annotations[VOLCANO_GROUP_NAME] = volcano_group_name(parent.name, parent.labels)
+            annotations[VOLCANO_TASK_SPEC] = group
     elif scheduler == SCHEDULER_PLUGINS:
         if GANG_SCHEDULING_LABEL in parent.labels:
             labels[POD_GROUP_LABEL] = parent.name

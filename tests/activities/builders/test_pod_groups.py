@@ -15,7 +15,11 @@ from activities.builders.batch_scheduling import (
     check_submission,
     label_problem,
 )
-from activities.builders.rayjob import InvalidJobSpecError, build_rayjob_cluster
+from activities.builders.rayjob import (
+    InvalidJobSpecError,
+    build_rayjob_cluster,
+    build_submitter_job,
+)
 from activities.raycluster.owned_objects import wanted_objects
 from crds.enums import JobSubmissionMode
 from crds.raycluster import RayCluster
@@ -188,3 +192,21 @@ def test_scheduler_plugins_take_no_rayjob() -> None:
     with pytest.raises(UnschedulableError, match="RayClusters only"):
         check_submission(SCHEDULER_PLUGINS, rayjob.spec, rayjob.labels)
     check_submission(VOLCANO, rayjob.spec, rayjob.labels)
+
+
+def test_a_volcano_rayjob_on_an_existing_cluster_has_no_pod_group_to_name() -> None:
+    """Regression: its submitter named `ray-<rayjob>-pg`, which nothing makes, and would wait
+    for it; Volcano groups a pod that names none by itself."""
+    rayjob = sample("ray-job.volcano-scheduler-queue.yaml", "RayJob")
+    assert isinstance(rayjob, RayJob)
+    cluster = RayCluster.model_validate(
+        build_rayjob_cluster(rayjob, "c-x", "j", 1) | {"metadata": {"name": "c-x", "uid": "2"}}
+    )
+    rayjob.spec.ray_cluster_spec = None
+    rayjob.spec.cluster_selector = {"ray.io/cluster": "c-x"}
+    assert pod_groups.rayjob_pod_group(VOLCANO, rayjob) is None
+    job = build_submitter_job(rayjob, cluster, "j", "http://h:8265", 1, options(VOLCANO))
+    template = job["spec"]["template"]
+    assert template["spec"]["schedulerName"] == "volcano"
+    assert "scheduling.k8s.io/group-name" not in (template["metadata"].get("annotations") or {})
+    assert template["metadata"]["labels"]["volcano.sh/queue-name"] == "kuberay-test-queue"
