@@ -157,13 +157,7 @@ class ClusterActivities:
                 return head
             return await self._kube.get_or_none(owned.resource, ns, name)
 
-        async def stale() -> list[str]:
-            # Only a spec change (a group or the option removed) leaves stale policies.
-            return await self._stale_policies(cluster, wanted) if spec_changed else []
-
-        found, stale_policies = await asyncio.gather(
-            asyncio.gather(*(existing(owned) for owned in wanted)), stale()
-        )
+        found = await asyncio.gather(*(existing(owned) for owned in wanted))
         for owned, current in zip(wanted, found, strict=True):
             # "Missing" covers objects to rewrite too: the same apply step fixes both. A foreign
             # object of the same name is never rewritten, so it would only cause idle passes.
@@ -171,7 +165,12 @@ class ClusterActivities:
                 owned.updated(current) is not None and is_controlled_by(current, cluster)
             ):
                 snapshot.missing_objects.append(owned.key)
-        snapshot.missing_objects += [f"NetworkPolicy/{name}" for name in stale_policies]
+        # Only a spec change (a group or the option removed) leaves stale policies, and only
+        # then do they decide anything: with something missing the apply step runs anyway,
+        # and it lists them itself (a first pass lists NetworkPolicies once, not twice).
+        if spec_changed and not snapshot.missing_objects:
+            stale = await self._stale_policies(cluster, wanted)
+            snapshot.missing_objects += [f"NetworkPolicy/{name}" for name in stale]
         snapshot.spec_hash = builders.recreate_hash(cluster.spec)
         snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
         if self._options.deterministic_head_pod_name:

@@ -12,6 +12,8 @@ import copy
 import uuid
 from typing import Any
 
+import pytest
+
 from activities.builders import DEFAULT_OPTIONS
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
@@ -219,3 +221,27 @@ async def test_a_foreign_ingress_is_left_alone_with_kuberays_warning(client: Kub
         f"Ingress default/{name}-head-ingress already exists and is not owned by this "
         "RayCluster; not modifying it"
     ]
+
+
+async def test_a_first_pass_lists_network_policies_once(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read lists stale policies only when nothing else sends the pass to the apply step,
+    which lists them itself: a new cluster's first pass listed them twice."""
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client)
+    lists: list[str] = []
+    real = client.list_all
+
+    async def counted(resource: kube.Resource, *args: Any, **kwargs: Any) -> Any:
+        lists.append(resource.plural)
+        return await real(resource, *args, **kwargs)
+
+    monkeypatch.setattr(client, "list_all", counted)
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    assert snap.missing_objects  # the head Service, at least: the apply step runs
+    await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
+    assert lists.count("networkpolicies") == 1
+    # A spec change with nothing missing: the read is what finds stale policies.
+    assert (await run(acts.read, contract.ReadClusterInput(ref=ref))).missing_objects == []
+    assert lists.count("networkpolicies") == 2
