@@ -23,7 +23,7 @@ from activities.builders import names
 from activities.builders.autoscaler import is_autoscaling_enabled
 from activities.builders.desired import cluster_resources, pod_resources, sum_resources
 from activities.builders.quantities import Quantity, try_parse_quantity
-from activities.builders.rayjob import job_parent
+from activities.builders.rayjob import submitter_pod_spec
 from crds import constants as k
 from crds import replicas
 from crds.common import JSONObject
@@ -91,7 +91,7 @@ def rayjob_pod_group(scheduler: str, rayjob: RayJob) -> JSONObject | None:
     mode = rayjob.spec.submission_mode or JobSubmissionMode.K8S_JOB
     if mode in (JobSubmissionMode.K8S_JOB, JobSubmissionMode.SIDECAR):
         # Reserved though not a member: the submitter starts only once the cluster is up.
-        resources = sum_resources(resources, pod_resources(job_parent(rayjob).submitter_pod or {}))
+        resources = sum_resources(resources, pod_resources(submitter_pod_spec(rayjob)))
     owner = names.controller_reference("RayJob", rayjob.name, rayjob.metadata.uid)
     return _volcano(
         rayjob.name, rayjob.namespace, rayjob.labels, rayjob.annotations, owner, members, resources

@@ -170,16 +170,26 @@ def build_rayjob_cluster(
     return manifest
 
 
-def job_parent(rayjob: RayJob) -> batch_scheduling.Parent:
-    """The RayJob as a batch scheduler's parent: its submitter pod counts in its task groups."""
+def submitter_pod_spec(rayjob: RayJob) -> JSONObject:
+    """The submitter's pod spec as a batch scheduler counts it.
+
+    The template's, else the default container with KubeRay's default resources.
+    """
     template = rayjob.spec.submitter_pod_template
     if template:
-        pod = dict(template.get("spec") or {})
-    else:
-        resources = {"requests": SUBMITTER_REQUESTS, "limits": SUBMITTER_LIMITS}
-        pod = {"containers": [{"name": k.SUBMITTER_CONTAINER_NAME, "resources": resources}]}
+        return dict(template.get("spec") or {})
+    resources = {"requests": SUBMITTER_REQUESTS, "limits": SUBMITTER_LIMITS}
+    return {"containers": [{"name": k.SUBMITTER_CONTAINER_NAME, "resources": resources}]}
+
+
+def job_parent(rayjob: RayJob) -> batch_scheduling.Parent:
+    """The RayJob as a batch scheduler's parent: its submitter pod counts in its task groups."""
     return batch_scheduling.Parent(
-        rayjob.labels, rayjob.annotations, rayjob.name, job=rayjob.spec, submitter_pod=pod
+        rayjob.labels,
+        rayjob.annotations,
+        rayjob.name,
+        job=rayjob.spec,
+        submitter_pod=submitter_pod_spec(rayjob),
     )
 
 
