@@ -21,7 +21,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 from opentelemetry.trace import Tracer
 
-from activities.kube import decoding, errors
+from activities.kube import decoding, errors, session
 from activities.kube.spans import client_span, default_tracer, kube_path_template
 from activities.kube.vocabulary import WatchEventType
 
@@ -129,7 +129,10 @@ async def connect(kubeconfig: str | None = None, tracer: Tracer | None = None) -
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException:
             await config.load_kube_config(client_configuration=configuration)
-    return KubeClient(ApiClient(configuration=configuration), tracer)
+    session.settle_proxy(configuration)
+    api = ApiClient(configuration=configuration)
+    session.trust_no_environment(api)
+    return KubeClient(api, tracer)
 
 
 class KubeClient:
