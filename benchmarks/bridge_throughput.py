@@ -31,7 +31,7 @@ from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
 from kuberay_temporal.crd_install import install_crds
 from tests.bridge.standin import STAND_INS
-from worker.running import build_sandbox_runner
+from worker.running import build_workflow_runner
 from worker.search_attributes import ALL_KEYS
 
 
@@ -90,7 +90,7 @@ async def main(count: int) -> None:
                 env.client,
                 task_queue=queue,
                 workflows=STAND_INS,
-                workflow_runner=build_sandbox_runner(),
+                workflow_runner=build_workflow_runner(),
                 max_cached_workflows=count + 100,
             ),
         ):

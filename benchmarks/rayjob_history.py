@@ -37,7 +37,7 @@ from tests.eventually import eventually
 from tests.time_skipping import start_time_skipping
 from tests.workflows.rayjob.fake_world import FakeJobWorld
 from tests.workflows.rayjob.test_workflow import job_spec
-from worker.running import build_sandbox_runner
+from worker.running import build_workflow_runner
 from workflows import messages
 from workflows.rayjob.state import RayJobInput
 from workflows.rayjob.workflow import RayJobWorkflow
@@ -89,7 +89,7 @@ async def lifecycle(env: WorkflowEnvironment, seconds: float) -> Counter[str]:
         task_queue=queue,
         workflows=[RayJobWorkflow],
         activities=world.activities(),
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=build_workflow_runner(),
     ):
         handle: WorkflowHandle[RayJobWorkflow, str] = await env.client.start_workflow(
             RayJobWorkflow.run, RayJobInput(ref=ref), id=ref.workflow_id, task_queue=queue

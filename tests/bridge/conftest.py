@@ -18,7 +18,7 @@ from activities.kube.client import KubeClient
 from devcluster.server import DevCluster
 from tests.bridge.standin import STAND_INS
 from tests.reference import REPO_ROOT
-from worker.running import build_sandbox_runner
+from worker.running import build_workflow_runner
 
 CRDS = sorted((REPO_ROOT / "deploy" / "crds").glob("*.yaml"))
 CRD_RESOURCE = kube.Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False)
@@ -72,7 +72,7 @@ async def stack(devcluster: DevCluster, local_env: WorkflowEnvironment) -> Async
         local_env.client,
         task_queue=queue,
         workflows=STAND_INS,
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=build_workflow_runner(),
     ):
         yield Stack(devcluster, client, local_env, queue)
     await client.close()

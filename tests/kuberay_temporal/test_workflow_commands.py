@@ -22,7 +22,7 @@ from crds.refs import ObjectRef
 from tests.eventually import eventually
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
-from worker.running import build_sandbox_runner
+from worker.running import build_workflow_runner
 from workflows.messages import RAY_KIND, RAY_NAME, RAY_NAMESPACE
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
@@ -65,7 +65,7 @@ async def running(
         task_queue=task_queue,
         workflows=[RayClusterWorkflow],
         activities=cluster.activities(),
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=build_workflow_runner(),
     ):
         handle = await local_env.client.start_workflow(
             RayClusterWorkflow.run,

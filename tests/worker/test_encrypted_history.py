@@ -37,7 +37,7 @@ from tests.history_scan import decoded_history, raw_history
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
 from worker.codec_server import serving_codec
-from worker.running import build_sandbox_runner
+from worker.running import build_workflow_runner
 from workflows import messages
 from workflows.messages import RAY_KIND, RAY_NAME, RAY_NAMESPACE
 from workflows.raycluster.state import RayClusterInput
@@ -99,7 +99,7 @@ async def encrypted(local_env: WorkflowEnvironment, task_queue: str) -> AsyncIte
         task_queue=task_queue,
         workflows=[RayClusterWorkflow],
         activities=cluster.activities(),
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=build_workflow_runner(),
     ):
         handle = await client.start_workflow(
             RayClusterWorkflow.run,
@@ -292,7 +292,7 @@ async def test_turning_encryption_on_keeps_a_running_workflow_going(
             task_queue=task_queue,
             workflows=[RayClusterWorkflow],
             activities=cluster.activities(),
-            workflow_runner=build_sandbox_runner(),
+            workflow_runner=build_workflow_runner(),
         )
 
     async with worker(local_env.client):

@@ -49,7 +49,7 @@ from runtime.settings import Settings
 from runtime.telemetry import Tracing, tracing_to
 from runtime.temporal_client import connect, data_converter
 from tests.eventually import eventually
-from worker.running import build_sandbox_runner, build_worker
+from worker.running import build_worker, build_workflow_runner
 from workflows.registry import WORKFLOWS
 
 POD_CALL = "POST /api/v1/namespaces/{namespace}/pods"
@@ -245,7 +245,7 @@ async def test_applying_a_rayjob_yields_one_trace_to_the_pod_creating_call(
     replayer = Replayer(
         workflows=WORKFLOWS,
         data_converter=data_converter(stack.settings),
-        workflow_runner=build_sandbox_runner(),
+        workflow_runner=build_workflow_runner(),
         interceptors=stack.worker.interceptors(),
     )
     await replayer.replay_workflow(history)

@@ -3,8 +3,8 @@
 A failure here means a change would break workflows that are running right now: guard the
 change with `workflow.patched()`, do not re-record.
 
-Each replays in the sandbox the worker runs and in the strict one the workflow tests run. The
-replayer carries the worker's tracing interceptor, as a worker with OTEL_* variables
+Each replays in the runner the worker uses (no sandbox) and in the strict sandbox the workflow
+tests run. The replayer carries the worker's tracing interceptor, as a worker with OTEL_* variables
 does: tracing must neither change the commands nor record a span while replaying. (A history
 recorded with tracing headers is replayed in `tests/worker/test_tracing_stack.py`.)
 """
@@ -20,7 +20,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from runtime.telemetry import tracing_to
-from worker.running import build_sandbox_runner, strict_sandbox_runner
+from worker.running import build_workflow_runner, strict_sandbox_runner
 from workflows.registry import WORKFLOWS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
@@ -31,7 +31,7 @@ def test_there_are_histories_to_replay() -> None:
     assert HISTORIES, "no recorded histories: run python -m tests.workflows.record_histories"
 
 
-@pytest.mark.parametrize("strict", [True, False], ids=["strict-sandbox", "worker-sandbox"])
+@pytest.mark.parametrize("strict", [True, False], ids=["strict-sandbox", "worker-runner"])
 @pytest.mark.parametrize("name", sorted(TEXTS))
 async def test_history_replays(name: str, strict: bool) -> None:
     history = WorkflowHistory.from_json(name, TEXTS[name])
@@ -39,7 +39,7 @@ async def test_history_replays(name: str, strict: bool) -> None:
     replayer = Replayer(
         workflows=WORKFLOWS,
         data_converter=pydantic_data_converter,
-        workflow_runner=strict_sandbox_runner() if strict else build_sandbox_runner(),
+        workflow_runner=strict_sandbox_runner() if strict else build_workflow_runner(),
         interceptors=tracing_to(spans, "replayer").interceptors(),
     )
     await replayer.replay_workflow(history)
