@@ -35,6 +35,8 @@ class ClusterSnapshot(BaseModel):
     """One consistent look at a RayCluster, its pods and its head Service."""
 
     exists: bool = True
+    resource_version: str = ""
+    """The RayCluster's version as read: the pass's later steps name it to reuse this read."""
     generation: int = 0
     deleting: bool = False
     annotations: dict[str, str] = Field(default_factory=dict)
@@ -106,6 +108,8 @@ class ApplyClusterInput(BaseModel):
 
     ref: ObjectRef
     generation: int
+    read_version: str = ""
+    """The version the pass read (`ClusterSnapshot.resource_version`): used as read, not again."""
     ensure_objects: bool = False
     delete_all_reason: str | None = None
     deletions: list[PodDeletion] = Field(default_factory=list)
@@ -127,6 +131,8 @@ class WriteStatusInput(BaseModel):
 
     ref: ObjectRef
     status: RayClusterStatus
+    read_version: str = ""
+    """The version the pass read: its status is what the new one replaces."""
 
 
 class SetSuspendInput(BaseModel):

@@ -28,9 +28,10 @@ from activities.contract import (
 )
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeError, KubeNotFound, KubeRejected
+from activities.kube.errors import KubeConflict, KubeError, KubeNotFound, KubeRejected
 from activities.kube.informer import Informer
 from activities.kube.patches import replacing_patch
+from activities.kube.recent import RecentReads
 from activities.kube.vocabulary import EventType, JobConditionType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
@@ -71,6 +72,7 @@ class ClusterActivities:
         self._options = options
         self._metrics = metrics
         self._pods = pods
+        self._recent = RecentReads()
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
@@ -85,6 +87,7 @@ class ClusterActivities:
             return contract.ClusterSnapshot(exists=False)
         meta = obj["metadata"]
         snapshot = contract.ClusterSnapshot(
+            resource_version=self._recent.keep(kube.RAYCLUSTERS, obj),
             generation=int(meta.get("generation") or 0),
             deleting=bool(meta.get("deletionTimestamp")),
             annotations=_annotations(meta),
@@ -193,7 +196,7 @@ class ClusterActivities:
     @activity.defn(name=contract.APPLY_CLUSTER.name)
     async def apply(self, params: contract.ApplyClusterInput) -> contract.ApplyClusterResult:
         """Create the missing Services, then delete and create pods as planned."""
-        cluster = await self._current(params.ref, params.generation)
+        cluster = await self._current(params.ref, params.generation, params.read_version)
         if cluster is None:
             return contract.ApplyClusterResult(stale=True)
         result = contract.ApplyClusterResult()
@@ -205,8 +208,8 @@ class ClusterActivities:
                 await step(cluster, params, result)
         return result
 
-    async def _current(self, ref: ObjectRef, generation: int) -> RayCluster | None:
-        obj = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
+    async def _current(self, ref: ObjectRef, generation: int, version: str) -> RayCluster | None:
+        obj = await self._same(ref, version)
         if obj is None:
             return None
         if int(obj["metadata"].get("generation") or 0) != generation:
@@ -383,14 +386,31 @@ class ClusterActivities:
 
     @activity.defn(name=contract.WRITE_CLUSTER_STATUS.name)
     async def write_status(self, params: contract.WriteStatusInput) -> None:
-        """Replace the status subresource (fields the new status lacks are removed)."""
-        ref = params.ref
-        current = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
+        """Replace the status subresource (fields the new status lacks are removed).
+
+        Against the pass's read, on condition that the object is still that version (one
+        request); if anything wrote it since, or it was re-created under its name, against the
+        object as it is now.
+        """
+        ref, new = params.ref, params.status.to_json_dict()
+        current = self._recent.recall(
+            kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid, params.read_version
+        )
+        if current is not None:
+            patch = replacing_patch(current.get("status") or {}, new)
+            at_version = {"resourceVersion": params.read_version}
+            try:
+                await self._patch_ignoring_gone(
+                    ref, {"metadata": at_version, "status": patch}, sub="status"
+                )
+            except KubeConflict:
+                current = None
         if current is None:
-            return
-        new = params.status.to_json_dict()
-        patch = replacing_patch(current.get("status") or {}, new)
-        await self._patch_ignoring_gone(ref, {"status": patch}, sub="status")
+            current = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
+            if current is None:
+                return
+            patch = replacing_patch(current.get("status") or {}, new)
+            await self._patch_ignoring_gone(ref, {"status": patch}, sub="status")
         if self._metrics is not None:
             self._metrics.cluster_status_written(current, new)
 
@@ -406,6 +426,12 @@ class ClusterActivities:
         key = f"{info.workflow_run_id}/{info.activity_id}"
         event = params.event
         await events.record(self._kube, params.ref, event.type, event.reason, event.message, key)
+
+    async def _same(self, ref: ObjectRef, version: str) -> kube.JSON | None:
+        """The RayCluster as this pass read it (`version`), else as it is now; None if gone."""
+        ns, name = ref.namespace, ref.name
+        kept = self._recent.recall(kube.RAYCLUSTERS, ns, name, ref.uid, version)
+        return kept or await self._kube.get_same(kube.RAYCLUSTERS, ns, name, ref.uid)
 
     async def _patch_ignoring_gone(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
         with contextlib.suppress(KubeNotFound):  # the CR is gone: nothing left to write

@@ -251,7 +251,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         )
         state.expectations = decisions.prune_expectations(state.expectations, snap.pods, now)
         plan = decisions.plan_pods(facts, snap.pods, state.expectations, now, self._new_name)
-        result = await self._apply(plan, bool(snap.missing_objects))
+        result = await self._apply(plan, snap)
         if result.stale:
             return  # the spec changed under us; the next pass re-reads it
         status = compute_status(
@@ -270,7 +270,9 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         if status_changed(previous, status):
             await self._kube(
                 contract.WRITE_CLUSTER_STATUS,
-                contract.WriteStatusInput(ref=self._ref, status=status),
+                contract.WriteStatusInput(
+                    ref=self._ref, status=status, read_version=snap.resource_version
+                ),
                 summary="write the RayCluster status",
             )
         state.status = status
@@ -287,8 +289,11 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._set_waiting(waiting)
         self._publish_state()
 
-    async def _apply(self, plan: PodPlan, missing_objects: bool) -> contract.ApplyClusterResult:
+    async def _apply(
+        self, plan: PodPlan, snap: contract.ClusterSnapshot
+    ) -> contract.ApplyClusterResult:
         """Run the plan (when there is anything to do) and remember what it did."""
+        missing_objects = bool(snap.missing_objects)
         if plan.empty and not missing_objects:
             return contract.ApplyClusterResult()
         result = await self._kube(
@@ -296,6 +301,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             contract.ApplyClusterInput(
                 ref=self._ref,
                 generation=self._state.generation,
+                read_version=snap.resource_version,
                 ensure_objects=missing_objects,
                 delete_all_reason=plan.delete_all_reason,
                 deletions=plan.deletions,

@@ -313,3 +313,55 @@ async def test_pods_come_from_the_cache_only_when_it_is_as_new_as_the_news(
         behind = await run(acts.read, contract.ReadClusterInput(ref=ref, pods_as_of=6))
     assert before.pods == [] and behind.pods == []  # not listed yet; older than the news
     assert [p.name for p in cached.pods] == [f"{ref.name}-head-ghost"]
+
+
+async def test_a_pass_reads_its_raycluster_once(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The apply step and the status write use the read the pass made (its version); the write
+    only while the object is still that version, else against the object as it is now."""
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client)
+    gets: list[str] = []
+    real = client.get_or_none
+
+    async def counted(resource: kube.Resource, *args: Any, **kwargs: Any) -> Any:
+        gets.append(resource.plural)
+        return await real(resource, *args, **kwargs)
+
+    monkeypatch.setattr(client, "get_or_none", counted)
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    version = snap.resource_version
+    assert version
+    apply = contract.ApplyClusterInput(ref=ref, generation=1, read_version=version)
+    assert not (await run(acts.apply, apply)).stale
+    ready = contract.WriteStatusInput(
+        ref=ref, status=RayClusterStatus(state="ready"), read_version=version
+    )
+    await run(acts.write_status, ready)
+    assert gets.count("rayclusters") == 1
+    assert (await real(kube.RAYCLUSTERS, ref.namespace, ref.name) or {})["status"] == {
+        "state": "ready"
+    }
+
+    # Written since the read (here: by the write above): read again, and replace that.
+    again = contract.WriteStatusInput(
+        ref=ref, status=RayClusterStatus(reason="r"), read_version=version
+    )
+    await run(acts.write_status, again)
+    assert gets.count("rayclusters") == 2
+    assert (await real(kube.RAYCLUSTERS, ref.namespace, ref.name) or {})["status"] == {
+        "reason": "r"
+    }
+
+    # Deleted and applied again under the name: the namesake's status is not ours to write.
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    await client.delete(kube.RAYCLUSTERS, ref.namespace, ref.name)
+    body = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": SPEC}
+    body["metadata"] = {"name": ref.name, "namespace": ref.namespace}
+    await client.create(kube.RAYCLUSTERS, ref.namespace, body)
+    stale = contract.WriteStatusInput(
+        ref=ref, status=RayClusterStatus(state="ready"), read_version=snap.resource_version
+    )
+    await run(acts.write_status, stale)
+    assert "status" not in (await real(kube.RAYCLUSTERS, ref.namespace, ref.name) or {})

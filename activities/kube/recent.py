@@ -1,0 +1,65 @@
+"""The objects a worker read last, kept by resourceVersion for the later steps of the same pass.
+
+A pass reads its CR, decides, then acts and writes the status, and each of those steps needs the
+CR again: the acting step builds from the spec, the status write checks the uid and replaces
+what is stored. Read three times a pass, the RayCluster was a third of a cluster's API requests.
+The read keeps the object here and gives the workflow its resourceVersion; a later step that
+names that version gets the same object back, or reads it again when it fell out. A version
+names one state of one object, so the step acts on exactly what the decisions were made on;
+whatever changed since is news for the next pass, as it would be had it come a moment after a
+fresh read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+
+from activities.kube.client import JSON, Resource
+
+SIZE = 512
+"""Objects kept: more than the passes a worker runs at once, so a pass finds its own read."""
+
+_Key = tuple[str, str, str]
+"""(resource plural, namespace, name)."""
+
+
+class RecentReads:
+    """The last `size` objects read, each as compact JSON with its uid and resourceVersion."""
+
+    def __init__(self, size: int = SIZE) -> None:
+        self._size = size
+        self._kept: OrderedDict[_Key, tuple[str, str, bytes]] = OrderedDict()
+
+    def keep(self, resource: Resource, obj: JSON) -> str:
+        """Keep `obj` (as read from the API server); returns its resourceVersion ("": not kept)."""
+        meta = obj["metadata"]
+        version = str(meta.get("resourceVersion") or "")
+        if not version:
+            return ""
+        key = (resource.plural, str(meta.get("namespace") or ""), str(meta["name"]))
+        try:
+            data = json.dumps(obj, separators=(",", ":")).encode()
+        except (TypeError, ValueError):  # decoded without its too-deep parts: read it again
+            self._kept.pop(key, None)
+            return ""
+        self._kept[key] = (str(meta.get("uid") or ""), version, data)
+        self._kept.move_to_end(key)
+        while len(self._kept) > self._size:
+            self._kept.popitem(last=False)
+        return version
+
+    def recall(
+        self, resource: Resource, namespace: str, name: str, uid: str, version: str
+    ) -> JSON | None:
+        """The object as read at `version`, if it is still kept and is the one with `uid`."""
+        key = (resource.plural, namespace, name)
+        kept = self._kept.get(key)
+        if not version or kept is None or kept[:2] != (uid, version):
+            return None
+        self._kept.move_to_end(key)
+        obj: JSON = json.loads(kept[2])
+        return obj
+
+    def __len__(self) -> int:
+        return len(self._kept)
