@@ -12,10 +12,14 @@ fresh read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import OrderedDict
 
-from activities.kube.client import JSON, Resource
+from activities.kube.client import JSON, KubeClient, Resource
+from activities.kube.errors import KubeConflict, KubeNotFound
+from activities.kube.patches import replacing_patch
+from crds.refs import ObjectRef
 
 SIZE = 512
 """Objects kept: more than the passes a worker runs at once, so a pass finds its own read."""
@@ -63,3 +67,39 @@ class RecentReads:
 
     def __len__(self) -> int:
         return len(self._kept)
+
+
+async def replace_status(
+    client: KubeClient,
+    recent: RecentReads,
+    resource: Resource,
+    ref: ObjectRef,
+    version: str,
+    new: JSON,
+) -> JSON | None:
+    """Replace the status of the object `ref` names with `new`; returns the object it replaced.
+
+    Against the pass's read (`version`), on condition that the object is still that version:
+    one request. When anything wrote it since, or it was re-created under its name (a 409
+    either way), or the read is not kept: against the object as it is now. None when the
+    object is gone or another one.
+    """
+    ns, name = ref.namespace, ref.name
+    current = recent.recall(resource, ns, name, ref.uid, version)
+    if current is not None:
+        patch = replacing_patch(current.get("status") or {}, new)
+        try:
+            at_version = {"metadata": {"resourceVersion": version}, "status": patch}
+            await client.patch(resource, ns, name, at_version, sub="status")
+            return current
+        except KubeNotFound:
+            return None
+        except KubeConflict:
+            pass
+    current = await client.get_same(resource, ns, name, ref.uid)
+    if current is None:
+        return None
+    patch = replacing_patch(current.get("status") or {}, new)
+    with contextlib.suppress(KubeNotFound):  # gone since: nothing left to write
+        await client.patch(resource, ns, name, {"status": patch}, sub="status")
+    return current

@@ -28,10 +28,9 @@ from activities.contract import (
 )
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeConflict, KubeError, KubeNotFound, KubeRejected
+from activities.kube.errors import KubeError, KubeNotFound, KubeRejected
 from activities.kube.informer import Informer
-from activities.kube.patches import replacing_patch
-from activities.kube.recent import RecentReads
+from activities.kube.recent import RecentReads, replace_status
 from activities.kube.vocabulary import EventType, JobConditionType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
@@ -386,32 +385,13 @@ class ClusterActivities:
 
     @activity.defn(name=contract.WRITE_CLUSTER_STATUS.name)
     async def write_status(self, params: contract.WriteStatusInput) -> None:
-        """Replace the status subresource (fields the new status lacks are removed).
-
-        Against the pass's read, on condition that the object is still that version (one
-        request); if anything wrote it since, or it was re-created under its name, against the
-        object as it is now.
-        """
-        ref, new = params.ref, params.status.to_json_dict()
-        current = self._recent.recall(
-            kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid, params.read_version
+        """Replace the status subresource (fields the new status lacks are removed)."""
+        new = params.status.to_json_dict()
+        ref, version = params.ref, params.read_version
+        current = await replace_status(
+            self._kube, self._recent, kube.RAYCLUSTERS, ref, version, new
         )
-        if current is not None:
-            patch = replacing_patch(current.get("status") or {}, new)
-            at_version = {"resourceVersion": params.read_version}
-            try:
-                await self._patch_ignoring_gone(
-                    ref, {"metadata": at_version, "status": patch}, sub="status"
-                )
-            except KubeConflict:
-                current = None
-        if current is None:
-            current = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
-            if current is None:
-                return
-            patch = replacing_patch(current.get("status") or {}, new)
-            await self._patch_ignoring_gone(ref, {"status": patch}, sub="status")
-        if self._metrics is not None:
+        if current is not None and self._metrics is not None:
             self._metrics.cluster_status_written(current, new)
 
     @activity.defn(name=contract.SET_CLUSTER_SUSPEND.name)

@@ -189,6 +189,8 @@ class JobSnapshot(BaseModel):
     """One consistent look at a RayJob and what it owns."""
 
     exists: bool = True
+    resource_version: str = ""
+    """The RayJob's version as read: the pass's status write names it to reuse this read."""
     deleting: bool = False
     generation: int = 0
     has_finalizer: bool = False
@@ -266,6 +268,8 @@ class WriteJobStatusInput(RayJobRef):
     """Replace the status subresource of the RayJob."""
 
     status: RayJobStatus
+    read_version: str = ""
+    """The version the pass read (`JobSnapshot.resource_version`): its status is replaced."""
 
 
 class SetJobSuspendInput(RayJobRef):

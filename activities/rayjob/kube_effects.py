@@ -31,7 +31,7 @@ from activities.builders.rayjob import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound, KubeRejected
-from activities.kube.patches import replacing_patch
+from activities.kube.recent import RecentReads, replace_status
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
@@ -63,6 +63,7 @@ class JobActivities:
         self._job_options = job_options or contract.JobOperatorOptions()
         self._metrics = metrics
         self._views = JobViews(client, options.cluster_domain)
+        self._recent = RecentReads()
         self._pod_group = JobPodGroup(client, options.batch_scheduler)
 
     def activities(self) -> list[Callable[..., Any]]:
@@ -96,6 +97,7 @@ class JobActivities:
         meta = obj["metadata"]
         finalizers = meta.get("finalizers") or []
         snap = contract.JobSnapshot(
+            resource_version=self._recent.keep(kube.RAYJOBS, obj),
             options=self._job_options,
             generation=int(meta.get("generation") or 0),
             deleting=bool(meta.get("deletionTimestamp")),
@@ -328,16 +330,15 @@ class JobActivities:
     @activity.defn(name=contract.WRITE_RAYJOB_STATUS.name)
     async def write_status(self, params: contract.WriteJobStatusInput) -> None:
         """Replace the status subresource (fields the new status lacks are removed)."""
-        current = await self._own(params.ref)
-        if current is None:
-            return
         # Every RayJobStatus field is `omitempty` in Go: an empty string is not written (a new
         # job's jobStatus, an interactive job's jobId).
         new = {key: value for key, value in params.status.to_json_dict().items() if value != ""}
         # Go holds the cluster's status by value, so KubeRay writes it before any copy: zeros.
         new.setdefault("rayClusterStatus", RayClusterStatus.zero().to_json_dict())
-        patch = replacing_patch(current.get("status") or {}, new)
-        await self._patch(params.ref, {"status": patch}, sub="status")
+        ref, version = params.ref, params.read_version
+        current = await replace_status(self._kube, self._recent, kube.RAYJOBS, ref, version, new)
+        if current is None:
+            return
         deployment = params.status.job_deployment_status
         if deployment is not None and deployment.is_terminal:
             await self._release_pod_group(params.ref, params.status.ray_cluster_name)

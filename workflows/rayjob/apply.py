@@ -40,17 +40,21 @@ class Applier:
 
     def __init__(self, ref: ObjectRef, state: RayJobState, patches: Patches) -> None:
         self._ref, self._state, self._patches = ref, state, patches
+        self._read_version = ""
+        """The RayJob's version at the last read: the status write reuses that read."""
 
     async def read(self) -> contract.JobSnapshot:
         """One snapshot of the RayJob, its cluster and its submitter."""
         state = self._state
         known = state.generation if state.spec is not None else None
         cluster = state.status.ray_cluster_name if state.status else None
-        return await self._call(
+        snap = await self._call(
             contract.READ_RAYJOB,
             contract.ReadJobInput(ref=self._ref, known_generation=known, cluster_name=cluster),
             summary="read the RayJob, its RayCluster and its submitter",
         )
+        self._read_version = snap.resource_version
+        return snap
 
     async def run(self, action: act.Action) -> bool:
         """Carry out one action; True when the pass should be repeated at once."""
@@ -70,7 +74,9 @@ class Applier:
 
     async def write_status(self, status: RayJobStatus) -> None:
         """Replace the RayJob's status subresource."""
-        params = contract.WriteJobStatusInput(ref=self._ref, status=status)
+        params = contract.WriteJobStatusInput(
+            ref=self._ref, status=status, read_version=self._read_version
+        )
         summary = f"write status {status.job_deployment_status or 'New'}"
         await self._call(contract.WRITE_RAYJOB_STATUS, params, summary=summary)
 

@@ -309,3 +309,34 @@ async def test_pods_are_listed_only_where_they_decide_something(
     await client.delete(kube.RAYCLUSTERS, "default", "c1")
     snap = await run(acts.read, contract.ReadJobInput(ref=http, cluster_name="c1"))
     assert not snap.cluster.exists and snap.cluster.pods == 1 and not snap.cluster.gone
+
+
+async def test_the_status_write_reuses_the_pass_read(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass reads its RayJob once: the status write names the read's version."""
+    acts = JobActivities(client, DEFAULT_OPTIONS)
+    ref = await make_rayjob(client)
+    gets: list[str] = []
+    real = client.get_or_none
+
+    async def counted(resource: kube.Resource, *args: Any, **kwargs: Any) -> Any:
+        gets.append(resource.plural)
+        return await real(resource, *args, **kwargs)
+
+    monkeypatch.setattr(client, "get_or_none", counted)
+    snap = await run(acts.read, contract.ReadJobInput(ref=ref))
+    running = RayJobStatus(job_id="x", job_deployment_status=JobDeploymentStatus.RUNNING)
+    write = contract.WriteJobStatusInput(
+        ref=ref, status=running, read_version=snap.resource_version
+    )
+    await run(acts.write_status, write)
+    assert gets.count("rayjobs") == 1
+    stored = (await real(kube.RAYJOBS, "default", ref.name) or {})["status"]
+    assert stored["jobDeploymentStatus"] == "Running" and stored["jobId"] == "x"
+    # The same version again: written since, so read again and replaced (not merged).
+    suspended = RayJobStatus(job_deployment_status=JobDeploymentStatus.SUSPENDED)
+    await run(acts.write_status, write.model_copy(update={"status": suspended}))
+    assert gets.count("rayjobs") == 2
+    stored = (await real(kube.RAYJOBS, "default", ref.name) or {})["status"]
+    assert stored["jobDeploymentStatus"] == "Suspended" and "jobId" not in stored
