@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.contract import pod_essentials
-from activities.kube.client import PODS, KubeClient
+from activities.kube.client import PODS, SERVICES, KubeClient
 from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster.kube_effects import ClusterActivities
@@ -31,13 +32,21 @@ from activities.rayservice.routes import RouteActivities
 from crds.constants import LABEL_CLUSTER
 
 
+@dataclass(frozen=True)
+class Copies:
+    """The worker's watched copies of what every pass reads: Ray pods and Ray clusters' Services."""
+
+    pods: Informer
+    services: Informer
+
+
 def build_activities(
     kube: KubeClient | None,
     options: BuildOptions = DEFAULT_OPTIONS,
     dashboard_access: str = DashboardAccess.PROXY,
     metrics: KubeRayMetrics | None = None,
     job_options: JobOperatorOptions | None = None,
-    pods: Informer | None = None,
+    copies: Copies | None = None,
 ) -> list[Callable[..., Any]]:
     """Return the activity callables to register on the worker.
 
@@ -51,7 +60,7 @@ def build_activities(
             None records nothing (no metrics endpoint).
         job_options: KubeRay's RayJob switches, reported in every RayJob snapshot; None
             means KubeRay's defaults.
-        pods: The worker's copy of the Ray pods (`watching_pods`); None reads them live.
+        copies: The worker's copies of pods and Services (`watching`); None reads them live.
 
     Returns:
         Functions decorated with `@activity.defn`.
@@ -61,10 +70,11 @@ def build_activities(
     connector = DashboardConnector(kube, DashboardAccess(dashboard_access))
     serve = ServeActivities(kube, connector)
     labeler = HeadLabeler(kube, serve)
+    pods, services = (copies.pods, copies.services) if copies else (None, None)
     return [
-        *ClusterActivities(kube, options, metrics, pods).activities(),
+        *ClusterActivities(kube, options, metrics, pods, services).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
-        *JobActivities(kube, options, metrics, job_options).activities(),
+        *JobActivities(kube, options, metrics, job_options, services).activities(),
         *RayJobActivities(kube, connector).activities(),
         # RayService; its Events go through ClusterActivities' `record_event` (same name).
         *ServiceActivities(kube, options).activities(),
@@ -77,18 +87,24 @@ def build_activities(
 
 
 @contextlib.asynccontextmanager
-async def watching_pods(
+async def watching(
     kube: KubeClient | None, namespaces: Sequence[str | None] = (None,)
-) -> AsyncIterator[Informer | None]:
-    """A copy of the Ray pods in `namespaces` (None: all), kept while the context runs."""
+) -> AsyncIterator[Copies | None]:
+    """Copies of what is labelled with a cluster in `namespaces` (None: all), while it runs."""
     if kube is None:
         yield None
         return
-    pods = Informer(kube, PODS, LABEL_CLUSTER, namespaces=namespaces, keep=pod_essentials)
-    task = asyncio.create_task(pods.run(), name="pod informer")
+    copies = Copies(
+        pods=Informer(kube, PODS, LABEL_CLUSTER, namespaces=namespaces, keep=pod_essentials),
+        services=Informer(kube, SERVICES, LABEL_CLUSTER, namespaces=namespaces),
+    )
+    tasks = [
+        asyncio.create_task(copies.pods.run(), name="pod informer"),
+        asyncio.create_task(copies.services.run(), name="service informer"),
+    ]
     try:
-        yield pods
+        yield copies
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -20,7 +20,7 @@ from temporalio.client import Client
 
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
-from activities.registry import watching_pods
+from activities.registry import watching
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from bridge.state_gauges import cr_state
@@ -189,12 +189,12 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
         sources.append(lambda: durations.collect(kube, namespaces))
     # One process: the bridge's state gauges join the worker's endpoint.
     async with (
-        watching_pods(kube, settings.namespaces) as pods,
+        watching(kube, settings.namespaces) as copies,
         serving_metrics(settings.metrics_port, telemetry, sources) as metrics,
         build_worker(
             stack.require_client(),
             settings,
-            configured_activities(kube, settings, durations, pods),
+            configured_activities(kube, settings, durations, copies),
         ),
     ):
         stack.running.append(f"worker    task queue {settings.task_queue}")

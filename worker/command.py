@@ -19,7 +19,7 @@ from temporalio.worker import Worker
 
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
-from activities.registry import watching_pods
+from activities.registry import watching
 from runtime.health import serving_health
 from runtime.logs import configure_logging
 from runtime.prometheus import build_telemetry, serving_metrics
@@ -165,12 +165,12 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
             namespaces = settings.namespaces
             sources = [] if durations is None else [lambda: durations.collect(kube, namespaces)]
             async with (
-                watching_pods(kube, settings.namespaces) as pods,
+                watching(kube, settings.namespaces) as copies,
                 serving_metrics(settings.metrics_port, telemetry, sources),
                 build_worker(
                     client,
                     settings,
-                    configured_activities(kube, settings, durations, pods),
+                    configured_activities(kube, settings, durations, copies),
                 ) as worker,
             ):
                 running.append(worker)

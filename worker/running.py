@@ -18,9 +18,8 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.kube.client import KubeClient
-from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
-from activities.registry import build_activities
+from activities.registry import Copies, build_activities
 from runtime.settings import Settings
 from workflows.registry import WORKFLOWS
 
@@ -70,16 +69,16 @@ def configured_activities(
     kube: KubeClient | None,
     settings: Settings,
     metrics: KubeRayMetrics | None,
-    pods: Informer | None,
+    copies: Copies | None,
 ) -> list[Callable[..., Any]]:
-    """The activities `settings` describe, reading pods from `pods` (`watching_pods`)."""
+    """The activities `settings` describe, reading pods and Services from `copies`."""
     return build_activities(
         kube,
         settings.build_options(),
         dashboard_access=settings.dashboard_access,
         metrics=metrics,
         job_options=settings.job_options(),
-        pods=pods,
+        copies=copies,
     )
 
 

@@ -117,6 +117,17 @@ class Informer:
         loop = self._loops[stream]
         return not self._stopped and loop.listed.is_set() and not loop.broken
 
+    def get(self, namespace: str, name: str) -> JSON | None:
+        """The object, when the copy of its namespace is whole and holds it (else: ask live).
+
+        Only a positive answer: an object the copy lacks may be one it has not seen yet.
+        """
+        stream = namespace if namespace in self._loops else None
+        if stream not in self._loops or not self._answers(stream):
+            return None
+        data = self._objects.get((namespace, name))
+        return None if data is None else json.loads(data)
+
     def labelled(self, namespace: str, value: str) -> list[JSON]:
         """The objects in `namespace` whose index label is `value`."""
         names = sorted(self._index.get((namespace, value), ()))
@@ -166,6 +177,14 @@ class Informer:
             names.discard(key[1])
             if not names:
                 self._index.pop((key[0], value), None)
+
+
+async def cached_or_live(
+    kube: KubeClient, copy: Informer | None, resource: Resource, namespace: str, name: str
+) -> JSON | None:
+    """The object from the copy when it holds it, else from the API server (None: absent)."""
+    cached = None if copy is None else copy.get(namespace, name)
+    return cached if cached is not None else await kube.get_or_none(resource, namespace, name)
 
 
 def _key(obj: Any) -> Key | None:

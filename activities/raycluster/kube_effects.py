@@ -29,7 +29,7 @@ from activities.contract import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeNotFound, KubeRejected
-from activities.kube.informer import Informer
+from activities.kube.informer import Informer, cached_or_live
 from activities.kube.recent import RecentReads, replace_status
 from activities.kube.vocabulary import EventType, JobConditionType
 from activities.kuberay_metrics import KubeRayMetrics
@@ -66,11 +66,13 @@ class ClusterActivities:
         options: builders.BuildOptions,
         metrics: KubeRayMetrics | None = None,
         pods: Informer | None = None,
+        services: Informer | None = None,
     ) -> None:
         self._kube = client
         self._options = options
         self._metrics = metrics
         self._pods = pods
+        self._services = services
         self._recent = RecentReads()
 
     def activities(self) -> list[Callable[..., Any]]:
@@ -143,7 +145,7 @@ class ClusterActivities:
         # Independent reads go out together: each is a round trip to the API server.
         pods, head = await asyncio.gather(
             self._cluster_pods(cluster, pods_as_of),
-            self._kube.get_or_none(kube.SERVICES, ns, head_name),
+            cached_or_live(self._kube, self._services, kube.SERVICES, ns, head_name),
         )
         snapshot.pods = [
             view

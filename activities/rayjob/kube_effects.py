@@ -31,6 +31,7 @@ from activities.builders.rayjob import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound, KubeRejected
+from activities.kube.informer import Informer
 from activities.kube.recent import RecentReads, replace_status
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
@@ -57,12 +58,13 @@ class JobActivities:
         options: builders.BuildOptions,
         metrics: KubeRayMetrics | None = None,
         job_options: contract.JobOperatorOptions | None = None,
+        services: Informer | None = None,
     ) -> None:
         self._kube = client
         self._options = options
         self._job_options = job_options or contract.JobOperatorOptions()
         self._metrics = metrics
-        self._views = JobViews(client, options.cluster_domain)
+        self._views = JobViews(client, options.cluster_domain, services)
         self._recent = RecentReads()
         self._pod_group = JobPodGroup(client, options.batch_scheduler)
 

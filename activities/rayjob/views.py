@@ -14,6 +14,7 @@ from activities.builders import names
 from activities.builders.rayjob import submitter_job_name
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
+from activities.kube.informer import Informer, cached_or_live
 from activities.kube.vocabulary import JobConditionType as Finished
 from activities.rayjob.contract import ClusterView, SubmitterView
 from crds.constants import (
@@ -87,9 +88,12 @@ def sidecar_submitter_view(head: kube.JSON | None) -> SubmitterView | None:
 class JobViews:
     """Reads the views for one RayJob pass."""
 
-    def __init__(self, client: KubeClient, cluster_domain: str) -> None:
+    def __init__(
+        self, client: KubeClient, cluster_domain: str, services: Informer | None = None
+    ) -> None:
         self._kube = client
         self._domain = cluster_domain
+        self._services = services
 
     async def cluster(
         self, namespace: str, name: str, sidecar: bool = False
@@ -128,7 +132,9 @@ class JobViews:
         groups = cluster.spec.worker_group_specs or []
         view.workers_suspended = all(bool(group.suspend) for group in groups)
         service_name = names.head_service_name(name, cluster.spec)
-        service = await self._kube.get_or_none(kube.SERVICES, namespace, service_name)
+        service = await cached_or_live(
+            self._kube, self._services, kube.SERVICES, namespace, service_name
+        )
         if service is not None:
             view.dashboard_url = dashboard_url(service, self._domain)
         return view, cluster, pods

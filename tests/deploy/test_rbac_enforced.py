@@ -35,9 +35,8 @@ from temporalio.testing import WorkflowEnvironment
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound
-from activities.kube.informer import Informer
 from activities.raycronjob.schedules import described
-from activities.registry import build_activities
+from activities.registry import build_activities, watching
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from crds.constants import LABEL_CLUSTER
@@ -180,22 +179,13 @@ async def running_as(
 ) -> AsyncIterator[asyncio.Task[None]]:
     """Run the worker and the bridge (the task yielded) in this process, each as its account.
 
-    The bridge and the worker's pod cache watch the test's namespace only (deploy/ watches
+    The bridge and the worker's copies of pods and Services watch the test's namespace only (deploy/ watches
     all): CRs other tests left elsewhere in the shared control plane are not this worker's
     business.
     """
     settings = settings or worker_settings(task_queue)
     worker_kube = await kube.connect(str(identities.worker))
     bridge_kube = await kube.connect(str(identities.bridge))
-    pods = Informer(worker_kube, kube.PODS, LABEL_CLUSTER, namespaces=[namespace])
-    cache = asyncio.create_task(pods.run())
-    activities = build_activities(
-        worker_kube,
-        settings.build_options(),
-        dashboard_access=settings.dashboard_access,
-        job_options=settings.job_options(),
-        pods=pods,
-    )
     bridge = Bridge(
         bridge_kube,
         Signaller(temporal, task_queue),
@@ -203,19 +193,24 @@ async def running_as(
         relist_period=settings.relist_seconds,
     )
     try:
-        async with build_worker(temporal, settings, activities):
-            task = asyncio.create_task(bridge.run())
-            try:
-                await asyncio.wait_for(bridge.wait_listed(), 60)
-                yield task
-            finally:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        async with watching(worker_kube, [namespace]) as copies:
+            activities = build_activities(
+                worker_kube,
+                settings.build_options(),
+                dashboard_access=settings.dashboard_access,
+                job_options=settings.job_options(),
+                copies=copies,
+            )
+            async with build_worker(temporal, settings, activities):
+                task = asyncio.create_task(bridge.run())
+                try:
+                    await asyncio.wait_for(bridge.wait_listed(), 60)
+                    yield task
+                finally:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
     finally:
-        cache.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await cache
         await worker_kube.close()
         await bridge_kube.close()
 

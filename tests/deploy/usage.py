@@ -14,10 +14,12 @@ one of those. `patch(..., sub="status")` is a use of the subresource; a `sub` he
 variable counts as the object and every subresource named in that module. A raw
 `request("PUT", <resource>.path(namespace, name))` is resolved the same way (PUT is `update`);
 a raw request whose method or path is computed makes the scan fail. `activities/kube/client.py`
-itself is the generic client and is not scanned; nor are the generic list-and-watch loop and the
-cache built on it (`GENERIC`): each construction of one (`LIST_WATCHERS`: `ListWatch(kube,
-<resource>, ...)`, `Informer(...)`) is a list and a watch of its second argument, resolved like
-a call's resource.
+itself is the generic client and is not scanned; nor are the generic list-and-watch loop, the
+copy built on it and the pass's kept reads (`GENERIC`): each call of one of their entry points
+(`GENERIC_CALLS`: `ListWatch(kube, <resource>, ...)` and `Informer(...)` list and watch their
+second argument, `cached_or_live(kube, copy, <resource>, ...)` gets its third,
+`replace_status(kube, recent, <resource>, ...)` gets it and patches its status) is resolved
+like a call's resource.
 
 Dashboard calls are not `KubeClient` calls, yet with `KUBERAY_TEMPORAL_DASHBOARD_ACCESS=proxy`
 each is a request to the API server's `services/proxy` or `pods/proxy` subresource, checked
@@ -52,13 +54,17 @@ VERBS: dict[str, tuple[str, ...]] = {
     "delete_collection": ("deletecollection",),
     "update": ("update",),  # only through a raw PUT request
 }
-# Constructors of a list-and-watch loop -> the verbs it sends; the resource is the 2nd argument.
-LIST_WATCHERS: dict[str, tuple[str, ...]] = {
-    "ListWatch": ("list", "watch"),
-    "Informer": ("list", "watch"),
+# Entry points of the generic modules, called by name -> the position of the resource among
+# their arguments and the (verb, subresource) pairs one call sends.
+GENERIC_CALLS: dict[str, tuple[int, tuple[tuple[str, str], ...]]] = {
+    "ListWatch": (1, (("list", ""), ("watch", ""))),
+    "Informer": (1, (("list", ""), ("watch", ""))),
+    "cached_or_live": (2, (("get", ""),)),  # what the copy lacks is read live
+    "replace_status": (2, (("get", ""), ("patch", "status"))),
 }
-VERBS.update(LIST_WATCHERS)
-GENERIC = ("kube.py", "list_watch.py", "informer.py")
+GENERIC = ("kube.py", "list_watch.py", "informer.py", "recent.py")
+NO_REQUEST = {"keep", "recall"}
+"""Methods of the kept reads (`RecentReads`) that name a resource and send nothing."""
 """Modules that take their resource from their callers (the scan reads the callers)."""
 # Receivers that hold a KubeClient in our code, to tell `client.get(...)` from `dict.get(...)`.
 RECEIVERS = {"self._kube", "self.kube", "self._client", "client", "kube_client"}
@@ -131,6 +137,11 @@ def _raw_request(call: ast.Call, where: str) -> tuple[str, ast.expr]:
 
 
 def _uses(method: str, resource: kube.Resource, subs: set[str]) -> set[Use]:
+    if method in GENERIC_CALLS:
+        return {
+            (verb, resource.group, f"{resource.plural}/{sub}" if sub else resource.plural)
+            for verb, sub in GENERIC_CALLS[method][1]
+        }
     return {
         (verb, resource.group, f"{resource.plural}/{sub}" if sub else resource.plural)
         for verb in VERBS[method]
@@ -171,10 +182,11 @@ def scan(paths: list[Path], narrowing: dict[str, set[str]] | None = None) -> Sca
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            if isinstance(node.func, ast.Name) and node.func.id in LIST_WATCHERS:
-                if len(node.args) < 2:
-                    raise AssertionError(f"{module}:{node.lineno}: the resource is not the 2nd")
-                method, target = node.func.id, node.args[1]
+            if isinstance(node.func, ast.Name) and node.func.id in GENERIC_CALLS:
+                method, at = node.func.id, GENERIC_CALLS[node.func.id][0]
+                if len(node.args) <= at:
+                    raise AssertionError(f"{module}:{node.lineno}: the resource is not argument {at}")
+                target = node.args[at]
                 resource = _resource_constant(target)
                 if resource is not None:
                     in_calls.add(id(target))
@@ -183,6 +195,9 @@ def scan(paths: list[Path], narrowing: dict[str, set[str]] | None = None) -> Sca
                     dynamic.append((CallSite(module, node.lineno, method), {""}))
                 continue
             if not isinstance(node.func, ast.Attribute):
+                continue
+            if node.func.attr in NO_REQUEST and node.args:
+                in_calls.add(id(node.args[0]))  # not a table: the resource is named, not used
                 continue
             method, receiver = node.func.attr, ast.unparse(node.func.value)
             if method == "request" and receiver in RECEIVERS:

@@ -176,3 +176,21 @@ async def test_a_kind_without_its_crd_says_so(
     async with running(informer):
         await eventually(lambda: "raynothings: not served" in caplog.text)
     assert "is its CRD installed?" in caplog.text
+
+
+async def test_get_answers_only_what_a_whole_copy_holds() -> None:
+    api = BreakingApi()
+    informer = Informer(api, kube.PODS, "ray.io/cluster")  # type: ignore[arg-type]
+    assert informer.get("default", "p") is None  # not listed yet
+    async with running(informer):
+        assert await eventually(lambda: api.watches >= 1)
+        assert informer.get("default", "p") is None  # kept, but the stream broke
+
+    quiet = QuietApi([pod("p", "c") | {"metadata": {"name": "p", "namespace": "a"}}], {"a": "1"})
+    informer = Informer(quiet, kube.PODS, "ray.io/cluster", namespaces=["a"])  # type: ignore[arg-type]
+    async with running(informer):
+        assert await eventually(lambda: informer.whole)
+        got = informer.get("a", "p")
+        assert got is not None and got["metadata"]["name"] == "p"
+        assert informer.get("a", "missing") is None
+        assert informer.get("b", "p") is None  # nobody watches b

@@ -315,6 +315,31 @@ async def test_pods_come_from_the_cache_only_when_it_is_as_new_as_the_news(
     assert [p.name for p in cached.pods] == [f"{ref.name}-head-ghost"]
 
 
+async def test_the_head_service_comes_from_the_copy_when_it_holds_it(
+    client: KubeClient,
+) -> None:
+    ref = await make_cluster(client)
+    # A head Service only the copy knows of: seen in a snapshot, it came from the copy.
+    ghost = {
+        "metadata": {
+            "name": f"{ref.name}-head-svc",
+            "namespace": "default",
+            "labels": {"ray.io/cluster": ref.name},
+        },
+        "spec": {"clusterIP": "10.9.9.9"},
+    }
+    services = Informer(
+        cast(KubeClient, QuietApi([ghost], {None: "5"})), kube.SERVICES, "ray.io/cluster"
+    )
+    acts = ClusterActivities(client, DEFAULT_OPTIONS, services=services)
+    before = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    async with running(services):
+        assert await eventually(lambda: services.whole)
+        cached = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    assert before.head_service is None  # not listed yet: read live, and there is none
+    assert cached.head_service is not None and cached.head_service.cluster_ip == "10.9.9.9"
+
+
 async def test_a_pass_reads_its_raycluster_once(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
