@@ -15,7 +15,7 @@ from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.contract import pod_essentials
-from activities.kube.client import PODS, SERVICES, KubeClient
+from activities.kube.client import PODS, RAYCLUSTERS, SERVICES, KubeClient
 from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster.kube_effects import ClusterActivities
@@ -29,15 +29,19 @@ from activities.rayjob.ray_effects import RayJobActivities
 from activities.rayservice.kube_effects import ServiceActivities
 from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
 from activities.rayservice.routes import RouteActivities
-from crds.constants import LABEL_CLUSTER
+from crds.constants import LABEL_CLUSTER, LABEL_ORIGINATED_FROM_CRD
 
 
 @dataclass(frozen=True)
 class Copies:
-    """The worker's watched copies of what every pass reads: Ray pods and Ray clusters' Services."""
+    """The worker's watched copies of what passes read.
+
+    Ray pods, Ray clusters' Services, and the RayClusters a RayJob or RayService made.
+    """
 
     pods: Informer
     services: Informer
+    clusters: Informer
 
 
 def build_activities(
@@ -70,11 +74,13 @@ def build_activities(
     connector = DashboardConnector(kube, DashboardAccess(dashboard_access))
     serve = ServeActivities(kube, connector)
     labeler = HeadLabeler(kube, serve)
-    pods, services = (copies.pods, copies.services) if copies else (None, None)
+    pods, services, clusters = (
+        (copies.pods, copies.services, copies.clusters) if copies else (None, None, None)
+    )
     return [
         *ClusterActivities(kube, options, metrics, pods, services).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
-        *JobActivities(kube, options, metrics, job_options, services).activities(),
+        *JobActivities(kube, options, metrics, job_options, services, clusters).activities(),
         *RayJobActivities(kube, connector).activities(),
         # RayService; its Events go through ClusterActivities' `record_event` (same name).
         *ServiceActivities(kube, options).activities(),
@@ -97,10 +103,12 @@ async def watching(
     copies = Copies(
         pods=Informer(kube, PODS, LABEL_CLUSTER, namespaces=namespaces, keep=pod_essentials),
         services=Informer(kube, SERVICES, LABEL_CLUSTER, namespaces=namespaces),
+        clusters=Informer(kube, RAYCLUSTERS, LABEL_ORIGINATED_FROM_CRD, namespaces=namespaces),
     )
     tasks = [
         asyncio.create_task(copies.pods.run(), name="pod informer"),
         asyncio.create_task(copies.services.run(), name="service informer"),
+        asyncio.create_task(copies.clusters.run(), name="raycluster informer"),
     ]
     try:
         yield copies

@@ -177,7 +177,8 @@ def _owner_nudges(obj: JSON, seen: Seen, memory: Memory) -> list[Nudge]:
     if status_digest == before or not (before or status):  # nothing new; just created
         return []
     name = (obj.get("metadata") or {}).get("name", "")
-    change = messages.OwnedChanged(kinds=["RayCluster"], names=[name])
+    versions = _version("RayCluster", obj)  # the owner reads the cluster at least this new
+    change = messages.OwnedChanged(kinds=["RayCluster"], names=[name], versions=versions)
     return [Nudge(owner, messages.OWNED_CHANGED, change)]
 
 

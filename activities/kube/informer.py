@@ -35,6 +35,9 @@ logger = logging.getLogger(__name__)
 Key = tuple[str, str]
 """(namespace, name)."""
 
+CATCH_UP = 2.0
+"""Seconds a read waits for a copy to reach the version the bridge reported."""
+
 
 def _without_managed_fields(obj: JSON) -> JSON:
     meta = obj["metadata"]

@@ -29,7 +29,7 @@ from activities.contract import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeNotFound, KubeRejected
-from activities.kube.informer import Informer, cached_or_live
+from activities.kube.informer import CATCH_UP, Informer, cached_or_live
 from activities.kube.recent import RecentReads, replace_status
 from activities.kube.vocabulary import EventType, JobConditionType
 from activities.kuberay_metrics import KubeRayMetrics
@@ -53,7 +53,7 @@ from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
 from crds.violations import InvalidObjectError
 
-CACHE_WAIT = 2.0
+CACHE_WAIT = CATCH_UP
 """Seconds a read waits for the pod cache to reach the version the bridge reported."""
 
 

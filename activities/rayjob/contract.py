@@ -122,6 +122,8 @@ class ReadJobInput(RayJobRef):
     known_generation: int | None = None
     cluster_name: str | None = None
     """The attempt's RayCluster (status.rayClusterName); None before the first attempt."""
+    cluster_as_of: int = 0
+    """The newest RayCluster resourceVersion the bridge reported: read it at least this new."""
 
 
 class ClusterView(BaseModel):

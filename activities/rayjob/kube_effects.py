@@ -59,12 +59,13 @@ class JobActivities:
         metrics: KubeRayMetrics | None = None,
         job_options: contract.JobOperatorOptions | None = None,
         services: Informer | None = None,
+        clusters: Informer | None = None,
     ) -> None:
         self._kube = client
         self._options = options
         self._job_options = job_options or contract.JobOperatorOptions()
         self._metrics = metrics
-        self._views = JobViews(client, options.cluster_domain, services)
+        self._views = JobViews(client, options.cluster_domain, services, clusters)
         self._recent = RecentReads()
         self._pod_group = JobPodGroup(client, options.batch_scheduler)
 
@@ -122,7 +123,9 @@ class JobActivities:
         if params.cluster_name:
             mode = rayjob.spec.submission_mode or JobSubmissionMode.K8S_JOB
             sidecar = mode == JobSubmissionMode.SIDECAR
-            view, _, pods = await self._views.cluster(ref.namespace, params.cluster_name, sidecar)
+            view, _, pods = await self._views.cluster(
+                ref.namespace, params.cluster_name, sidecar, params.cluster_as_of
+            )
             snap.cluster = view
             snap.submitter = await self._views.submitter(ref.namespace, ref.name, mode, pods)
         return snap

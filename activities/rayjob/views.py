@@ -14,7 +14,7 @@ from activities.builders import names
 from activities.builders.rayjob import submitter_job_name
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.informer import Informer, cached_or_live
+from activities.kube.informer import CATCH_UP, Informer, cached_or_live
 from activities.kube.vocabulary import JobConditionType as Finished
 from activities.rayjob.contract import ClusterView, SubmitterView
 from crds.constants import (
@@ -89,14 +89,19 @@ class JobViews:
     """Reads the views for one RayJob pass."""
 
     def __init__(
-        self, client: KubeClient, cluster_domain: str, services: Informer | None = None
+        self,
+        client: KubeClient,
+        cluster_domain: str,
+        services: Informer | None = None,
+        clusters: Informer | None = None,
     ) -> None:
         self._kube = client
         self._domain = cluster_domain
         self._services = services
+        self._clusters = clusters
 
     async def cluster(
-        self, namespace: str, name: str, sidecar: bool = False
+        self, namespace: str, name: str, sidecar: bool = False, as_of: int = 0
     ) -> tuple[ClusterView, RayCluster | None, list[kube.JSON]]:
         """The cluster's view, its model (None when missing or unreadable) and its pods.
 
@@ -104,8 +109,11 @@ class JobViews:
         teardown ends with its last pod), and in SidecarMode (the head pod and its submitter
         container); otherwise the view counts none and the list is empty. A pass of an HTTPMode
         RayJob saved a LIST of pods this way, every pass.
+
+        The cluster comes from the worker's copy when the copy has reached `as_of` (the
+        newest version the bridge reported) and holds it; else from the API server.
         """
-        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
+        obj = await self._cluster_object(namespace, name, as_of)
         pods: list[kube.JSON] = []
         if obj is None or sidecar:
             pods = await self._kube.list_all(kube.PODS, namespace, f"{LABEL_CLUSTER}={name}")
@@ -138,6 +146,14 @@ class JobViews:
         if service is not None:
             view.dashboard_url = dashboard_url(service, self._domain)
         return view, cluster, pods
+
+    async def _cluster_object(self, namespace: str, name: str, as_of: int) -> kube.JSON | None:
+        copy = self._clusters
+        if copy is not None and await copy.reached(namespace, as_of, CATCH_UP):
+            cached = copy.get(namespace, name)
+            if cached is not None:
+                return cached
+        return await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
 
     async def submitter(
         self, namespace: str, rayjob_name: str, mode: JobSubmissionMode, pods: list[kube.JSON]

@@ -115,11 +115,15 @@ def test_owned_cluster_status_nudges_its_owner() -> None:
     memory = Memory()
     obj = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
     primary_nudges("RayCluster", "ADDED", obj, memory)
-    ready = {**obj, "status": {"state": "ready", "lastUpdateTime": "t1"}}
+    ready = {
+        **obj,
+        "metadata": {**obj["metadata"], "resourceVersion": "42"},
+        "status": {"state": "ready", "lastUpdateTime": "t1"},
+    }
     nudges = primary_nudges("RayCluster", "MODIFIED", ready, memory)
-    assert signals(nudges) == [
-        ("job", "owned_changed", messages.OwnedChanged(kinds=["RayCluster"], names=["c"]))
-    ]
+    # The version: the owner reads its cluster at least this new (from the worker's copy).
+    change = messages.OwnedChanged(kinds=["RayCluster"], names=["c"], versions={"RayCluster": 42})
+    assert signals(nudges) == [("job", "owned_changed", change)]
     touched = {**ready, "status": {"state": "ready", "lastUpdateTime": "t2"}}
     assert primary_nudges("RayCluster", "MODIFIED", touched, memory) == []
 

@@ -50,7 +50,12 @@ class Applier:
         cluster = state.status.ray_cluster_name if state.status else None
         snap = await self._call(
             contract.READ_RAYJOB,
-            contract.ReadJobInput(ref=self._ref, known_generation=known, cluster_name=cluster),
+            contract.ReadJobInput(
+                ref=self._ref,
+                known_generation=known,
+                cluster_name=cluster,
+                cluster_as_of=state.cluster_as_of,
+            ),
             summary="read the RayJob, its RayCluster and its submitter",
         )
         self._read_version = snap.resource_version

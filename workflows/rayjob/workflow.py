@@ -108,6 +108,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """The RayCluster, the submitter Job or the head pod changed: ask Ray now."""
         self._nudged = True
+        cluster = change.versions.get("RayCluster", 0)
+        self._state.cluster_as_of = max(self._state.cluster_as_of, cluster)
 
     def _waiting_for(self) -> list[str]:
         return [self._state.waiting] if self._state.waiting else []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from temporalio.testing import ActivityEnvironment
@@ -13,11 +13,14 @@ from activities.builders import DEFAULT_OPTIONS
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeRejected
-from activities.rayjob import contract
+from activities.kube.informer import Informer
+from activities.rayjob import contract, views
 from activities.rayjob.kube_effects import JobActivities
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
+from tests.activities.kube.test_informer import QuietApi, running
+from tests.eventually import eventually
 
 IMAGE = "rayproject/ray:2.60.0"
 CLUSTER_SPEC: dict[str, Any] = {
@@ -340,3 +343,30 @@ async def test_the_status_write_reuses_the_pass_read(
     assert gets.count("rayjobs") == 2
     stored = (await real(kube.RAYJOBS, "default", ref.name) or {})["status"]
     assert stored["jobDeploymentStatus"] == "Suspended" and "jobId" not in stored
+
+
+async def test_the_cluster_comes_from_the_copy_when_it_is_as_new_as_the_news(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ref = await make_rayjob(client)
+    # A RayCluster only the copy knows of: seen in a snapshot, it came from the copy.
+    ghost = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "ghost", "namespace": "default", "uid": "g"},
+        "spec": copy.deepcopy(CLUSTER_SPEC),
+        "status": {"state": "ready"},
+    }
+    clusters = Informer(
+        cast(KubeClient, QuietApi([ghost], {None: "5"})), kube.RAYCLUSTERS, "ray.io/x"
+    )
+    acts = JobActivities(client, DEFAULT_OPTIONS, clusters=clusters)
+    monkeypatch.setattr(views, "CATCH_UP", 0.2)
+    read = contract.ReadJobInput(ref=ref, cluster_name="ghost", cluster_as_of=5)
+    async with running(clusters):
+        assert await eventually(lambda: clusters.whole)
+        cached = await run(acts.read, read)
+        behind = await run(acts.read, read.model_copy(update={"cluster_as_of": 6}))
+    assert cached.cluster is not None and cached.cluster.exists
+    assert cached.cluster.status is not None and cached.cluster.status.state == "ready"
+    assert behind.cluster == contract.ClusterView(name="ghost", exists=False)  # read live

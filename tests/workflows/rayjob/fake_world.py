@@ -59,6 +59,8 @@ class FakeJobWorld:
     finalizers: set[str] = field(default_factory=set)
     status: RayJobStatus | None = None
     status_writes: list[RayJobStatus] = field(default_factory=list)
+    clusters_read_as_of: list[int] = field(default_factory=list)
+    """`cluster_as_of` of every read: how new the RayCluster had to be."""
     clusters: dict[str, FakeRayCluster] = field(default_factory=dict)
     created_clusters: list[str] = field(default_factory=list)
     submitter: FakeSubmitter | None = None
@@ -145,6 +147,7 @@ class FakeJobWorld:
 
     @activity.defn(name=contract.READ_RAYJOB.name)
     async def read(self, params: contract.ReadJobInput) -> contract.JobSnapshot:
+        self.clusters_read_as_of.append(params.cluster_as_of)
         if not self.exists:
             return contract.JobSnapshot(exists=False)
         same = params.known_generation == self.generation

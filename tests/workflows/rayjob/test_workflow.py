@@ -534,3 +534,18 @@ async def test_nudges_while_the_cluster_provisions_share_one_timer(harness: Harn
             message="the pass",
         )
     assert await count("timer_started_event_attributes") == 1
+
+
+async def test_a_pass_reads_the_cluster_as_new_as_the_newest_cluster_news(
+    harness: Harness,
+) -> None:
+    """The worker's copy of RayClusters must not hide the change that woke the workflow."""
+    world = harness.world
+    await harness.start()
+    await harness.state("Initializing")
+    for version in (12, 5):  # an older version arriving later lowers nothing
+        reads = len(world.clusters_read_as_of)
+        change = messages.OwnedChanged(kinds=["RayCluster"], versions={"RayCluster": version})
+        await harness.signal(messages.OWNED_CHANGED, change)
+        await eventually(lambda n=reads: len(world.clusters_read_as_of) > n, message="a pass")
+    assert world.clusters_read_as_of[0] == 0 and world.clusters_read_as_of[-1] == 12
