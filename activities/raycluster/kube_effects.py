@@ -1,4 +1,4 @@
-"""The RayCluster activities: read a snapshot, apply a pass's plan, write status and spec.
+"""The RayCluster activities: apply a pass's plan, write status and spec (the read: `observation`).
 
 Every method is safe to run twice: pods are created under names the workflow chose (a second
 create finds the pod and moves on), deletes tolerate 404, Events have repeatable names, and the
@@ -11,29 +11,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from temporalio import activity
 
 from activities import builders, events
-from activities.builders import names
-from activities.builders.network_policies import is_controlled_by, stale_policy_names
-from activities.builders.redis_cleanup_job import cleanup_job_name
+from activities.builders.network_policies import is_controlled_by
 from activities.builders.tls import is_tls_enabled
-from activities.contract import (
-    ReplicaFailure,
-    summarize_pod,
-    summarize_service,
-)
+from activities.contract import ReplicaFailure
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeNotFound, KubeRejected
-from activities.kube.informer import CATCH_UP, Informer, cached_or_live
-from activities.kube.recent import RecentReads, replace_status
-from activities.kube.vocabulary import EventType, JobConditionType
+from activities.kube.informer import Informer
+from activities.kube.recent import replace_status
+from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
+from activities.raycluster.observation import ClusterObserver, stale_policies
 from activities.raycluster.owned_objects import (
     CREATED_REASONS,
     UPDATED_REASONS,
@@ -45,16 +39,9 @@ from activities.raycluster.owned_objects import (
     wanted_objects,
 )
 from crds.constants import HEAD_GROUP_VALUE, LABEL_CLUSTER
-from crds.enums import ConditionStatus, RayNodeType
 from crds.enums import RayClusterConditionReason as Reason
-from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
-from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
-from crds.violations import InvalidObjectError
-
-CACHE_WAIT = CATCH_UP
-"""Seconds a read waits for the pod cache to reach the version the bridge reported."""
 
 
 class ClusterActivities:
@@ -71,128 +58,13 @@ class ClusterActivities:
         self._kube = client
         self._options = options
         self._metrics = metrics
-        self._pods = pods
-        self._services = services
-        self._recent = RecentReads()
+        observer = ClusterObserver(client, options, pods, services)
+        self._recent = observer.recent  # the pass's read, for its later steps
+        self.read = observer.read
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
         return [self.read, self.apply, self.write_status, self.set_suspend, self.record_event]
-
-    @activity.defn(name=contract.READ_CLUSTER.name)
-    async def read(self, params: contract.ReadClusterInput) -> contract.ClusterSnapshot:
-        """Read the RayCluster, its Ray pods and its Services in one go."""
-        ref = params.ref
-        obj = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
-        if obj is None:
-            return contract.ClusterSnapshot(exists=False)
-        meta = obj["metadata"]
-        snapshot = contract.ClusterSnapshot(
-            resource_version=self._recent.keep(kube.RAYCLUSTERS, obj),
-            generation=int(meta.get("generation") or 0),
-            deleting=bool(meta.get("deletionTimestamp")),
-            annotations=_annotations(meta),
-            labels=dict(meta.get("labels") or {}),
-            finalizers=list(meta.get("finalizers") or []),
-            redis_cleanup=self._options.gcs_ft_redis_cleanup,
-        )
-        try:
-            cluster = parse_ray_object(obj)
-        except InvalidObjectError as err:
-            snapshot.schema_violations = [str(v) for v in err.violations]
-            return snapshot
-        assert isinstance(cluster, RayCluster)
-        if params.known_generation != snapshot.generation:
-            snapshot.spec = redacted_cluster_spec(cluster.spec)
-        if params.known_generation is None:
-            snapshot.status = cluster.status
-        spec_changed = params.known_generation != snapshot.generation
-        await self._observe(cluster, snapshot, spec_changed, params.pods_as_of)
-        if meta.get("deletionTimestamp"):
-            await self._observe_deletion(cluster, snapshot)
-        return snapshot
-
-    async def _observe_deletion(
-        self, cluster: RayCluster, snapshot: contract.ClusterSnapshot
-    ) -> None:
-        """What the Redis cleanup finalizer needs: the deletion time and the Job.
-
-        Not the namespace: a Job refused because its namespace is being deleted says so
-        (`redis_cleanup`), and reading Namespace objects needs a cluster-wide right.
-        """
-        meta = cluster.metadata
-        snapshot.deleted_at = datetime.fromisoformat(str(meta.deletion_timestamp))
-        job = await self._kube.get_or_none(
-            kube.JOBS, cluster.namespace, cleanup_job_name(cluster.name)
-        )
-        snapshot.cleanup_job_exists = job is not None
-        for condition in ((job or {}).get("status") or {}).get("conditions") or []:
-            if (
-                condition.get("type") in (JobConditionType.COMPLETE, JobConditionType.FAILED)
-                and condition.get("status") == ConditionStatus.TRUE
-            ):
-                snapshot.cleanup_job_finished = JobConditionType(condition["type"])
-
-    async def _observe(
-        self,
-        cluster: RayCluster,
-        snapshot: contract.ClusterSnapshot,
-        spec_changed: bool,
-        pods_as_of: int,
-    ) -> None:
-        ns = cluster.namespace
-        head_name = names.head_service_name(cluster.name, cluster.spec)
-        # Independent reads go out together: each is a round trip to the API server.
-        pods, head = await asyncio.gather(
-            self._cluster_pods(cluster, pods_as_of),
-            cached_or_live(self._kube, self._services, kube.SERVICES, ns, head_name),
-        )
-        snapshot.pods = [
-            view
-            for view in map(summarize_pod, pods)
-            if view.node_type in (RayNodeType.HEAD, RayNodeType.WORKER)
-        ]
-        snapshot.head_service = summarize_service(head) if head else None
-        wanted = wanted_objects(cluster, self._options, PodIps.of(pods))
-
-        async def existing(owned: Owned) -> kube.JSON | None:
-            name = owned.manifest["metadata"]["name"]
-            if owned.manifest["kind"] == "Service" and name == head_name:
-                return head
-            return await self._kube.get_or_none(owned.resource, ns, name)
-
-        found = await asyncio.gather(*(existing(owned) for owned in wanted))
-        for owned, current in zip(wanted, found, strict=True):
-            # "Missing" covers objects to rewrite too: the same apply step fixes both. A foreign
-            # object of the same name is never rewritten, so it would only cause idle passes.
-            if current is None or (
-                owned.updated(current) is not None and is_controlled_by(current, cluster)
-            ):
-                snapshot.missing_objects.append(owned.key)
-        # Only a spec change (a group or the option removed) leaves stale policies, and only
-        # then do they decide anything: with something missing the apply step runs anyway,
-        # and it lists them itself (a first pass lists NetworkPolicies once, not twice).
-        if spec_changed and not snapshot.missing_objects:
-            stale = await self._stale_policies(cluster, wanted)
-            snapshot.missing_objects += [f"NetworkPolicy/{name}" for name in stale]
-        snapshot.spec_hash = builders.recreate_hash(cluster.spec)
-        snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
-        if self._options.deterministic_head_pod_name:
-            snapshot.head_name = names.deterministic_head_pod_name(cluster)
-        snapshot.worker_prefixes = {
-            g.group_name: builders.worker_pod_name_prefix(cluster, g.group_name)
-            for g in cluster.spec.worker_group_specs or []
-        }
-        snapshot.resources = builders.desired_resources(cluster)
-
-    async def _cluster_pods(self, cluster: RayCluster, as_of: int) -> list[kube.JSON]:
-        """The cluster's pods: from the cache when it is whole and as new as `as_of`."""
-        pods = self._pods
-        if pods is not None and await pods.reached(cluster.namespace, as_of, CACHE_WAIT):
-            return pods.labelled(cluster.namespace, cluster.name)
-        return await self._kube.list_all(
-            kube.PODS, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"
-        )
 
     @activity.defn(name=contract.APPLY_CLUSTER.name)
     async def apply(self, params: contract.ApplyClusterInput) -> contract.ApplyClusterResult:
@@ -228,7 +100,7 @@ class ClusterActivities:
             )
         wanted = wanted_objects(cluster, self._options, ips)
         # The LIST of policies goes out while the objects are made (one round trip fewer).
-        stale = asyncio.ensure_future(self._stale_policies(cluster, wanted))
+        stale = asyncio.ensure_future(stale_policies(self._kube, cluster, wanted))
         try:
             await self._make(cluster, wanted)
         except BaseException:
@@ -290,14 +162,6 @@ class ClusterActivities:
         await self._event(
             cluster, EventType.NORMAL, UPDATED_REASONS[kind], message, f"{owned.key}/{version}"
         )
-
-    async def _stale_policies(self, cluster: RayCluster, wanted: list[Owned]) -> list[str]:
-        """NetworkPolicies of this cluster that the spec no longer asks for (removed groups)."""
-        existing = await self._kube.list_all(
-            kube.NETWORK_POLICIES, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"
-        )
-        desired = [o.manifest for o in wanted if o.manifest["kind"] == "NetworkPolicy"]
-        return stale_policy_names(cluster, existing, desired)
 
     async def _delete_all(
         self,
@@ -436,7 +300,3 @@ def _failed_reason(kind: str) -> str:
     """KubeRay's Event reason when creating an object of `kind` fails (`FailedToCreateService`)."""
     created = CREATED_REASONS.get(kind, f"Created{kind}")
     return "FailedToCreate" + created.removeprefix("Created")
-
-
-def _annotations(meta: kube.JSON) -> dict[str, str]:
-    return names.without_last_applied(meta.get("annotations"))
