@@ -15,7 +15,7 @@ from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.contract import pod_essentials
-from activities.kube.client import PODS, RAYCLUSTERS, SERVICES, KubeClient
+from activities.kube.client import PODS, RAYCLUSTERS, RAYJOBS, SERVICES, KubeClient
 from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster.kube_effects import ClusterActivities
@@ -36,12 +36,14 @@ from crds.constants import LABEL_CLUSTER, LABEL_ORIGINATED_FROM_CRD
 class Copies:
     """The worker's watched copies of what passes read.
 
-    Ray pods, Ray clusters' Services, and the RayClusters a RayJob or RayService made.
+    Ray pods, Ray clusters' Services, the RayClusters a RayJob or RayService made, and the
+    RayJobs.
     """
 
     pods: Informer
     services: Informer
     clusters: Informer
+    rayjobs: Informer
 
 
 def build_activities(
@@ -74,13 +76,17 @@ def build_activities(
     connector = DashboardConnector(kube, DashboardAccess(dashboard_access))
     serve = ServeActivities(kube, connector)
     labeler = HeadLabeler(kube, serve)
-    pods, services, clusters = (
-        (copies.pods, copies.services, copies.clusters) if copies else (None, None, None)
+    pods, services, clusters, rayjobs = (
+        (copies.pods, copies.services, copies.clusters, copies.rayjobs)
+        if copies
+        else (None, None, None, None)
     )
     return [
         *ClusterActivities(kube, options, metrics, pods, services).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
-        *JobActivities(kube, options, metrics, job_options, services, clusters).activities(),
+        *JobActivities(
+            kube, options, metrics, job_options, services, clusters, rayjobs
+        ).activities(),
         *RayJobActivities(kube, connector).activities(),
         # RayService; its Events go through ClusterActivities' `record_event` (same name).
         *ServiceActivities(kube, options).activities(),
@@ -104,11 +110,14 @@ async def watching(
         pods=Informer(kube, PODS, LABEL_CLUSTER, namespaces=namespaces, keep=pod_essentials),
         services=Informer(kube, SERVICES, LABEL_CLUSTER, namespaces=namespaces),
         clusters=Informer(kube, RAYCLUSTERS, LABEL_ORIGINATED_FROM_CRD, namespaces=namespaces),
+        # Every RayJob (no label to select them by); indexed by a label nobody reads.
+        rayjobs=Informer(kube, RAYJOBS, LABEL_CLUSTER, label_selector="", namespaces=namespaces),
     )
     tasks = [
         asyncio.create_task(copies.pods.run(), name="pod informer"),
         asyncio.create_task(copies.services.run(), name="service informer"),
         asyncio.create_task(copies.clusters.run(), name="raycluster informer"),
+        asyncio.create_task(copies.rayjobs.run(), name="rayjob informer"),
     ]
     try:
         yield copies

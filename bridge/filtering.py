@@ -145,7 +145,8 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
         # The API server bumps a custom resource's generation as it marks it deleted: the
         # deletion says it all (the workflow reads the CR again either way).
         seen.deleting = True
-        nudges = [Nudge(ref, messages.DELETED, messages.Deleted(gone=False))]
+        deleted = messages.Deleted(gone=False, version=_number(meta))
+        nudges = [Nudge(ref, messages.DELETED, deleted)]
     if kind == "RayCluster":
         nudges += _owner_nudges(obj, seen, memory)
     return nudges
@@ -155,12 +156,12 @@ def _spec_nudges(ref: ObjectRef, meta: JSON, seen: Seen) -> list[Nudge]:
     generation = int(meta.get("generation") or 0)
     meta_digest = digest([meta.get("labels"), meta.get("annotations")])
     nudges: list[Nudge] = []
+    version = _number(meta)  # the worker's copy of the CR is read at least this new
     if generation > seen.generation:
-        nudges.append(
-            Nudge(ref, messages.SPEC_CHANGED, messages.SpecChanged(generation=generation))
-        )
+        change = messages.SpecChanged(generation=generation, version=version)
+        nudges.append(Nudge(ref, messages.SPEC_CHANGED, change))
     elif seen.meta and meta_digest != seen.meta:
-        change = messages.SpecChanged(generation=generation, resync=True)
+        change = messages.SpecChanged(generation=generation, resync=True, version=version)
         nudges.append(Nudge(ref, messages.SPEC_CHANGED, change))
     seen.generation = max(seen.generation, generation)
     seen.meta = meta_digest
@@ -226,8 +227,14 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
 
 def _version(kind: str, obj: JSON) -> dict[str, int]:
     """The object's resourceVersion as `OwnedChanged.versions` carries it (if a number)."""
-    version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-    return {kind: int(version)} if version.isdigit() else {}
+    version = _number(obj.get("metadata") or {})
+    return {kind: version} if version else {}
+
+
+def _number(meta: JSON) -> int:
+    """The resourceVersion in `meta` as a number; 0 when it is none."""
+    version = str(meta.get("resourceVersion") or "")
+    return int(version) if version.isdigit() else 0
 
 
 def _just_created(pod: PodView) -> bool:

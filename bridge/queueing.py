@@ -49,6 +49,7 @@ class Batch:
             self.spec = messages.SpecChanged(
                 generation=max(old.generation, payload.generation),
                 resync=old.resync or payload.resync,
+                version=max(old.version, payload.version),
             )
         elif isinstance(payload, messages.OwnedChanged):
             old_owned = self.owned or messages.OwnedChanged()
@@ -59,8 +60,10 @@ class Batch:
                 versions[kind] = max(version, versions.get(kind, 0))
             self.owned = messages.OwnedChanged(kinds=kinds, names=names, versions=versions)
         else:
-            gone = payload.gone or (self.deleted is not None and self.deleted.gone)
-            self.deleted = messages.Deleted(gone=gone)
+            old_deleted = self.deleted or messages.Deleted()
+            gone = payload.gone or old_deleted.gone
+            version = max(old_deleted.version, payload.version)
+            self.deleted = messages.Deleted(gone=gone, version=version)
 
     def absorb(self, other: Batch) -> None:
         """Fold a newer batch into this (older, failed) one."""

@@ -54,6 +54,7 @@ class CrWorkflow(Generic[S]):
         """The CR is being deleted, or is gone."""
         self._state.gone = self._state.gone or change.gone
         self._state.dirty = True
+        self._deleted(change)
 
     @workflow.signal(name=messages.SUSPEND)
     async def suspend(self, *inputs: object) -> None:
@@ -95,6 +96,9 @@ class CrWorkflow(Generic[S]):
 
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """React to `owned_changed` beyond reconciling again; by default, nothing."""
+
+    def _deleted(self, change: messages.Deleted) -> None:
+        """React to `deleted` beyond marking the CR gone or going; by default, nothing."""
 
     def _headline(self) -> str:
         """The state in a word (`ready`, `Running`...), as the CR's status has it."""

@@ -63,6 +63,8 @@ class SpecChanged(BaseModel):
 
     generation: int = 0
     resync: bool = False
+    version: int = 0
+    """The CR's resourceVersion behind the change: a read from the worker's copy waits for it."""
 
 
 class OwnedChanged(BaseModel):
@@ -82,6 +84,8 @@ class Deleted(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     gone: bool = False
+    version: int = 0
+    """The CR's resourceVersion that carries the deletionTimestamp (0 when gone)."""
 
 
 class UserRequest(BaseModel):

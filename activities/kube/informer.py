@@ -45,14 +45,18 @@ def _without_managed_fields(obj: JSON) -> JSON:
 
 
 class Informer:
-    """One resource's objects in some namespaces, indexed by the value of one label."""
+    """One resource's objects in some namespaces, indexed by the value of one label.
+
+    Which objects: those `label_selector` selects; by default those that carry the index label,
+    all of them with "".
+    """
 
     def __init__(
         self,
         kube: KubeClient,
         resource: Resource,
         index_label: str,
-        label_selector: str = "",
+        label_selector: str | None = None,
         namespaces: Sequence[str | None] = (None,),
         relist_period: float = 300.0,
         keep: Callable[[JSON], JSON] = _without_managed_fields,
@@ -75,7 +79,7 @@ class Informer:
                 kube,
                 resource,
                 namespace,
-                label_selector or index_label,
+                index_label if label_selector is None else label_selector,
                 functools.partial(self._listed, namespace),
                 self._event,
                 functools.partial(self._reached, namespace),

@@ -12,9 +12,9 @@ fresh read.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from activities.kube.client import JSON, KubeClient, Resource
 from activities.kube.errors import KubeConflict, KubeNotFound
@@ -69,6 +69,14 @@ class RecentReads:
         return len(self._kept)
 
 
+@dataclass(frozen=True)
+class Replaced:
+    """A status replaced: the object as it was before, and its resourceVersion after (0: none)."""
+
+    before: JSON
+    version: int
+
+
 async def replace_status(
     client: KubeClient,
     recent: RecentReads,
@@ -76,8 +84,8 @@ async def replace_status(
     ref: ObjectRef,
     version: str,
     new: JSON,
-) -> JSON | None:
-    """Replace the status of the object `ref` names with `new`; returns the object it replaced.
+) -> Replaced | None:
+    """Replace the status of the object `ref` names with `new`.
 
     Against the pass's read (`version`), on condition that the object is still that version:
     one request. When anything wrote it since, or it was re-created under its name (a 409
@@ -90,8 +98,8 @@ async def replace_status(
         patch = replacing_patch(current.get("status") or {}, new)
         try:
             at_version = {"metadata": {"resourceVersion": version}, "status": patch}
-            await client.patch(resource, ns, name, at_version, sub="status")
-            return current
+            written = await client.patch(resource, ns, name, at_version, sub="status")
+            return Replaced(current, version_of(written))
         except KubeNotFound:
             return None
         except KubeConflict:
@@ -100,6 +108,14 @@ async def replace_status(
     if current is None:
         return None
     patch = replacing_patch(current.get("status") or {}, new)
-    with contextlib.suppress(KubeNotFound):  # gone since: nothing left to write
-        await client.patch(resource, ns, name, {"status": patch}, sub="status")
-    return current
+    try:
+        written = await client.patch(resource, ns, name, {"status": patch}, sub="status")
+    except KubeNotFound:  # gone since: nothing left to write
+        return Replaced(current, 0)
+    return Replaced(current, version_of(written))
+
+
+def version_of(obj: JSON) -> int:
+    """An object's resourceVersion as a number (0 when it is none)."""
+    version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return int(version) if version.isdigit() else 0

@@ -254,11 +254,11 @@ class ClusterActivities:
         """Replace the status subresource (fields the new status lacks are removed)."""
         new = params.status.to_json_dict()
         ref, version = params.ref, params.read_version
-        current = await replace_status(
+        replaced = await replace_status(
             self._kube, self._recent, kube.RAYCLUSTERS, ref, version, new
         )
-        if current is not None and self._metrics is not None:
-            self._metrics.cluster_status_written(current, new)
+        if replaced is not None and self._metrics is not None:
+            self._metrics.cluster_status_written(replaced.before, new)
 
     @activity.defn(name=contract.SET_CLUSTER_SUSPEND.name)
     async def set_suspend(self, params: contract.SetSuspendInput) -> None:

@@ -70,6 +70,7 @@ __all__ = [
     "SuspendWorkersInput",
     "WaitRayJobInput",
     "WriteJobStatusInput",
+    "Written",
 ]
 
 INVALID_SPEC_ERROR = "InvalidRayJobSpec"
@@ -124,6 +125,8 @@ class ReadJobInput(RayJobRef):
     """The attempt's RayCluster (status.rayClusterName); None before the first attempt."""
     cluster_as_of: int = 0
     """The newest RayCluster resourceVersion the bridge reported: read it at least this new."""
+    as_of: int = 0
+    """The newest RayJob resourceVersion the workflow wrote or heard of: read it this new."""
 
 
 class ClusterView(BaseModel):
@@ -274,6 +277,15 @@ class WriteJobStatusInput(RayJobRef):
     """The version the pass read (`JobSnapshot.resource_version`): its status is replaced."""
 
 
+class Written(BaseModel):
+    """What a write to the RayJob left: its new resourceVersion (0: nothing was written).
+
+    Histories from before this result hold none: such a write reads back as None.
+    """
+
+    version: int = 0
+
+
 class SetJobSuspendInput(RayJobRef):
     """Write `spec.suspend` (a user's suspend or resume signal) so the CR shows the truth."""
 
@@ -367,6 +379,6 @@ DELETE_RAYJOB = ActivityRef("delete_rayjob", RayJobRef, type(None))
 SUBMIT_RAY_JOB = ActivityRef("submit_ray_job", SubmitRayJobInput, SubmitRayJobResult)
 WAIT_RAY_JOB = ActivityRef("wait_ray_job", WaitRayJobInput, RayJobView)
 STOP_RAY_JOB = ActivityRef("stop_ray_job", StopRayJobInput, type(None))
-WRITE_RAYJOB_STATUS = ActivityRef("write_rayjob_status", WriteJobStatusInput, type(None))
-SET_RAYJOB_SUSPEND = ActivityRef("set_rayjob_suspend", SetJobSuspendInput, type(None))
-SET_RAYJOB_FINALIZER = ActivityRef("set_rayjob_finalizer", SetFinalizerInput, type(None))
+WRITE_RAYJOB_STATUS = ActivityRef("write_rayjob_status", WriteJobStatusInput, Written)
+SET_RAYJOB_SUSPEND = ActivityRef("set_rayjob_suspend", SetJobSuspendInput, Written)
+SET_RAYJOB_FINALIZER = ActivityRef("set_rayjob_finalizer", SetFinalizerInput, Written)

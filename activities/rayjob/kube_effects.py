@@ -10,7 +10,6 @@ carries names, never templates.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -31,8 +30,8 @@ from activities.builders.rayjob import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound, KubeRejected
-from activities.kube.informer import Informer
-from activities.kube.recent import RecentReads, replace_status
+from activities.kube.informer import CATCH_UP, Informer
+from activities.kube.recent import RecentReads, replace_status, version_of
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
@@ -60,6 +59,7 @@ class JobActivities:
         job_options: contract.JobOperatorOptions | None = None,
         services: Informer | None = None,
         clusters: Informer | None = None,
+        rayjobs: Informer | None = None,
     ) -> None:
         self._kube = client
         self._options = options
@@ -67,6 +67,7 @@ class JobActivities:
         self._metrics = metrics
         self._views = JobViews(client, options.cluster_domain, services, clusters)
         self._recent = RecentReads()
+        self._rayjobs = rayjobs
         self._pod_group = JobPodGroup(client, options.batch_scheduler)
 
     def activities(self) -> list[Callable[..., Any]]:
@@ -94,7 +95,7 @@ class JobActivities:
     async def read(self, params: contract.ReadJobInput) -> contract.JobSnapshot:
         """Read the RayJob, the attempt's RayCluster (pods, head Service) and its submitter."""
         ref = params.ref
-        obj = await self._own(ref)
+        obj = await self._own_as_of(ref, params.as_of)
         if obj is None:
             return contract.JobSnapshot(exists=False)
         meta = obj["metadata"]
@@ -333,7 +334,7 @@ class JobActivities:
     # --- writes to the RayJob -------------------------------------------------------------------
 
     @activity.defn(name=contract.WRITE_RAYJOB_STATUS.name)
-    async def write_status(self, params: contract.WriteJobStatusInput) -> None:
+    async def write_status(self, params: contract.WriteJobStatusInput) -> contract.Written:
         """Replace the status subresource (fields the new status lacks are removed)."""
         # Every RayJobStatus field is `omitempty` in Go: an empty string is not written (a new
         # job's jobStatus, an interactive job's jobId).
@@ -341,37 +342,39 @@ class JobActivities:
         # Go holds the cluster's status by value, so KubeRay writes it before any copy: zeros.
         new.setdefault("rayClusterStatus", RayClusterStatus.zero().to_json_dict())
         ref, version = params.ref, params.read_version
-        current = await replace_status(self._kube, self._recent, kube.RAYJOBS, ref, version, new)
-        if current is None:
-            return
+        replaced = await replace_status(self._kube, self._recent, kube.RAYJOBS, ref, version, new)
+        if replaced is None:
+            return contract.Written()
         deployment = params.status.job_deployment_status
         if deployment is not None and deployment.is_terminal:
             await self._release_pod_group(params.ref, params.status.ray_cluster_name)
         if self._metrics is not None:
-            self._metrics.job_status_written(current, new)
+            self._metrics.job_status_written(replaced.before, new)
+        return contract.Written(version=replaced.version)
 
     @activity.defn(name=contract.SET_RAYJOB_SUSPEND.name)
-    async def set_suspend(self, params: contract.SetJobSuspendInput) -> None:
+    async def set_suspend(self, params: contract.SetJobSuspendInput) -> contract.Written:
         """Write `spec.suspend` (a person's suspend or resume signal)."""
-        if await self._own(params.ref) is not None:
-            await self._patch(params.ref, {"spec": {"suspend": params.suspend}})
+        if await self._own(params.ref) is None:
+            return contract.Written()
+        return await self._patch(params.ref, {"spec": {"suspend": params.suspend}})
 
     @activity.defn(name=contract.SET_RAYJOB_FINALIZER.name)
-    async def set_finalizer(self, params: contract.SetFinalizerInput) -> None:
+    async def set_finalizer(self, params: contract.SetFinalizerInput) -> contract.Written:
         """Add or remove `ray.io/rayjob-finalizer` (read-modify-write on the resourceVersion)."""
         obj = await self._own(params.ref)
         if obj is None:
-            return
+            return contract.Written()
         meta = obj["metadata"]
         finalizers = list(meta.get("finalizers") or [])
         if (FINALIZER_RAYJOB in finalizers) == params.present:
-            return
+            return contract.Written(version=version_of(obj))
         if params.present:
             finalizers.append(FINALIZER_RAYJOB)
         else:
             finalizers.remove(FINALIZER_RAYJOB)
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
-        await self._patch(params.ref, patch)
+        return await self._patch(params.ref, patch)
 
     # --- helpers --------------------------------------------------------------------------------
 
@@ -379,13 +382,29 @@ class JobActivities:
         """The RayJob this workflow is for; None if gone or re-created under the same name."""
         return await self._kube.get_same(kube.RAYJOBS, ref.namespace, ref.name, ref.uid)
 
+    async def _own_as_of(self, ref: ObjectRef, as_of: int) -> kube.JSON | None:
+        """The RayJob from the worker's copy, else from the API server.
+
+        From the copy once it has reached `as_of` (the newest version the workflow wrote or
+        heard of) and holds the RayJob; never for `as_of` 0 (nothing known to wait for).
+        """
+        copy = self._rayjobs
+        if copy is not None and as_of and await copy.reached(ref.namespace, as_of, CATCH_UP):
+            cached = copy.get(ref.namespace, ref.name)
+            if cached is not None and cached["metadata"].get("uid") == ref.uid:
+                return cached
+        return await self._own(ref)
+
     async def _rayjob(self, ref: ObjectRef) -> RayJob | None:
         obj = await self._own(ref)
         return None if obj is None else RayJob.model_validate(obj)
 
-    async def _patch(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
-        with contextlib.suppress(KubeNotFound):  # the CR is gone: nothing left to write
-            await self._kube.patch(kube.RAYJOBS, ref.namespace, ref.name, patch, sub=sub)
+    async def _patch(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> contract.Written:
+        try:
+            written = await self._kube.patch(kube.RAYJOBS, ref.namespace, ref.name, patch, sub=sub)
+        except KubeNotFound:  # the CR is gone: nothing left to write
+            return contract.Written()
+        return contract.Written(version=version_of(written))
 
     async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         """Record an Event once per activity and message (a retried attempt records none)."""

@@ -55,6 +55,7 @@ class Applier:
                 known_generation=known,
                 cluster_name=cluster,
                 cluster_as_of=state.cluster_as_of,
+                as_of=state.rayjob_as_of,
             ),
             summary="read the RayJob, its RayCluster and its submitter",
         )
@@ -83,13 +84,19 @@ class Applier:
             ref=self._ref, status=status, read_version=self._read_version
         )
         summary = f"write status {status.job_deployment_status or 'New'}"
-        await self._call(contract.WRITE_RAYJOB_STATUS, params, summary=summary)
+        written: contract.Written | None = await self._call(
+            contract.WRITE_RAYJOB_STATUS, params, summary=summary
+        )
+        self._wrote(written)
 
     async def set_finalizer(self, present: bool) -> None:
         """Add or remove the RayJob finalizer."""
         params = contract.SetFinalizerInput(ref=self._ref, present=present)
         verb = "add" if present else "remove"
-        await self._call(contract.SET_RAYJOB_FINALIZER, params, summary=f"{verb} the finalizer")
+        written = await self._call(
+            contract.SET_RAYJOB_FINALIZER, params, summary=f"{verb} the finalizer"
+        )
+        self._wrote(written)
         self._state.has_finalizer = present
 
     async def set_suspend(self, wanted: bool) -> None:
@@ -97,7 +104,10 @@ class Applier:
         verb = "suspend" if wanted else "resume"
         params = contract.SetJobSuspendInput(ref=self._ref, suspend=wanted)
         summary = f"write spec.suspend={str(wanted).lower()} ({verb} signal)"
-        await self._call(contract.SET_RAYJOB_SUSPEND, params, summary=summary)
+        written: contract.Written | None = await self._call(
+            contract.SET_RAYJOB_SUSPEND, params, summary=summary
+        )
+        self._wrote(written)
         self._state.remember(f"{verb} requested by signal: spec.suspend set to {wanted}")
 
     # --- one function per action --------------------------------------------------------------
@@ -237,6 +247,14 @@ class Applier:
         """One short call: local, unless the run began before the patch (its history)."""
         local = self._patches.on(LOCAL_PATCH)
         return await execute_where(local, ref, params, summary=summary, policy=policy)
+
+    def _wrote(self, written: contract.Written | None) -> None:
+        """Read the RayJob at least as new as this write from now on.
+
+        None: a write recorded before writes returned their version (an older history).
+        """
+        if written is not None:
+            self._state.rayjob_as_of = max(self._state.rayjob_as_of, written.version)
 
     def _remember(self, line: str) -> None:
         self._state.remember(f"attempt {self._state.attempt.number}: {line}")

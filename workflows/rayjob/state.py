@@ -47,6 +47,8 @@ class RayJobState(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     has_finalizer: bool = False
+    rayjob_as_of: int = 0
+    """The newest resourceVersion of the RayJob this workflow wrote or the bridge reported."""
     cluster_as_of: int = 0
     """The newest RayCluster resourceVersion the bridge reported (`OwnedChanged.versions`)."""
     status: RayJobStatus | None = None

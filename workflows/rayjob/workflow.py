@@ -104,6 +104,10 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
 
     def _spec_changed(self, change: messages.SpecChanged) -> None:
         self._state.dirty = self._nudged = True
+        self._state.rayjob_as_of = max(self._state.rayjob_as_of, change.version)
+
+    def _deleted(self, change: messages.Deleted) -> None:
+        self._state.rayjob_as_of = max(self._state.rayjob_as_of, change.version)
 
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """The RayCluster, the submitter Job or the head pod changed: ask Ray now."""

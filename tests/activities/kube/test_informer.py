@@ -194,3 +194,14 @@ async def test_get_answers_only_what_a_whole_copy_holds() -> None:
         assert got is not None and got["metadata"]["name"] == "p"
         assert informer.get("a", "missing") is None
         assert informer.get("b", "p") is None  # nobody watches b
+
+
+async def test_an_empty_selector_keeps_every_object(client: KubeClient) -> None:
+    unlabelled = pod("bare", "x")
+    unlabelled["metadata"]["labels"] = {}
+    await client.create(kube.PODS, "default", unlabelled)
+    informer = Informer(client, kube.PODS, "ray.io/cluster", label_selector="")
+    async with running(informer):
+        assert await eventually(lambda: informer.whole)
+        kept = informer.get("default", "bare")
+        assert kept is not None and kept["metadata"]["labels"] == {}

@@ -14,7 +14,7 @@ from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeRejected
 from activities.kube.informer import Informer
-from activities.rayjob import contract, views
+from activities.rayjob import contract, kube_effects, views
 from activities.rayjob.kube_effects import JobActivities
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobStatus
@@ -370,3 +370,26 @@ async def test_the_cluster_comes_from_the_copy_when_it_is_as_new_as_the_news(
     assert cached.cluster is not None and cached.cluster.exists
     assert cached.cluster.status is not None and cached.cluster.status.state == "ready"
     assert behind.cluster == contract.ClusterView(name="ghost", exists=False)  # read live
+
+
+async def test_the_rayjob_comes_from_the_copy_when_it_is_as_new_as_the_workflow_knows(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ref = await make_rayjob(client)
+    stored = await client.get(kube.RAYJOBS, "default", ref.name)
+    # The copy's RayJob differs from the stored one in a label: seen, it came from the copy.
+    copied = copy.deepcopy(stored)
+    copied["metadata"]["labels"] = {"team": "copy"}
+    version = int(stored["metadata"]["resourceVersion"])
+    rayjobs = Informer(
+        cast(KubeClient, QuietApi([copied], {None: str(version)})), kube.RAYJOBS, "x", ""
+    )
+    acts = JobActivities(client, DEFAULT_OPTIONS, rayjobs=rayjobs)
+    monkeypatch.setattr(kube_effects, "CATCH_UP", 0.2)
+    async with running(rayjobs):
+        assert await eventually(lambda: rayjobs.whole)
+        cached = await run(acts.read, contract.ReadJobInput(ref=ref, as_of=version))
+        behind = await run(acts.read, contract.ReadJobInput(ref=ref, as_of=version + 1))
+        unknown = await run(acts.read, contract.ReadJobInput(ref=ref))
+    assert cached.labels == {"team": "copy"}
+    assert behind.labels == unknown.labels == {"team": "a"}  # read live

@@ -61,6 +61,10 @@ class FakeJobWorld:
     status_writes: list[RayJobStatus] = field(default_factory=list)
     clusters_read_as_of: list[int] = field(default_factory=list)
     """`cluster_as_of` of every read: how new the RayCluster had to be."""
+    read_as_of: list[int] = field(default_factory=list)
+    """`as_of` of every read: how new the RayJob had to be."""
+    writes: int = 0
+    """Writes to the RayJob so far; each one's version is 100 more than this count."""
     clusters: dict[str, FakeRayCluster] = field(default_factory=dict)
     created_clusters: list[str] = field(default_factory=list)
     submitter: FakeSubmitter | None = None
@@ -148,6 +152,7 @@ class FakeJobWorld:
     @activity.defn(name=contract.READ_RAYJOB.name)
     async def read(self, params: contract.ReadJobInput) -> contract.JobSnapshot:
         self.clusters_read_as_of.append(params.cluster_as_of)
+        self.read_as_of.append(params.as_of)
         if not self.exists:
             return contract.JobSnapshot(exists=False)
         same = params.known_generation == self.generation
@@ -282,17 +287,20 @@ class FakeJobWorld:
             self.ray_jobs[params.job_id].status = JobStatus.STOPPED
 
     @activity.defn(name=contract.WRITE_RAYJOB_STATUS.name)
-    async def write_status(self, params: contract.WriteJobStatusInput) -> None:
+    async def write_status(self, params: contract.WriteJobStatusInput) -> contract.Written:
         self.status = params.status
         self.status_writes.append(params.status)
+        return self._written()
 
     @activity.defn(name=contract.SET_RAYJOB_SUSPEND.name)
-    async def set_suspend(self, params: contract.SetJobSuspendInput) -> None:
+    async def set_suspend(self, params: contract.SetJobSuspendInput) -> contract.Written:
         if bool(self.spec.get("suspend")) != params.suspend:
             self.edit(suspend=params.suspend)
+        return self._written()
 
     @activity.defn(name=contract.SET_RAYJOB_FINALIZER.name)
-    async def set_finalizer(self, params: contract.SetFinalizerInput) -> None:
+    async def set_finalizer(self, params: contract.SetFinalizerInput) -> contract.Written:
+        written = self._written()
         if params.present:
             self.finalizers.add("ray.io/rayjob-finalizer")
         else:
@@ -302,6 +310,11 @@ class FakeJobWorld:
                 self.exists = False
                 self.clusters.clear()
                 self.submitter = None
+        return written
+
+    def _written(self) -> contract.Written:
+        self.writes += 1
+        return contract.Written(version=100 + self.writes)
 
     @activity.defn(name=contract.RECORD_EVENT.name)
     async def record_event(self, params: contract.RecordEventInput) -> None:

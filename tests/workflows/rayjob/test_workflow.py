@@ -543,9 +543,26 @@ async def test_a_pass_reads_the_cluster_as_new_as_the_newest_cluster_news(
     world = harness.world
     await harness.start()
     await harness.state("Initializing")
-    for version in (12, 5):  # an older version arriving later lowers nothing
-        reads = len(world.clusters_read_as_of)
-        change = messages.OwnedChanged(kinds=["RayCluster"], versions={"RayCluster": version})
-        await harness.signal(messages.OWNED_CHANGED, change)
-        await eventually(lambda n=reads: len(world.clusters_read_as_of) > n, message="a pass")
-    assert world.clusters_read_as_of[0] == 0 and world.clusters_read_as_of[-1] == 12
+    change = messages.OwnedChanged(kinds=["RayCluster"], versions={"RayCluster": 12})
+    await harness.signal(messages.OWNED_CHANGED, change)
+    await eventually(lambda: world.clusters_read_as_of[-1] == 12, message="a pass as of 12")
+    reads = len(world.clusters_read_as_of)
+    older = messages.OwnedChanged(kinds=["RayCluster"], versions={"RayCluster": 5})
+    await harness.signal(messages.OWNED_CHANGED, older)  # arriving later, it lowers nothing
+    await eventually(lambda: len(world.clusters_read_as_of) > reads, message="another pass")
+    assert set(world.clusters_read_as_of[reads:]) == {12}
+    assert world.clusters_read_as_of[0] == 0
+
+
+async def test_a_pass_reads_the_rayjob_as_new_as_its_own_writes_and_the_news(
+    harness: Harness,
+) -> None:
+    """The worker's copy of RayJobs must not hide the workflow's own last write (its first
+    pass adds the finalizer, then reads again) nor the change a signal brought."""
+    world = harness.world
+    await harness.start()
+    await eventually(lambda: len(world.read_as_of) >= 2, message="the second pass")
+    assert world.read_as_of[0] == 0  # nothing written or heard yet: the read goes live
+    assert world.read_as_of[1] >= 101  # after the finalizer's write
+    await harness.signal(messages.SPEC_CHANGED, messages.SpecChanged(generation=1, version=10**6))
+    await eventually(lambda: world.read_as_of[-1] == 10**6, message="a pass as of the news")
