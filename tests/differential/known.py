@@ -198,6 +198,14 @@ KNOWN = (
         absent_on("ours"),
     ),
     Known(
+        "/events/RayJob/Warning/FailedToDeleteRayCluster",
+        CHOSEN,
+        "A suspended RayJob's cluster is deleted once; KubeRay v1.5.0 can find it again in a "
+        "stale cache, without its deletion time, delete it a second time and record "
+        '`FailedToDeleteRayCluster` ("not found") for the cluster it had already deleted',
+        absent_on("ours"),
+    ),
+    Known(
         "/RayJob/*/spec/*",
         CHOSEN,
         "A RayJob's spec stays as applied: KubeRay adds its finalizer by writing the whole object "
