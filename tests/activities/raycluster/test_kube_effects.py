@@ -18,6 +18,7 @@ from activities.raycluster.kube_effects import ClusterActivities
 from activities.raycluster.redis_cleanup import ClusterCleanupActivities
 from crds.raycluster import HeadInfo, RayClusterStatus
 from crds.refs import ObjectRef
+from tests.activities.counting import Calls
 from tests.activities.kube.test_informer import QuietApi, running
 from tests.eventually import eventually
 
@@ -347,14 +348,8 @@ async def test_a_pass_reads_its_raycluster_once(
     only while the object is still that version, else against the object as it is now."""
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client)
-    gets: list[str] = []
-    real = client.get_or_none
-
-    async def counted(resource: kube.Resource, *args: Any, **kwargs: Any) -> Any:
-        gets.append(resource.plural)
-        return await real(resource, *args, **kwargs)
-
-    monkeypatch.setattr(client, "get_or_none", counted)
+    gets = Calls(client, "get_or_none", monkeypatch)
+    real = gets.real
     snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
     version = snap.resource_version
     assert version

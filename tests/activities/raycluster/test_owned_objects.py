@@ -20,6 +20,7 @@ from activities.kube.client import KubeClient
 from activities.raycluster import contract
 from activities.raycluster.kube_effects import ClusterActivities
 from crds.refs import ObjectRef
+from tests.activities.counting import Calls
 from tests.activities.raycluster.test_kube_effects import SPEC, make_cluster, run
 
 
@@ -230,14 +231,7 @@ async def test_a_first_pass_lists_network_policies_once(
     which lists them itself: a new cluster's first pass listed them twice."""
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client)
-    lists: list[str] = []
-    real = client.list_all
-
-    async def counted(resource: kube.Resource, *args: Any, **kwargs: Any) -> Any:
-        lists.append(resource.plural)
-        return await real(resource, *args, **kwargs)
-
-    monkeypatch.setattr(client, "list_all", counted)
+    lists = Calls(client, "list_all", monkeypatch)
     snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
     assert snap.missing_objects  # the head Service, at least: the apply step runs
     await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))

@@ -19,6 +19,7 @@ from activities.rayjob.kube_effects import JobActivities
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
+from tests.activities.counting import Calls
 from tests.activities.kube.test_informer import QuietApi, running
 from tests.eventually import eventually
 
@@ -320,14 +321,8 @@ async def test_the_status_write_reuses_the_pass_read(
     """A pass reads its RayJob once: the status write names the read's version."""
     acts = JobActivities(client, DEFAULT_OPTIONS)
     ref = await make_rayjob(client)
-    gets: list[str] = []
-    real = client.get_or_none
-
-    async def counted(resource: kube.Resource, *args: Any, **kwargs: Any) -> Any:
-        gets.append(resource.plural)
-        return await real(resource, *args, **kwargs)
-
-    monkeypatch.setattr(client, "get_or_none", counted)
+    gets = Calls(client, "get_or_none", monkeypatch)
+    real = gets.real
     snap = await run(acts.read, contract.ReadJobInput(ref=ref))
     running = RayJobStatus(job_id="x", job_deployment_status=JobDeploymentStatus.RUNNING)
     write = contract.WriteJobStatusInput(
