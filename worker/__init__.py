@@ -1,4 +1,4 @@
-"""The worker process: registration, sandbox, and the `worker` subcommand.
+"""The worker process: registration, the workflow runner, and the `worker` subcommand.
 
 It runs every workflow and activity of the project on one task queue; the `worker`
 subcommand runs it against an existing server, and `kuberay-temporal dev` runs it next to

@@ -1,9 +1,10 @@
 """Carry out the RayJob state machine's actions as activities, and fold their results back.
 
-Part of the workflow's glue (it runs inside the workflow sandbox): each action becomes one
-activity with a timeout and an explicit retry policy. Kubernetes writes retry until they
-succeed, as KubeRay requeues; calls to Ray give up after a few tries and report the dashboard
-as unreachable instead, because the state machine has a rule (and a clock) for that.
+Part of the workflow's glue (workflow code, which the tests run in the strict sandbox): each
+action becomes one activity with a timeout and an explicit retry policy. Kubernetes writes
+retry until they succeed, as KubeRay requeues; calls to Ray give up after a few tries and
+report the dashboard as unreachable instead, because the state machine has a rule (and a
+clock) for that.
 """
 
 from __future__ import annotations
