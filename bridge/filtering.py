@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from activities.contract import PodView, summarize_pod
+from activities.kube.recent import version_of
 from activities.kube.vocabulary import WatchEventType
 from crds.constants import LABEL_CLUSTER, LABEL_NODE_TYPE, MANAGED_BY_MULTIKUEUE
 from crds.enums import JobSubmissionMode, RayNodeType
@@ -140,23 +141,24 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
             change = messages.OwnedChanged(kinds=["RayCluster"], names=[ref.name])
             gone.append(Nudge(owner, messages.OWNED_CHANGED, change))
         return gone
-    nudges = _spec_nudges(ref, meta, seen)
+    nudges = _spec_nudges(ref, obj, seen)
     if meta.get("deletionTimestamp") and not seen.deleting:
         # The API server bumps a custom resource's generation as it marks it deleted: the
         # deletion says it all (the workflow reads the CR again either way).
         seen.deleting = True
-        deleted = messages.Deleted(gone=False, version=_number(meta))
+        deleted = messages.Deleted(gone=False, version=version_of(obj))
         nudges = [Nudge(ref, messages.DELETED, deleted)]
     if kind == "RayCluster":
         nudges += _owner_nudges(obj, seen, memory)
     return nudges
 
 
-def _spec_nudges(ref: ObjectRef, meta: JSON, seen: Seen) -> list[Nudge]:
+def _spec_nudges(ref: ObjectRef, obj: JSON, seen: Seen) -> list[Nudge]:
+    meta = obj.get("metadata") or {}
     generation = int(meta.get("generation") or 0)
     meta_digest = digest([meta.get("labels"), meta.get("annotations")])
     nudges: list[Nudge] = []
-    version = _number(meta)  # the worker's copy of the CR is read at least this new
+    version = version_of(obj)  # the worker's copy of the CR is read at least this new
     if generation > seen.generation:
         change = messages.SpecChanged(generation=generation, version=version)
         nudges.append(Nudge(ref, messages.SPEC_CHANGED, change))
@@ -227,14 +229,8 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
 
 def _version(kind: str, obj: JSON) -> dict[str, int]:
     """The object's resourceVersion as `OwnedChanged.versions` carries it (if a number)."""
-    version = _number(obj.get("metadata") or {})
+    version = version_of(obj)
     return {kind: version} if version else {}
-
-
-def _number(meta: JSON) -> int:
-    """The resourceVersion in `meta` as a number; 0 when it is none."""
-    version = str(meta.get("resourceVersion") or "")
-    return int(version) if version.isdigit() else 0
 
 
 def _just_created(pod: PodView) -> bool:
