@@ -135,6 +135,15 @@ class Informer:
         data = self._objects.get((namespace, name))
         return None if data is None else json.loads(data)
 
+    async def get_as_of(self, namespace: str, name: str, version: int) -> JSON | None:
+        """The object, once the copy has reached `version` and holds it; None: ask live.
+
+        Waits up to `CATCH_UP` s for the version.
+        """
+        if not await self.reached(namespace, version, CATCH_UP):
+            return None
+        return self.get(namespace, name)
+
     def labelled(self, namespace: str, value: str) -> list[JSON]:
         """The objects in `namespace` whose index label is `value`."""
         names = sorted(self._index.get((namespace, value), ()))

@@ -19,8 +19,9 @@ from activities.builders.network_policies import is_controlled_by, stale_policy_
 from activities.builders.redis_cleanup_job import cleanup_job_name
 from activities.contract import summarize_pod, summarize_service
 from activities.kube import client as kube
+from activities.kube import informer
 from activities.kube.client import KubeClient
-from activities.kube.informer import CATCH_UP, Informer, cached_or_live
+from activities.kube.informer import Informer, cached_or_live
 from activities.kube.recent import RecentReads
 from activities.kube.vocabulary import JobConditionType
 from activities.raycluster import contract
@@ -31,9 +32,6 @@ from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
 from crds.redaction import redacted_cluster_spec
 from crds.violations import InvalidObjectError
-
-CACHE_WAIT = CATCH_UP
-"""Seconds a read waits for the pod copy to reach the version the bridge reported."""
 
 
 async def stale_policies(client: KubeClient, cluster: RayCluster, wanted: list[Owned]) -> list[str]:
@@ -170,7 +168,7 @@ class ClusterObserver:
     async def _cluster_pods(self, cluster: RayCluster, as_of: int) -> list[kube.JSON]:
         """The cluster's pods: from the cache when it is whole and as new as `as_of`."""
         pods = self._pods
-        if pods is not None and await pods.reached(cluster.namespace, as_of, CACHE_WAIT):
+        if pods is not None and await pods.reached(cluster.namespace, as_of, informer.CATCH_UP):
             return pods.labelled(cluster.namespace, cluster.name)
         return await self._kube.list_all(
             kube.PODS, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"

@@ -30,7 +30,7 @@ from activities.builders.rayjob import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound, KubeRejected
-from activities.kube.informer import CATCH_UP, Informer
+from activities.kube.informer import Informer
 from activities.kube.recent import RecentReads, replace_status, version_of
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
@@ -389,8 +389,8 @@ class JobActivities:
         heard of) and holds the RayJob; never for `as_of` 0 (nothing known to wait for).
         """
         copy = self._rayjobs
-        if copy is not None and as_of and await copy.reached(ref.namespace, as_of, CATCH_UP):
-            cached = copy.get(ref.namespace, ref.name)
+        if copy is not None and as_of:
+            cached = await copy.get_as_of(ref.namespace, ref.name, as_of)
             if cached is not None and cached["metadata"].get("uid") == ref.uid:
                 return cached
         return await self._own(ref)

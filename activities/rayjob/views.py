@@ -14,7 +14,7 @@ from activities.builders import names
 from activities.builders.rayjob import submitter_job_name
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.informer import CATCH_UP, Informer, cached_or_live
+from activities.kube.informer import Informer, cached_or_live
 from activities.kube.vocabulary import JobConditionType as Finished
 from activities.rayjob.contract import ClusterView, SubmitterView
 from crds.constants import (
@@ -149,11 +149,8 @@ class JobViews:
 
     async def _cluster_object(self, namespace: str, name: str, as_of: int) -> kube.JSON | None:
         copy = self._clusters
-        if copy is not None and await copy.reached(namespace, as_of, CATCH_UP):
-            cached = copy.get(namespace, name)
-            if cached is not None:
-                return cached
-        return await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
+        cached = None if copy is None else await copy.get_as_of(namespace, name, as_of)
+        return cached or await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
 
     async def submitter(
         self, namespace: str, rayjob_name: str, mode: JobSubmissionMode, pods: list[kube.JSON]

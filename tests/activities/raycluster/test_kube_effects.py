@@ -11,9 +11,10 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.kube import client as kube
+from activities.kube import informer
 from activities.kube.client import KubeClient
 from activities.kube.informer import Informer
-from activities.raycluster import contract, observation
+from activities.raycluster import contract
 from activities.raycluster.kube_effects import ClusterActivities
 from activities.raycluster.redis_cleanup import ClusterCleanupActivities
 from crds.raycluster import HeadInfo, RayClusterStatus
@@ -306,7 +307,7 @@ async def test_pods_come_from_the_cache_only_when_it_is_as_new_as_the_news(
     api = QuietApi([ghost], {None: "5"})
     pods = Informer(cast(KubeClient, api), kube.PODS, "ray.io/cluster")
     acts = ClusterActivities(client, DEFAULT_OPTIONS, pods=pods)
-    monkeypatch.setattr(observation, "CACHE_WAIT", 0.2)
+    monkeypatch.setattr(informer, "CATCH_UP", 0.2)
     before = await run(acts.read, contract.ReadClusterInput(ref=ref))
     async with running(pods):
         assert await eventually(lambda: pods.whole)

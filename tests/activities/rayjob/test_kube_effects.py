@@ -11,10 +11,11 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.builders import DEFAULT_OPTIONS
 from activities.kube import client as kube
+from activities.kube import informer
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeRejected
 from activities.kube.informer import Informer
-from activities.rayjob import contract, kube_effects, views
+from activities.rayjob import contract
 from activities.rayjob.kube_effects import JobActivities
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobStatus
@@ -356,7 +357,7 @@ async def test_the_cluster_comes_from_the_copy_when_it_is_as_new_as_the_news(
         cast(KubeClient, QuietApi([ghost], {None: "5"})), kube.RAYCLUSTERS, "ray.io/x"
     )
     acts = JobActivities(client, DEFAULT_OPTIONS, clusters=clusters)
-    monkeypatch.setattr(views, "CATCH_UP", 0.2)
+    monkeypatch.setattr(informer, "CATCH_UP", 0.2)
     read = contract.ReadJobInput(ref=ref, cluster_name="ghost", cluster_as_of=5)
     async with running(clusters):
         assert await eventually(lambda: clusters.whole)
@@ -380,7 +381,7 @@ async def test_the_rayjob_comes_from_the_copy_when_it_is_as_new_as_the_workflow_
         cast(KubeClient, QuietApi([copied], {None: str(version)})), kube.RAYJOBS, "x", ""
     )
     acts = JobActivities(client, DEFAULT_OPTIONS, rayjobs=rayjobs)
-    monkeypatch.setattr(kube_effects, "CATCH_UP", 0.2)
+    monkeypatch.setattr(informer, "CATCH_UP", 0.2)
     async with running(rayjobs):
         assert await eventually(lambda: rayjobs.whole)
         cached = await run(acts.read, contract.ReadJobInput(ref=ref, as_of=version))
