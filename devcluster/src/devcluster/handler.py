@@ -7,7 +7,6 @@ and go through the same validation, resourceVersion checks and finalizer rules.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from devcluster import applying, decoding, lifecycle, patching, schemas, statuses, validation
 from devcluster.crds import CRD_GROUP, CRD_PLURAL, crd_causes, established_status, names_conflict
 from devcluster.kinds import Kind, KindTable
-from devcluster.store import Store
+from devcluster.store import Store, copied
 
 JsonObject = dict[str, Any]
 FOREGROUND = "foregroundDeletion"
@@ -228,7 +227,7 @@ class Handler:
             obj = lifecycle.prepare_update(kind, old, new)
             self._check_finalizers(kind, old, obj)
         if _is_namespace(kind) and subresource == "finalize":
-            obj = copy.deepcopy(old)
+            obj = copied(old)
             obj.setdefault("spec", {})["finalizers"] = new.get("spec", {}).get("finalizers", [])
         if old["metadata"].get("deletionTimestamp") and not still_finalizing(kind, obj):
             if options.dry_run:
@@ -329,7 +328,7 @@ class Handler:
             pending = old["metadata"].get("deletionGracePeriodSeconds") or 0
             if not grace < pending or dry_run:
                 return WriteResult(self.served(kind, old))
-            base = _with_grace(copy.deepcopy(old), grace)  # a shorter grace period wins
+            base = _with_grace(copied(old), grace)  # a shorter grace period wins
         obj = lifecycle.mark_deleting(base, extra)
         if grace > 0 and not old["metadata"].get("deletionTimestamp"):
             _with_grace(obj, grace)

@@ -8,7 +8,6 @@ object to store from the client's object and the stored one; the handler only se
 from __future__ import annotations
 
 import base64
-import copy
 import ipaddress
 import secrets
 import uuid
@@ -16,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devcluster.kinds import Kind
+from devcluster.store import copied
 
 JsonObject = dict[str, Any]
 
@@ -43,7 +43,7 @@ def generated_name(prefix: str) -> str:
 
 def prepare_create(kind: Kind, obj: JsonObject) -> JsonObject:
     """Return the object to store for a create, with system metadata filled in."""
-    out = copy.deepcopy(obj)
+    out = copied(obj)
     out["apiVersion"], out["kind"] = kind.api_version, kind.kind
     meta = out.setdefault("metadata", {})
     for key in (*_SYSTEM_META, "resourceVersion"):
@@ -68,7 +68,7 @@ def spec_changed(kind: Kind, old: JsonObject, new: JsonObject) -> bool:
 
 def prepare_update(kind: Kind, old: JsonObject, new: JsonObject) -> JsonObject:
     """Return the object to store for an update of the main resource."""
-    out = copy.deepcopy(new)
+    out = copied(new)
     out["apiVersion"], out["kind"] = kind.api_version, kind.kind
     meta = out.setdefault("metadata", {})
     old_meta = old["metadata"]
@@ -79,7 +79,7 @@ def prepare_update(kind: Kind, old: JsonObject, new: JsonObject) -> JsonObject:
             meta.pop(key, None)
     if kind.has_status:
         if "status" in old:
-            out["status"] = copy.deepcopy(old["status"])
+            out["status"] = copied(old["status"])
         else:
             out.pop("status", None)
     return out
@@ -93,10 +93,10 @@ def bump_generation(kind: Kind, old: JsonObject, new: JsonObject) -> None:
 
 def prepare_status_update(kind: Kind, old: JsonObject, new: JsonObject) -> JsonObject:
     """Return the object to store for a status write: the old object with the new status."""
-    out = copy.deepcopy(old)
+    out = copied(old)
     out["apiVersion"], out["kind"] = kind.api_version, kind.kind
     if "status" in new:
-        out["status"] = copy.deepcopy(new["status"])
+        out["status"] = copied(new["status"])
     else:
         out.pop("status", None)
     return out
@@ -104,7 +104,7 @@ def prepare_status_update(kind: Kind, old: JsonObject, new: JsonObject) -> JsonO
 
 def mark_deleting(obj: JsonObject, extra_finalizer: str | None) -> JsonObject:
     """Return the object with deletionTimestamp set, the generation bumped, as kube does."""
-    out = copy.deepcopy(obj)
+    out = copied(obj)
     meta = out["metadata"]
     if "deletionTimestamp" not in meta:
         meta["deletionTimestamp"] = now_rfc3339()

@@ -10,15 +10,17 @@ synchronously after each commit, so they see every change in order.
 from __future__ import annotations
 
 import collections
+import copy
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 JsonObject = dict[str, Any]
 ObjectKey = tuple[str, str, str]  # storage key, namespace, name
+T = TypeVar("T")
 
 PODS = "/pods"
 """The storage key of core/v1 pods: `<group>/<plural>`, the group empty for the core API."""
@@ -74,6 +76,27 @@ class ObjectView(Protocol):
         """Stop calling a listener."""
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def copied(value: T) -> T:
+    """A deep copy of JSON data, about three times faster than `copy.deepcopy`.
+
+    Every write copies the stored object it changes; with thousands of pods that copy is
+    much of the server's time. Anything else than dicts, lists and scalars is deep-copied.
+    """
+    return cast(T, _copied(value))
+
+
+def _copied(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if kind is list:
+        return [_copied(v) for v in value]
+    return value if kind in _SCALARS else copy.deepcopy(value)
+
+
 def object_key(resource: str, obj: JsonObject) -> ObjectKey:
     """Return where an object lives in the store."""
     meta = obj["metadata"]
@@ -91,6 +114,8 @@ class Store:
         self._history: collections.deque[Event] = collections.deque()
         self._by_uid: dict[str, ObjectKey] = {}
         self._dependents: dict[str, set[ObjectKey]] = {}
+        self._labelled: dict[tuple[str, str, str, str], set[str]] = {}
+        """(storage key, namespace, label key, label value) -> names: label selectors' index."""
         self._listeners: list[Listener] = []
         self.rv = 0
         self.compacted_rv = 0
@@ -144,6 +169,22 @@ class Store:
         items = self._objects.get(resource, {})
         keys = sorted(k for k in items if namespace is None or k[0] == namespace)
         return [items[k] for k in keys]
+
+    def selected(self, resource: str, namespace: str, selector: dict[str, str]) -> list[JsonObject]:
+        """Return the objects in `namespace` carrying every label of a map-form selector.
+
+        By name; an empty selector selects them all. The label index answers it, so a
+        controller's lookup costs what it finds, not the namespace's size.
+        """
+        if not selector:
+            return self.objects(resource, namespace)
+        names = min(
+            (self._labelled.get((resource, namespace, k, v), set()) for k, v in selector.items()),
+            key=len,
+        )
+        items = self._objects.get(resource, {})
+        found = (items[(namespace, name)] for name in sorted(names))
+        return [o for o in found if _carries(o, selector)]
 
     def resources(self) -> list[str]:
         """Return every storage key that holds at least one object."""
@@ -268,6 +309,9 @@ class Store:
             self._by_uid[uid] = key
         for ref in meta.get("ownerReferences") or ():
             self._dependents.setdefault(ref.get("uid", ""), set()).add(key)
+        for label, value in (meta.get("labels") or {}).items():
+            if isinstance(value, str):  # validated on write; a stored oddity is just not found
+                self._labelled.setdefault((resource, key[1], label, value), set()).add(key[2])
 
     def _unindex(self, resource: str, obj: JsonObject) -> None:
         key = object_key(resource, obj)
@@ -281,3 +325,15 @@ class Store:
                 deps.discard(key)
                 if not deps:
                     del self._dependents[ref.get("uid", "")]
+        for label, value in (meta.get("labels") or {}).items():
+            index = (resource, key[1], label, value)
+            names = self._labelled.get(index) if isinstance(value, str) else None
+            if names is not None:
+                names.discard(key[2])
+                if not names:
+                    del self._labelled[index]
+
+
+def _carries(obj: JsonObject, selector: dict[str, str]) -> bool:
+    labels = obj["metadata"].get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.items())

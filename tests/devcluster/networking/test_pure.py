@@ -260,3 +260,37 @@ def test_service_proxy_resolution() -> None:
 @pytest.mark.parametrize(("port", "expected"), [("", 6380), ("gcs", 6380), ("8265", 8265)])
 def test_pod_proxy_resolution(port: str, expected: int) -> None:
     assert proxy_subresource.resolve_pod(pod("a", "10.244.0.2"), port) == ("10.244.0.2", expected)
+
+
+def _service_event(kind: str, name: str, selector: dict[str, str] | None) -> Any:
+    from devcluster.store import Event
+
+    body = {"metadata": {"name": name, "namespace": "ns"}, "spec": {"selector": selector}}
+    return Event(kind, 1, endpoint_slices.SERVICES, body)
+
+
+def test_selector_index_names_the_services_that_may_select_a_pod() -> None:
+    index = endpoint_slices.SelectorIndex()
+    index.follow(_service_event("ADDED", "head-svc", {"app": "head", "cluster": "c1"}))
+    index.follow(_service_event("ADDED", "all", {"cluster": "c1"}))
+    index.follow(_service_event("ADDED", "external", None))  # no selector: the user's
+    head = pod("h", "10.0.0.1", labels={"app": "head", "cluster": "c1"})
+    worker = pod("w", "10.0.0.2", labels={"app": "worker", "cluster": "c1"})
+    assert index.candidates(head) == {"head-svc", "all"}
+    assert index.candidates(worker) == {"all"}
+    index.follow(_service_event("MODIFIED", "all", {"cluster": "c2"}))  # re-filed
+    assert index.candidates(worker) == set()
+    index.follow(_service_event("DELETED", "head-svc", {"app": "head", "cluster": "c1"}))
+    assert index.candidates(head) == set()
+
+
+def test_selector_index_files_a_service_under_its_rarest_pair() -> None:
+    """A label every Ray Service selects on must not make every Service a candidate."""
+    index = endpoint_slices.SelectorIndex()
+    for n in range(50):
+        selector = {"created-by": "kuberay", "ray.io/cluster": f"c{n}"}
+        index.follow(_service_event("ADDED", f"c{n}-head-svc", selector))
+    labels = {"created-by": "kuberay", "ray.io/cluster": "c7"}
+    candidates = index.candidates(pod("p", "10.0.0.3", labels=labels))
+    assert "c7-head-svc" in candidates
+    assert len(candidates) <= 2  # the first Service filed, when nothing told the pairs apart

@@ -15,7 +15,6 @@ Service environment variables. devcluster's own API server needs none of it.
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -24,6 +23,7 @@ from devcluster import statuses
 from devcluster.handler import Handler, WriteOptions
 from devcluster.kinds import Kind
 from devcluster.kubelet.events import PodEvent
+from devcluster.store import copied
 
 JsonObject = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class HandlerPods:
 
     def bind(self, pod: JsonObject, node: str) -> None:
         """Set `spec.nodeName`, as devcluster has no scheduler."""
-        bound = copy.deepcopy(pod)
+        bound = copied(pod)
         bound["spec"]["nodeName"] = node
         bound["metadata"].pop("resourceVersion", None)
         meta = pod["metadata"]

@@ -12,6 +12,7 @@ empty slice. Services without a selector are left alone: their endpoints are the
 
 from __future__ import annotations
 
+import collections
 import copy
 from collections.abc import Iterable
 from typing import Any
@@ -23,6 +24,8 @@ from devcluster.networking.backends import Backend, Ports, backends, selects
 from devcluster.store import PODS, Event, ObjectView
 
 JsonObject = dict[str, Any]
+Pair = tuple[str, str, str]
+"""A namespace and one label pair of a selector."""
 SERVICES = "/services"
 SLICES = "discovery.k8s.io/endpointslices"
 ENDPOINTS = "/endpoints"
@@ -163,20 +166,27 @@ class EndpointsController:
 
     resources = (SERVICES, PODS, SLICES, ENDPOINTS)
 
+    def __init__(self) -> None:
+        self._selectors = SelectorIndex()
+
     def keys_for(self, handler: Handler, event: Event) -> Iterable[Key]:
         """The Service itself, the Services selecting a pod, or the owner of a slice."""
         meta = event.obj["metadata"]
         namespace = meta.get("namespace", "")
+        if event.resource == SERVICES:
+            self._selectors.follow(event)
         if event.resource == SERVICES or event.resource == ENDPOINTS:
             return [(namespace, meta["name"])]
         if event.resource == SLICES:
             owner = (meta.get("labels") or {}).get(SERVICE_NAME)
             return [(namespace, owner)] if owner else []
         pods = [event.obj, *([event.old] if event.old is not None else [])]
+        names = {name for pod in pods for name in self._selectors.candidates(pod)}
+        found = (handler.store.get(SERVICES, namespace, name) for name in sorted(names))
         return [
             (namespace, service["metadata"]["name"])
-            for service in handler.store.objects(SERVICES, namespace)
-            if any(selects(service, pod) for pod in pods)
+            for service in found
+            if service is not None and any(selects(service, pod) for pod in pods)
         ]
 
     def reconcile(self, handler: Handler, key: Key) -> float | None:
@@ -184,20 +194,16 @@ class EndpointsController:
         store = handler.store
         namespace, name = key
         service = store.get(SERVICES, namespace, name)
-        existing = [
-            s
-            for s in store.objects(SLICES, namespace)
-            if (s["metadata"].get("labels") or {}).get(SERVICE_NAME) == name
-            and (s["metadata"].get("labels") or {}).get(MANAGED_BY) == CONTROLLER
-        ]
-        if service is None or not (service.get("spec") or {}).get("selector"):
+        existing = store.selected(SLICES, namespace, {SERVICE_NAME: name, MANAGED_BY: CONTROLLER})
+        selector = ((service or {}).get("spec") or {}).get("selector")
+        if service is None or not selector:
             for body in existing:
                 reconciling.delete(handler, SLICES, body)
             old_endpoints = store.get(ENDPOINTS, namespace, name)
             if service is None and old_endpoints is not None:
                 reconciling.delete(handler, ENDPOINTS, old_endpoints)
             return None
-        pods = store.objects(PODS, namespace)
+        pods = store.selected(PODS, namespace, selector)
         create, update, remove = slice_changes(existing, slices(service, pods))
         kind = reconciling.kind(handler, SLICES)
         for body in update:
@@ -226,6 +232,59 @@ class EndpointsController:
         if new != old:
             kind = reconciling.kind(handler, ENDPOINTS)
             handler.update(kind, meta["namespace"], meta["name"], "", new, WriteOptions())
+
+
+class SelectorIndex:
+    """Which Services may select a pod: each selector Service filed under one selector pair.
+
+    kube-controller-manager matches every Service of the namespace against each changed pod;
+    here a pod's labels name the candidates. Any pair of a Service's selector would do (a pod
+    it selects carries them all); it is filed under the pair the fewest other selectors share
+    (`ray.io/cluster=<name>`, not the label every Ray Service has), so a pod's change costs
+    about the same whatever the number of Services.
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[Pair, set[str]] = {}
+        """(namespace, label, value) -> the Services filed under it."""
+        self._filed: dict[Key, Pair] = {}
+        self._sharing: collections.Counter[Pair] = collections.Counter()
+        """How many selectors hold each pair."""
+        self._selectors: dict[Key, list[Pair]] = {}
+
+    def follow(self, event: Event) -> None:
+        """File a Service under its current selector (or nowhere, once deleted)."""
+        meta = event.obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        self._forget(key)
+        selector = (event.obj.get("spec") or {}).get("selector") or {}
+        if event.type == "DELETED" or not isinstance(selector, dict) or not selector:
+            return
+        pairs = [(key[0], label, str(value)) for label, value in sorted(selector.items())]
+        entry = min(pairs, key=lambda pair: self._sharing[pair])
+        self._filed[key], self._selectors[key] = entry, pairs
+        self._names.setdefault(entry, set()).add(key[1])
+        self._sharing.update(pairs)
+
+    def _forget(self, key: Key) -> None:
+        entry = self._filed.pop(key, None)
+        if entry is not None:
+            self._names[entry].discard(key[1])
+            if not self._names[entry]:
+                del self._names[entry]
+        for pair in self._selectors.pop(key, []):
+            self._sharing[pair] -= 1
+            if not self._sharing[pair]:
+                del self._sharing[pair]
+
+    def candidates(self, pod: JsonObject) -> set[str]:
+        """The Services (by name) filed under one of the pod's labels."""
+        meta = pod["metadata"]
+        namespace = meta.get("namespace", "")
+        out: set[str] = set()
+        for label, value in (meta.get("labels") or {}).items():
+            out |= self._names.get((namespace, label, str(value)), set())
+        return out
 
 
 def ready_targets(slice_list: list[JsonObject], port_name: str) -> list[tuple[str, int]]:
