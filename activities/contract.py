@@ -49,6 +49,16 @@ class ContainerProblem(BaseModel):
     message: str
 
 
+class Written(BaseModel):
+    """What a write to a CR left: its new resourceVersion (0: nothing was written).
+
+    The workflow reads the CR from the worker's copy once the copy has reached it. Histories
+    from before a write returned this hold none: such a write reads back as None.
+    """
+
+    version: int = 0
+
+
 class PodView(BaseModel):
     """One Ray pod as the decision code needs it."""
 

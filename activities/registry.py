@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
+from activities.builders.names import without_last_applied
 from activities.contract import pod_essentials
-from activities.kube.client import PODS, RAYCLUSTERS, RAYJOBS, SERVICES, KubeClient
+from activities.kube.client import JSON, PODS, RAYCLUSTERS, RAYJOBS, SERVICES, KubeClient
 from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster.kube_effects import ClusterActivities
@@ -29,15 +30,14 @@ from activities.rayjob.ray_effects import RayJobActivities
 from activities.rayservice.kube_effects import ServiceActivities
 from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
 from activities.rayservice.routes import RouteActivities
-from crds.constants import LABEL_CLUSTER, LABEL_ORIGINATED_FROM_CRD
+from crds.constants import LABEL_CLUSTER
 
 
 @dataclass(frozen=True)
 class Copies:
     """The worker's watched copies of what passes read.
 
-    Ray pods, Ray clusters' Services, the RayClusters a RayJob or RayService made, and the
-    RayJobs.
+    Ray pods, Ray clusters' Services, the RayClusters and the RayJobs.
     """
 
     pods: Informer
@@ -82,7 +82,7 @@ def build_activities(
         else (None, None, None, None)
     )
     return [
-        *ClusterActivities(kube, options, metrics, pods, services).activities(),
+        *ClusterActivities(kube, options, metrics, pods, services, clusters).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
         *JobActivities(
             kube, options, metrics, job_options, services, clusters, rayjobs
@@ -98,6 +98,17 @@ def build_activities(
     ]
 
 
+def cr_essentials(obj: JSON) -> JSON:
+    """A ray.io CR as passes read it: less managedFields and kubectl's last-applied copy.
+
+    That annotation repeats the whole manifest, pod templates and all; no pass reads it.
+    """
+    meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+    if "annotations" in meta:
+        meta["annotations"] = without_last_applied(meta["annotations"])
+    return {**obj, "metadata": meta}
+
+
 @contextlib.asynccontextmanager
 async def watching(
     kube: KubeClient | None, namespaces: Sequence[str | None] = (None,)
@@ -109,9 +120,14 @@ async def watching(
     copies = Copies(
         pods=Informer(kube, PODS, LABEL_CLUSTER, namespaces=namespaces, keep=pod_essentials),
         services=Informer(kube, SERVICES, LABEL_CLUSTER, namespaces=namespaces),
-        clusters=Informer(kube, RAYCLUSTERS, LABEL_ORIGINATED_FROM_CRD, namespaces=namespaces),
-        # Every RayJob (no label to select them by); indexed by a label nobody reads.
-        rayjobs=Informer(kube, RAYJOBS, LABEL_CLUSTER, label_selector="", namespaces=namespaces),
+        # Every RayCluster and RayJob (no label selects them all), indexed by a label
+        # nobody reads.
+        clusters=Informer(
+            kube, RAYCLUSTERS, LABEL_CLUSTER, "", namespaces=namespaces, keep=cr_essentials
+        ),
+        rayjobs=Informer(
+            kube, RAYJOBS, LABEL_CLUSTER, "", namespaces=namespaces, keep=cr_essentials
+        ),
     )
     tasks = [
         asyncio.create_task(copies.pods.run(), name="pod informer"),

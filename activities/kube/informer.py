@@ -203,6 +203,27 @@ async def cached_or_live(
     return cached if cached is not None else await kube.get_or_none(resource, namespace, name)
 
 
+async def same_as_of(
+    kube: KubeClient,
+    copy: Informer | None,
+    resource: Resource,
+    key: Key,
+    uid: str,
+    as_of: int,
+) -> JSON | None:
+    """The object `key` names while it is the one with `uid`: from the copy, else live.
+
+    From the copy once it has reached `as_of` (the newest version the reader wrote or heard
+    of) and holds that object; never for `as_of` 0 (nothing known to wait for). None when it
+    is gone or re-created under its name.
+    """
+    if copy is not None and as_of:
+        cached = await copy.get_as_of(*key, as_of)
+        if cached is not None and cached["metadata"].get("uid") == uid:
+            return cached
+    return await kube.get_same(resource, *key, uid)
+
+
 def _key(obj: Any) -> Key | None:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     if not isinstance(meta, dict):

@@ -11,7 +11,14 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.contract import ActivityRef, DesiredResources, PodView, ReplicaFailure, ServiceView
+from activities.contract import (
+    ActivityRef,
+    DesiredResources,
+    PodView,
+    ReplicaFailure,
+    ServiceView,
+    Written,
+)
 from activities.kube.vocabulary import EventType, JobConditionType
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 from crds.refs import ObjectRef
@@ -29,6 +36,9 @@ class ReadClusterInput(BaseModel):
     known_generation: int | None = None
     pods_as_of: int = 0
     """The newest pod resourceVersion the bridge reported: pods are read at least this new."""
+    as_of: int = 0
+    """The newest resourceVersion of the RayCluster the workflow knows of (its own writes, the
+    bridge's news): the worker's copy answers once it has reached it; 0 reads it live."""
 
 
 class ClusterSnapshot(BaseModel):
@@ -174,7 +184,7 @@ class RecordEventInput(BaseModel):
 
 READ_CLUSTER = ActivityRef("read_raycluster", ReadClusterInput, ClusterSnapshot)
 APPLY_CLUSTER = ActivityRef("apply_raycluster", ApplyClusterInput, ApplyClusterResult)
-WRITE_CLUSTER_STATUS = ActivityRef("write_raycluster_status", WriteStatusInput, type(None))
-SET_CLUSTER_SUSPEND = ActivityRef("set_raycluster_suspend", SetSuspendInput, type(None))
+WRITE_CLUSTER_STATUS = ActivityRef("write_raycluster_status", WriteStatusInput, Written)
+SET_CLUSTER_SUSPEND = ActivityRef("set_raycluster_suspend", SetSuspendInput, Written)
 RECORD_EVENT = ActivityRef("record_event", RecordEventInput, type(None))
-CLEANUP_CLUSTER = ActivityRef("raycluster_cleanup_step", CleanupStepInput, type(None))
+CLEANUP_CLUSTER = ActivityRef("raycluster_cleanup_step", CleanupStepInput, Written)

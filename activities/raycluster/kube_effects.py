@@ -18,12 +18,12 @@ from temporalio import activity
 from activities import builders, events
 from activities.builders.network_policies import is_controlled_by
 from activities.builders.tls import is_tls_enabled
-from activities.contract import ReplicaFailure
+from activities.contract import ReplicaFailure, Written
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeNotFound, KubeRejected
 from activities.kube.informer import Informer
-from activities.kube.recent import replace_status
+from activities.kube.recent import replace_status, version_of
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
@@ -54,11 +54,12 @@ class ClusterActivities:
         metrics: KubeRayMetrics | None = None,
         pods: Informer | None = None,
         services: Informer | None = None,
+        clusters: Informer | None = None,
     ) -> None:
         self._kube = client
         self._options = options
         self._metrics = metrics
-        observer = ClusterObserver(client, options, pods, services)
+        observer = ClusterObserver(client, options, pods, services, clusters)
         self._recent = observer.recent  # the pass's read, for its later steps
         self.read = observer.read
 
@@ -250,20 +251,23 @@ class ClusterActivities:
         )
 
     @activity.defn(name=contract.WRITE_CLUSTER_STATUS.name)
-    async def write_status(self, params: contract.WriteStatusInput) -> None:
+    async def write_status(self, params: contract.WriteStatusInput) -> Written:
         """Replace the status subresource (fields the new status lacks are removed)."""
         new = params.status.to_json_dict()
         ref, version = params.ref, params.read_version
         replaced = await replace_status(
             self._kube, self._recent, kube.RAYCLUSTERS, ref, version, new
         )
-        if replaced is not None and self._metrics is not None:
+        if replaced is None:
+            return Written()
+        if self._metrics is not None:
             self._metrics.cluster_status_written(replaced.before, new)
+        return Written(version=replaced.version)
 
     @activity.defn(name=contract.SET_CLUSTER_SUSPEND.name)
-    async def set_suspend(self, params: contract.SetSuspendInput) -> None:
+    async def set_suspend(self, params: contract.SetSuspendInput) -> Written:
         """Write `spec.suspend` (a person's suspend or resume)."""
-        await self._patch_ignoring_gone(params.ref, {"spec": {"suspend": params.suspend}})
+        return await self._patch_ignoring_gone(params.ref, {"spec": {"suspend": params.suspend}})
 
     @activity.defn(name=contract.RECORD_EVENT.name)
     async def record_event(self, params: contract.RecordEventInput) -> None:
@@ -279,9 +283,12 @@ class ClusterActivities:
         kept = self._recent.recall(kube.RAYCLUSTERS, ns, name, ref.uid, version)
         return kept or await self._kube.get_same(kube.RAYCLUSTERS, ns, name, ref.uid)
 
-    async def _patch_ignoring_gone(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> None:
-        with contextlib.suppress(KubeNotFound):  # the CR is gone: nothing left to write
-            await self._kube.patch(kube.RAYCLUSTERS, ref.namespace, ref.name, patch, sub=sub)
+    async def _patch_ignoring_gone(self, ref: ObjectRef, patch: kube.JSON) -> Written:
+        try:
+            written = await self._kube.patch(kube.RAYCLUSTERS, ref.namespace, ref.name, patch)
+        except KubeNotFound:  # the CR is gone: nothing left to write
+            return Written()
+        return Written(version=version_of(written))
 
     async def _event(
         self, cluster: RayCluster, kind: EventType, reason: str, message: str, key: str

@@ -1,9 +1,10 @@
 """The RayCluster read: one snapshot of the CR, its pods, its Services and what else it owns.
 
 What the workflow decides on, reduced to views (`activities.contract`): the history carries the
-spec (secrets redacted) only when its generation changed, and never a pod template. Pods come
-from the worker's copy when it is as new as the bridge's news, the head Service from the copy
-when it holds it; each read is kept (`recent`) for the pass's later steps.
+spec (secrets redacted) only when its generation changed, and never a pod template. The
+RayCluster comes from the worker's copy when it is as new as the workflow knows it (its own
+writes, the bridge's news), pods when they are as new as the bridge's news, the head Service
+when the copy holds it; each read is kept (`recent`) for the pass's later steps.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from activities.contract import summarize_pod, summarize_service
 from activities.kube import client as kube
 from activities.kube import informer
 from activities.kube.client import KubeClient
-from activities.kube.informer import Informer, cached_or_live
+from activities.kube.informer import Informer, cached_or_live, same_as_of
 from activities.kube.recent import RecentReads
 from activities.kube.vocabulary import JobConditionType
 from activities.raycluster import contract
@@ -52,18 +53,23 @@ class ClusterObserver:
         options: builders.BuildOptions,
         pods: Informer | None = None,
         services: Informer | None = None,
+        clusters: Informer | None = None,
     ) -> None:
         self._kube = client
         self._options = options
         self._pods = pods
         self._services = services
+        self._clusters = clusters
         self.recent = RecentReads()
 
     @activity.defn(name=contract.READ_CLUSTER.name)
     async def read(self, params: contract.ReadClusterInput) -> contract.ClusterSnapshot:
         """Read the RayCluster, its Ray pods and its Services in one go."""
         ref = params.ref
-        obj = await self._kube.get_same(kube.RAYCLUSTERS, ref.namespace, ref.name, ref.uid)
+        key = (ref.namespace, ref.name)
+        obj = await same_as_of(
+            self._kube, self._clusters, kube.RAYCLUSTERS, key, ref.uid, params.as_of
+        )
         if obj is None:
             return contract.ClusterSnapshot(exists=False)
         meta = obj["metadata"]

@@ -16,9 +16,11 @@ from temporalio import activity
 from activities import builders, events
 from activities.builders.gcs_ft import external_storage_namespace
 from activities.builders.redis_cleanup_job import build_redis_cleanup_job
+from activities.contract import Written
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import NAMESPACE_TERMINATING, KubeForbidden, KubeRejected
+from activities.kube.recent import version_of
 from activities.kube.vocabulary import EventType
 from activities.raycluster import contract
 from activities.raycluster.contract import CleanupStep as Step
@@ -41,30 +43,35 @@ class ClusterCleanupActivities:
         return [self.step]
 
     @activity.defn(name=contract.CLEANUP_CLUSTER.name)
-    async def step(self, params: contract.CleanupStepInput) -> None:
-        """Do one cleanup step; a step that no longer applies is a no-op."""
+    async def step(self, params: contract.CleanupStepInput) -> Written:
+        """Do one cleanup step; a step that no longer applies is a no-op.
+
+        Returns the RayCluster's version after a finalizer write (0: none was written).
+        """
         ref = params.ref
         obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, ref.name)
         if obj is None or obj["metadata"].get("uid") != ref.uid:
-            return
+            return Written()
         cluster = RayCluster.model_validate(obj)
         if params.step == Step.ADD_FINALIZER:
-            await self._set_finalizer(obj, present=True)
-        elif params.step == Step.DELETE_PODS:
+            return await self._set_finalizer(obj, present=True)
+        if params.step == Step.DELETE_PODS:
             selector = f"{LABEL_CLUSTER}={ref.name}"
             await self._kube.delete_collection(kube.PODS, ref.namespace, selector)
         elif params.step == Step.CREATE_JOB:
             if not await self._create_job(ref, cluster):
-                await self._force_remove(ref, obj, cluster, NO_JOB_IN_TERMINATING_NAMESPACE)
+                reason = NO_JOB_IN_TERMINATING_NAMESPACE
+                return await self._force_remove(ref, obj, cluster, reason)
         elif params.step == Step.REMOVE_FINALIZER:
-            await self._set_finalizer(obj, present=False)
+            return await self._set_finalizer(obj, present=False)
         elif params.step == Step.FORCE_REMOVE_FINALIZER:
-            await self._force_remove(ref, obj, cluster, params.reason)
+            return await self._force_remove(ref, obj, cluster, params.reason)
+        return Written()
 
     async def _force_remove(
         self, ref: ObjectRef, obj: kube.JSON, cluster: RayCluster, reason: str
-    ) -> None:
-        await self._set_finalizer(obj, present=False)
+    ) -> Written:
+        written = await self._set_finalizer(obj, present=False)
         message = (
             f"Force-removed the GCS FT finalizer: {reason}; Redis storage "
             f"namespace {external_storage_namespace(cluster)!r} may need manual cleanup"
@@ -76,6 +83,7 @@ class ClusterCleanupActivities:
             if reason != NO_JOB_IN_TERMINATING_NAMESPACE:
                 raise
             activity.logger.warning("%s: %s", ref, message)
+        return written
 
     async def _create_job(self, ref: ObjectRef, cluster: RayCluster) -> bool:
         """Create the cleanup Job; False when its namespace is being deleted (none can be).
@@ -96,17 +104,18 @@ class ClusterCleanupActivities:
             await self._event(ref, EventType.NORMAL, "CreatedRedisCleanupJob", message)
         return True
 
-    async def _set_finalizer(self, obj: kube.JSON, present: bool) -> None:
+    async def _set_finalizer(self, obj: kube.JSON, present: bool) -> Written:
         meta = obj["metadata"]
         finalizers = list(meta.get("finalizers") or [])
         if (FINALIZER_GCS_FT_REDIS_CLEANUP in finalizers) == present:
-            return
+            return Written()
         if present:
             finalizers.append(FINALIZER_GCS_FT_REDIS_CLEANUP)
         else:
             finalizers.remove(FINALIZER_GCS_FT_REDIS_CLEANUP)
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
-        await self._kube.patch(kube.RAYCLUSTERS, meta["namespace"], meta["name"], patch)
+        written = await self._kube.patch(kube.RAYCLUSTERS, meta["namespace"], meta["name"], patch)
+        return Written(version=version_of(written))
 
     async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         info = activity.info()

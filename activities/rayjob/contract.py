@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.contract import ActivityRef
+from activities.contract import ActivityRef, Written
 from activities.raycluster.contract import RECORD_EVENT, EventSpec, RecordEventInput
 from crds.constants import (
     DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
@@ -275,15 +275,6 @@ class WriteJobStatusInput(RayJobRef):
     status: RayJobStatus
     read_version: str = ""
     """The version the pass read (`JobSnapshot.resource_version`): its status is replaced."""
-
-
-class Written(BaseModel):
-    """What a write to the RayJob left: its new resourceVersion (0: nothing was written).
-
-    Histories from before this result hold none: such a write reads back as None.
-    """
-
-    version: int = 0
 
 
 class SetJobSuspendInput(RayJobRef):

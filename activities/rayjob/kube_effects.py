@@ -30,7 +30,7 @@ from activities.builders.rayjob import (
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeNotFound, KubeRejected
-from activities.kube.informer import Informer
+from activities.kube.informer import Informer, same_as_of
 from activities.kube.recent import RecentReads, replace_status, version_of
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
@@ -383,17 +383,9 @@ class JobActivities:
         return await self._kube.get_same(kube.RAYJOBS, ref.namespace, ref.name, ref.uid)
 
     async def _own_as_of(self, ref: ObjectRef, as_of: int) -> kube.JSON | None:
-        """The RayJob from the worker's copy, else from the API server.
-
-        From the copy once it has reached `as_of` (the newest version the workflow wrote or
-        heard of) and holds the RayJob; never for `as_of` 0 (nothing known to wait for).
-        """
-        copy = self._rayjobs
-        if copy is not None and as_of:
-            cached = await copy.get_as_of(ref.namespace, ref.name, as_of)
-            if cached is not None and cached["metadata"].get("uid") == ref.uid:
-                return cached
-        return await self._own(ref)
+        """The RayJob from the worker's copy once it has reached `as_of`, else live."""
+        key = (ref.namespace, ref.name)
+        return await same_as_of(self._kube, self._rayjobs, kube.RAYJOBS, key, ref.uid, as_of)
 
     async def _rayjob(self, ref: ObjectRef) -> RayJob | None:
         obj = await self._own(ref)

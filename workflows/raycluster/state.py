@@ -38,6 +38,8 @@ class RayClusterState(BaseModel):
     """An absolute deadline that needs a pass even without a signal (kept across CAN)."""
     pods_as_of: int = 0
     """The newest pod resourceVersion the bridge reported (`messages.OwnedChanged.versions`)."""
+    as_of: int = 0
+    """The newest resourceVersion of the RayCluster known: the bridge's news, its own writes."""
     failed_passes: int = 0
     """Passes in a row whose apply failed; the next pass follows after `retry_delay`."""
 

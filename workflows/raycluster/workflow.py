@@ -15,7 +15,7 @@ from typing import TypeVar
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.contract import ActivityRef
+    from activities.contract import ActivityRef, Written
     from activities.kube.vocabulary import EventType
     from activities.raycluster import contract
     from crds import constants, flags
@@ -78,9 +78,13 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
 
     def _spec_changed(self, change: messages.SpecChanged) -> None:
         """Older generations are ignored; a resync always counts."""
+        self._state.as_of = max(self._state.as_of, change.version)
         if change.resync or change.generation > self._state.generation:
             self._state.wanted_generation = max(self._state.wanted_generation, change.generation)
             self._state.dirty = True
+
+    def _deleted(self, change: messages.Deleted) -> None:
+        self._state.as_of = max(self._state.as_of, change.version)
 
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """A pass reads pods at least as new as the newest pod event behind the news."""
@@ -153,7 +157,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         state.passes += 1
         known = state.generation if state.spec is not None else None
         read = contract.ReadClusterInput(
-            ref=self._ref, known_generation=known, pods_as_of=state.pods_as_of
+            ref=self._ref, known_generation=known, pods_as_of=state.pods_as_of, as_of=state.as_of
         )
         summary = "read the RayCluster, its pods and Services"
         local = self._patches.on(LOCAL_READ_PATCH)  # histories before it read as an activity
@@ -197,7 +201,8 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
                 ref=self._ref, step=decision.step, reason=decision.reason
             )
             summary = f"{decision.step}: {decision.reason}"
-            await self._kube(contract.CLEANUP_CLUSTER, step, summary=summary)
+            written: Written | None = await self._kube(contract.CLEANUP_CLUSTER, step, summary)
+            self._wrote(written)
             state.remember(f"finalizer: {summary}")
         if snap.deleting:
             reason = decision.reason or "Kubernetes to collect the pods"
@@ -268,13 +273,14 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             now,
         )
         if status_changed(previous, status):
-            await self._kube(
+            written: Written | None = await self._kube(
                 contract.WRITE_CLUSTER_STATUS,
                 contract.WriteStatusInput(
                     ref=self._ref, status=status, read_version=snap.resource_version
                 ),
                 summary="write the RayCluster status",
             )
+            self._wrote(written)
         state.status = status
         waiting = narration.waiting_for(plan, phase)
         if result.created and not waiting:
@@ -337,11 +343,12 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._state.user_suspend = None
         assert wanted is not None
         verb = "suspend" if wanted else "resume"
-        await self._kube(
+        written: Written | None = await self._kube(
             contract.SET_CLUSTER_SUSPEND,
             contract.SetSuspendInput(ref=self._ref, suspend=wanted),
             summary=f"write spec.suspend={str(wanted).lower()} ({verb} signal)",
         )
+        self._wrote(written)
         self._state.remember(f"{verb} requested by signal: spec.suspend set to {wanted}")
 
     # --- helpers --------------------------------------------------------------------------------
@@ -358,6 +365,14 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             contract.RecordEventInput(ref=self._ref, event=event),
             summary=f"record Event {reason}",
         )
+
+    def _wrote(self, written: Written | None) -> None:
+        """A write's version: the next read waits for the copy to reach it.
+
+        None: the write ran before writes returned one (its history replays).
+        """
+        if written is not None:
+            self._state.as_of = max(self._state.as_of, written.version)
 
     def _new_name(self, prefix: str) -> str:
         return prefix + random_suffix(workflow.random())

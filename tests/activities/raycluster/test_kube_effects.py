@@ -222,10 +222,12 @@ async def test_the_finalizer_steps(client: KubeClient) -> None:
     reads = ClusterActivities(client, DEFAULT_OPTIONS)
     steps = ClusterCleanupActivities(client, DEFAULT_OPTIONS)
     ref = await make_cluster(client, **FT)
-    await run(steps.step, contract.CleanupStepInput(ref=ref, step="AddFinalizer"))
-    await run(steps.step, contract.CleanupStepInput(ref=ref, step="AddFinalizer"))  # retried
+    added = await run(steps.step, contract.CleanupStepInput(ref=ref, step="AddFinalizer"))
+    again = await run(steps.step, contract.CleanupStepInput(ref=ref, step="AddFinalizer"))
     stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
     assert stored["metadata"]["finalizers"] == ["ray.io/gcs-ft-redis-cleanup-finalizer"]
+    # The write's version, for the next read to wait on; a retry that writes nothing has none.
+    assert added.version == int(stored["metadata"]["resourceVersion"]) and again.version == 0
     await client.delete(kube.RAYCLUSTERS, "default", ref.name)
     snap = await run(reads.read, contract.ReadClusterInput(ref=ref))
     assert snap.deleting and snap.deleted_at is not None and not snap.cleanup_job_exists
@@ -386,3 +388,44 @@ async def test_a_pass_reads_its_raycluster_once(
     )
     await run(acts.write_status, stale)
     assert "status" not in (await real(kube.RAYCLUSTERS, ref.namespace, ref.name) or {})
+
+
+async def test_the_raycluster_comes_from_the_copy_when_it_is_as_new_as_the_workflow_knows(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ref = await make_cluster(client)
+    stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
+    # The copy's RayCluster differs from the stored one in a label: seen, it came from the copy.
+    copied = copy.deepcopy(stored)
+    copied["metadata"]["labels"] = {"team": "copy"}
+    version = int(stored["metadata"]["resourceVersion"])
+    clusters = Informer(
+        cast(KubeClient, QuietApi([copied], {None: str(version)})), kube.RAYCLUSTERS, "x", ""
+    )
+    acts = ClusterActivities(client, DEFAULT_OPTIONS, clusters=clusters)
+    monkeypatch.setattr(informer, "CATCH_UP", 0.2)
+    async with running(clusters):
+        assert await eventually(lambda: clusters.whole)
+        cached = await run(acts.read, contract.ReadClusterInput(ref=ref, as_of=version))
+        behind = await run(acts.read, contract.ReadClusterInput(ref=ref, as_of=version + 1))
+        unknown = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    assert cached.labels == {"team": "copy"}
+    assert behind.labels == unknown.labels == {}  # read live
+
+
+async def test_writes_return_the_version_they_left(client: KubeClient) -> None:
+    """The workflow's next read waits for the worker's copy to reach it."""
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client)
+    status = contract.WriteStatusInput(ref=ref, status=RayClusterStatus(state="ready"))
+    written = await run(acts.write_status, status)
+    stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
+    assert written.version == int(stored["metadata"]["resourceVersion"])
+    suspended = await run(acts.set_suspend, contract.SetSuspendInput(ref=ref, suspend=True))
+    stored = await client.get(kube.RAYCLUSTERS, "default", ref.name)
+    assert suspended.version == int(stored["metadata"]["resourceVersion"]) > written.version
+    await client.delete(kube.RAYCLUSTERS, "default", ref.name)
+    assert (await run(acts.write_status, status)).version == 0  # gone: nothing written
+    assert (await run(acts.set_suspend, contract.SetSuspendInput(ref=ref, suspend=False))) == (
+        contract.Written()
+    )

@@ -15,7 +15,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.contract import DesiredResources, PodView, ServiceView
+from activities.contract import DesiredResources, PodView, ServiceView, Written
 from activities.raycluster import contract
 from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP as FINALIZER
 from crds.raycluster import RayClusterSpec, RayClusterStatus
@@ -39,6 +39,10 @@ class FakeCluster:
         self.created: list[str] = []
         self.pods_read_as_of: list[int] = []
         """`pods_as_of` of every read: how new the pods had to be."""
+        self.read_as_of: list[int] = []
+        """`as_of` of every read: how new the RayCluster had to be."""
+        self.version = 100
+        """The RayCluster's resourceVersion, bumped by every write of the workflow's."""
         self.fail_creates = False
         self.refuse_services = False
         """The head Service's create refused, as an API server without the rule answers."""
@@ -97,9 +101,10 @@ class FakeCluster:
             self.exists = False
 
     @activity.defn(name=contract.CLEANUP_CLUSTER.name)
-    async def cleanup_step(self, params: contract.CleanupStepInput) -> None:
+    async def cleanup_step(self, params: contract.CleanupStepInput) -> Written:
         if params.step == "AddFinalizer":
             self.finalizers.append(FINALIZER)
+            return self._written()
         elif params.step == "DeletePods":
             for name in self.live():
                 self._terminate(name)
@@ -114,10 +119,17 @@ class FakeCluster:
                 )
             if self.deleted_at is not None and not self.finalizers:
                 self.exists = False
+            return self._written()
+        return Written()
+
+    def _written(self) -> Written:
+        self.version += 1
+        return Written(version=self.version)
 
     @activity.defn(name=contract.READ_CLUSTER.name)
     async def read(self, params: contract.ReadClusterInput) -> contract.ClusterSnapshot:
         self.pods_read_as_of.append(params.pods_as_of)
+        self.read_as_of.append(params.as_of)
         if not self.exists:
             return contract.ClusterSnapshot(exists=False)
         spec = RayClusterSpec.model_validate(self.spec)
@@ -188,14 +200,16 @@ class FakeCluster:
         self.pods[name] = self.pods[name].model_copy(update={"terminating": True})
 
     @activity.defn(name=contract.WRITE_CLUSTER_STATUS.name)
-    async def write_status(self, params: contract.WriteStatusInput) -> None:
+    async def write_status(self, params: contract.WriteStatusInput) -> Written:
         self.status = params.status
         self.status_writes += 1
+        return self._written()
 
     @activity.defn(name=contract.SET_CLUSTER_SUSPEND.name)
-    async def set_suspend(self, params: contract.SetSuspendInput) -> None:
+    async def set_suspend(self, params: contract.SetSuspendInput) -> Written:
         if bool(self.spec.get("suspend")) != params.suspend:
             self.edit(suspend=params.suspend)
+        return self._written()
 
     @activity.defn(name=contract.RECORD_EVENT.name)
     async def record_event(self, params: contract.RecordEventInput) -> None:

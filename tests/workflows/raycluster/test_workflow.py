@@ -450,3 +450,24 @@ async def test_a_pass_reads_pods_as_new_as_the_newest_pod_news(harness: Harness)
         await harness.signal(messages.OWNED_CHANGED, change)
         await eventually(lambda n=reads: len(cluster.pods_read_as_of) > n, message="a pass")
     assert cluster.pods_read_as_of[0] == 0 and cluster.pods_read_as_of[-2:] == [12, 12]
+
+
+async def test_a_pass_reads_the_raycluster_as_new_as_its_writes_and_the_news(
+    harness: Harness,
+) -> None:
+    """The worker's copy of the RayCluster must not hide the workflow's own last write, nor
+    the change the bridge reported."""
+    cluster = harness.cluster
+    await harness.start()
+    await eventually(lambda: cluster.status_writes >= 1, message="the first status write")
+    assert cluster.read_as_of[0] == 0  # nothing written or heard of yet: read live
+    written = cluster.version
+    reads = len(cluster.read_as_of)
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["Pod"]))
+    await eventually(lambda: len(cluster.read_as_of) > reads, message="a pass")
+    assert cluster.read_as_of[-1] >= written
+    reads = len(cluster.read_as_of)
+    news = messages.SpecChanged(generation=1, resync=True, version=10**6)  # a label changed
+    await harness.signal(messages.SPEC_CHANGED, news)
+    await eventually(lambda: len(cluster.read_as_of) > reads, message="a pass as of the news")
+    assert cluster.read_as_of[-1] == 10**6
