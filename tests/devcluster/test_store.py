@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from devcluster.decoding import parse_body
 from devcluster.store import PODS, Store, copied
 
 JsonObject = dict[str, Any]
@@ -61,3 +62,14 @@ def test_copied_shares_nothing_mutable() -> None:
         "odd": ({"in": "tuple"},),
         "n": 1.5,
     }
+
+
+def test_copied_stores_a_decoded_body_as_plain_dicts() -> None:
+    """Request bodies decode to a dict subclass that remembers duplicate keys; the stored
+    copy is plain JSON, so later copies stay on the fast path and report nothing stale."""
+    raw = b'{"metadata": {"name": "a", "labels": {"x": "1"}}}'
+    body = parse_body(raw, "application/json", "Pod")
+    assert type(body) is not dict  # the decoder's subclass
+    stored = copied(body)
+    assert stored == {"metadata": {"name": "a", "labels": {"x": "1"}}}
+    assert type(stored) is dict and type(stored["metadata"]["labels"]) is dict
