@@ -85,9 +85,9 @@ def build_activities(
         *ClusterActivities(kube, options, metrics, pods, services, clusters).activities(),
         *ClusterCleanupActivities(kube, options).activities(),
         *JobActivities(
-            kube, options, metrics, job_options, services, clusters, rayjobs
+            kube, options, metrics, job_options, services, clusters, rayjobs, pods
         ).activities(),
-        *RayJobActivities(kube, connector).activities(),
+        *RayJobActivities(kube, connector, rayjobs, clusters).activities(),
         # RayService; its Events go through ClusterActivities' `record_event` (same name).
         *ServiceActivities(kube, options).activities(),
         *serve.activities(),

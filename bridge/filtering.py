@@ -138,7 +138,10 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
         if kind == "RayCluster" and owner is not None and owner.kind in ("RayJob", "RayService"):
             # The owner may wait on this deletion; its pods' events may come later and
             # then no longer lead to it (the cluster's owner is forgotten just above).
-            change = messages.OwnedChanged(kinds=["RayCluster"], names=[ref.name])
+            versions = _version("RayCluster", obj)  # a copy this new has seen it go
+            change = messages.OwnedChanged(
+                kinds=["RayCluster"], names=[ref.name], versions=versions
+            )
             gone.append(Nudge(owner, messages.OWNED_CHANGED, change))
         return gone
     nudges = _spec_nudges(ref, obj, seen)

@@ -124,7 +124,8 @@ class ReadJobInput(RayJobRef):
     cluster_name: str | None = None
     """The attempt's RayCluster (status.rayClusterName); None before the first attempt."""
     cluster_as_of: int = 0
-    """The newest RayCluster resourceVersion the bridge reported: read it at least this new."""
+    """The newest resourceVersion of the RayCluster known (its create, the bridge's news): the
+    worker's copies answer for it, and for its pods, once they have reached it."""
     as_of: int = 0
     """The newest RayJob resourceVersion the workflow wrote or heard of: read it this new."""
 
@@ -241,6 +242,8 @@ class CreateResult(BaseModel):
     """`created` is False when the object already existed (a retried activity)."""
 
     created: bool = True
+    version: int = 0
+    """The object's resourceVersion as created or found (0: none; results from before)."""
 
 
 class DeleteAttemptInput(RayJobRef):
@@ -249,6 +252,9 @@ class DeleteAttemptInput(RayJobRef):
     cluster_name: str | None
     delete_cluster: bool = True
     delete_submitter: bool = True
+    cluster_as_of: int = 0
+    """As `ReadJobInput.cluster_as_of`: the cluster and its pods come from the worker's copies
+    once they have reached it."""
 
 
 class DeleteAttemptResult(BaseModel):

@@ -60,12 +60,13 @@ class JobActivities:
         services: Informer | None = None,
         clusters: Informer | None = None,
         rayjobs: Informer | None = None,
+        pods: Informer | None = None,
     ) -> None:
         self._kube = client
         self._options = options
         self._job_options = job_options or contract.JobOperatorOptions()
         self._metrics = metrics
-        self._views = JobViews(client, options.cluster_domain, services, clusters)
+        self._views = JobViews(client, options.cluster_domain, services, clusters, pods)
         self._recent = RecentReads()
         self._rayjobs = rayjobs
         self._pod_group = JobPodGroup(client, options.batch_scheduler)
@@ -171,7 +172,7 @@ class JobActivities:
             await self._event(params.ref, EventType.WARNING, reason, message)
             raise
         try:
-            _, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ns, manifest)
+            stored, created = await self._kube.create_or_get(kube.RAYCLUSTERS, ns, manifest)
         except KubeRejected as err:
             message = f"Failed to create RayCluster {ns}/{name}: {err}"
             await self._event(
@@ -186,7 +187,7 @@ class JobActivities:
             await self._event(
                 params.ref, EventType.NORMAL, contract.JobEventReason.CREATED_RAY_CLUSTER, message
             )
-        return contract.CreateResult(created=created)
+        return contract.CreateResult(created=created, version=version_of(stored))
 
     async def _release_pod_group(self, ref: ObjectRef, cluster_name: str | None) -> None:
         if await self._pod_group.release(ref, cluster_name):
@@ -273,7 +274,7 @@ class JobActivities:
         ns = ref.namespace
         result = contract.DeleteAttemptResult()
         if params.delete_cluster and params.cluster_name:
-            obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
+            obj = await self._views.cluster_object(ns, params.cluster_name, params.cluster_as_of)
             # Only a cluster this RayJob created: never one borrowed through clusterSelector.
             if obj is not None and _controlled_by(obj, ref):
                 deleting = bool(obj["metadata"].get("deletionTimestamp"))
@@ -284,9 +285,7 @@ class JobActivities:
                     reason = contract.JobEventReason.DELETED_RAY_CLUSTER
                     await self._event(ref, EventType.NORMAL, reason, message)
                 result.remaining.append(f"RayCluster/{params.cluster_name}")
-            pods = await self._kube.list_all(
-                kube.PODS, ns, f"{LABEL_CLUSTER}={params.cluster_name}"
-            )
+            pods = await self._views.cluster_pods(ns, params.cluster_name, params.cluster_as_of)
             result.remaining += [f"Pod/{p['metadata']['name']}" for p in pods]
         if params.delete_submitter:
             name = submitter_job_name(ref.name)

@@ -38,6 +38,7 @@ from activities.dashboard.errors import (
 )
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
+from activities.kube.informer import Informer, cached_or_live
 from activities.rayjob import contract
 from activities.rayjob.dashboard_access import DashboardConnector
 from crds.enums import JobStatus
@@ -51,9 +52,17 @@ _ERROR_CHARS = 300
 class RayJobActivities:
     """Dashboard calls for RayJobs, through a `DashboardConnector`."""
 
-    def __init__(self, client: KubeClient, connector: DashboardConnector) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        connector: DashboardConnector,
+        rayjobs: Informer | None = None,
+        clusters: Informer | None = None,
+    ) -> None:
         self._kube = client
         self._connector = connector
+        self._rayjobs = rayjobs
+        self._clusters = clusters
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
@@ -62,7 +71,7 @@ class RayJobActivities:
     @activity.defn(name=contract.SUBMIT_RAY_JOB.name)
     async def submit(self, params: contract.SubmitRayJobInput) -> contract.SubmitRayJobResult:
         """`POST /api/jobs/` under the attempt's submission id; a duplicate is success (J7)."""
-        rayjob, cluster = await self._read(params.ref)
+        rayjob, cluster = await self._read(params.ref, live=True)
         if rayjob is None:
             return contract.SubmitRayJobResult(submitted=False, error="the RayJob no longer exists")
         try:
@@ -110,16 +119,25 @@ class RayJobActivities:
                 # Nothing to stop, or Ray will not: the finalizer goes anyway, as in KubeRay.
                 activity.logger.info("stop of Ray job %s: %s", params.job_id, _short(err))
 
-    async def _read(self, ref: ObjectRef) -> tuple[RayJob | None, RayCluster | None]:
-        """The RayJob and its current cluster (the cluster's Secret holds Ray's token)."""
-        obj = await self._kube.get_or_none(kube.RAYJOBS, ref.namespace, ref.name)
+    async def _read(
+        self, ref: ObjectRef, live: bool = False
+    ) -> tuple[RayJob | None, RayCluster | None]:
+        """The RayJob and its current cluster (the cluster's Secret holds Ray's token).
+
+        From the worker's copies when they hold them, unless `live`: a submission is built
+        from the spec as it is now; waiting and stopping only need the cluster's name and
+        its token Secret's name, which a copy a moment old has right (a wait is called again
+        and again while a job runs).
+        """
+        rayjobs, clusters = (None, None) if live else (self._rayjobs, self._clusters)
+        obj = await cached_or_live(self._kube, rayjobs, kube.RAYJOBS, ref.namespace, ref.name)
         if obj is None or obj["metadata"].get("uid") != ref.uid:
             return None, None
         rayjob = RayJob.model_validate(obj)
         name = rayjob.status.ray_cluster_name if rayjob.status else None
         if not name:
             return rayjob, None
-        cluster = await self._kube.get_or_none(kube.RAYCLUSTERS, ref.namespace, name)
+        cluster = await cached_or_live(self._kube, clusters, kube.RAYCLUSTERS, ref.namespace, name)
         return rayjob, None if cluster is None else RayCluster.model_validate(cluster)
 
 

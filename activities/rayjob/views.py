@@ -14,7 +14,7 @@ from activities.builders import names
 from activities.builders.rayjob import submitter_job_name
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.informer import Informer, cached_or_live
+from activities.kube.informer import CATCH_UP, Informer, cached_or_live
 from activities.kube.vocabulary import JobConditionType as Finished
 from activities.rayjob.contract import ClusterView, SubmitterView
 from crds.constants import (
@@ -94,11 +94,13 @@ class JobViews:
         cluster_domain: str,
         services: Informer | None = None,
         clusters: Informer | None = None,
+        pods: Informer | None = None,
     ) -> None:
         self._kube = client
         self._domain = cluster_domain
         self._services = services
         self._clusters = clusters
+        self._pods = pods
 
     async def cluster(
         self, namespace: str, name: str, sidecar: bool = False, as_of: int = 0
@@ -110,12 +112,13 @@ class JobViews:
         container); otherwise the view counts none and the list is empty. A pass of an HTTPMode
         RayJob saved a LIST of pods this way, every pass.
 
-        The cluster comes from the worker's copy when the copy has reached `as_of` (the
-        newest version the bridge reported) and holds it; else from the API server.
+        What comes from the worker's copies and when: `cluster_object`, `cluster_pods`.
         """
-        obj = await self._cluster_object(namespace, name, as_of)
+        obj = await self.cluster_object(namespace, name, as_of)
         pods: list[kube.JSON] = []
-        if obj is None or sidecar:
+        if obj is None:
+            pods = await self.cluster_pods(namespace, name, as_of)
+        elif sidecar:  # the submitter container's state: the whole pod, as it is now
             pods = await self._kube.list_all(kube.PODS, namespace, f"{LABEL_CLUSTER}={name}")
         if obj is None:
             return ClusterView(name=name, exists=False, pods=len(pods)), None, pods
@@ -147,10 +150,28 @@ class JobViews:
             view.dashboard_url = dashboard_url(service, self._domain)
         return view, cluster, pods
 
-    async def _cluster_object(self, namespace: str, name: str, as_of: int) -> kube.JSON | None:
+    async def cluster_object(self, namespace: str, name: str, as_of: int) -> kube.JSON | None:
+        """The RayCluster; None when it does not exist.
+
+        From the worker's copy once the copy has reached `as_of`, the newest version of the
+        cluster the workflow knows (its create, the bridge's news): the cluster existed then,
+        so a copy that has seen that version and lacks it has seen it go. Else live.
+        """
         copy = self._clusters
-        cached = None if copy is None else await copy.get_as_of(namespace, name, as_of)
-        return cached or await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
+        if copy is not None and as_of and await copy.reached(namespace, as_of, CATCH_UP):
+            return copy.get(namespace, name)
+        return await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
+
+    async def cluster_pods(self, namespace: str, name: str, as_of: int) -> list[kube.JSON]:
+        """The pods still labelled with the cluster (its teardown waits for none).
+
+        From the worker's pod copy once it has reached `as_of` (as `cluster_object`), as
+        KubeRay counts them from its informer's cache; else listed.
+        """
+        copy = self._pods
+        if copy is not None and as_of and await copy.reached(namespace, as_of, CATCH_UP):
+            return copy.labelled(namespace, name)
+        return await self._kube.list_all(kube.PODS, namespace, f"{LABEL_CLUSTER}={name}")
 
     async def submitter(
         self, namespace: str, rayjob_name: str, mode: JobSubmissionMode, pods: list[kube.JSON]

@@ -135,10 +135,13 @@ def test_a_deleted_owned_cluster_nudges_its_owner() -> None:
     memory = Memory()
     obj = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
     primary_nudges("RayCluster", "ADDED", obj, memory)
-    nudges = primary_nudges("RayCluster", "DELETED", obj, memory)
+    gone = {**obj, "metadata": {**obj["metadata"], "resourceVersion": "77"}}
+    nudges = primary_nudges("RayCluster", "DELETED", gone, memory)
+    # The version: a copy of RayClusters that has reached it has seen the cluster go.
+    change = messages.OwnedChanged(kinds=["RayCluster"], names=["c"], versions={"RayCluster": 77})
     assert signals(nudges) == [
         ("c", "deleted", messages.Deleted(gone=True)),
-        ("job", "owned_changed", messages.OwnedChanged(kinds=["RayCluster"], names=["c"])),
+        ("job", "owned_changed", change),
     ]
 
 

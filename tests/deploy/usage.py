@@ -17,7 +17,8 @@ a raw request whose method or path is computed makes the scan fail. `activities/
 itself is the generic client and is not scanned; nor are the generic list-and-watch loop, the
 copy built on it and the pass's kept reads (`GENERIC`): each call of one of their entry points
 (`GENERIC_CALLS`: `ListWatch(kube, <resource>, ...)` and `Informer(...)` list and watch their
-second argument, `cached_or_live(kube, copy, <resource>, ...)` gets its third,
+second argument, `cached_or_live(kube, copy, <resource>, ...)` and `same_as_of(...)` get their
+third,
 `replace_status(kube, recent, <resource>, ...)` gets it and patches its status) is resolved
 like a call's resource.
 
@@ -60,6 +61,7 @@ GENERIC_CALLS: dict[str, tuple[int, tuple[tuple[str, str], ...]]] = {
     "ListWatch": (1, (("list", ""), ("watch", ""))),
     "Informer": (1, (("list", ""), ("watch", ""))),
     "cached_or_live": (2, (("get", ""),)),  # what the copy lacks is read live
+    "same_as_of": (2, (("get", ""),)),  # what the copy cannot answer is read live
     "replace_status": (2, (("get", ""), ("patch", "status"))),
 }
 GENERIC = ("kube.py", "list_watch.py", "informer.py", "recent.py")
@@ -185,7 +187,9 @@ def scan(paths: list[Path], narrowing: dict[str, set[str]] | None = None) -> Sca
             if isinstance(node.func, ast.Name) and node.func.id in GENERIC_CALLS:
                 method, at = node.func.id, GENERIC_CALLS[node.func.id][0]
                 if len(node.args) <= at:
-                    raise AssertionError(f"{module}:{node.lineno}: the resource is not argument {at}")
+                    raise AssertionError(
+                        f"{module}:{node.lineno}: the resource is not argument {at}"
+                    )
                 target = node.args[at]
                 resource = _resource_constant(target)
                 if resource is not None:

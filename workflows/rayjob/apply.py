@@ -138,6 +138,8 @@ class Applier:
         )
         summary = f"create RayCluster {action.cluster_name}"
         result = await self._create(contract.CREATE_RAYJOB_CLUSTER, params, summary)
+        # The cluster existed at this version: a copy that has seen it and lacks it saw it go.
+        self._state.cluster_as_of = max(self._state.cluster_as_of, result.version)
         if result.created:
             self._remember(f"created RayCluster {action.cluster_name}")
         return False
@@ -188,6 +190,7 @@ class Applier:
             cluster_name=action.cluster_name,
             delete_cluster=action.delete_cluster,
             delete_submitter=action.delete_submitter,
+            cluster_as_of=self._state.cluster_as_of,
         )
         summary = f"delete attempt {self._state.attempt.number} ({action.cluster_name})"
         result = await self._call(contract.DELETE_ATTEMPT, params, summary=summary)
@@ -202,7 +205,11 @@ class Applier:
             )
         elif action.policy == Policy.DELETE_CLUSTER:
             cluster = contract.DeleteAttemptInput(
-                ref=self._ref, cluster_name=name, delete_cluster=True, delete_submitter=False
+                ref=self._ref,
+                cluster_name=name,
+                delete_cluster=True,
+                delete_submitter=False,
+                cluster_as_of=self._state.cluster_as_of,
             )
             await self._call(contract.DELETE_ATTEMPT, cluster, summary=f"delete {name}")
         elif action.policy == Policy.DELETE_SELF:

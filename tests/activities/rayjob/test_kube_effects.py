@@ -389,3 +389,38 @@ async def test_the_rayjob_comes_from_the_copy_when_it_is_as_new_as_the_workflow_
         unknown = await run(acts.read, contract.ReadJobInput(ref=ref))
     assert cached.labels == {"team": "copy"}
     assert behind.labels == unknown.labels == {"team": "a"}  # read live
+
+
+async def test_a_gone_cluster_and_its_pods_come_from_the_copies_once_they_saw_it_go(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copies that reached the version at which the cluster existed (or went) and lack it
+    say it is gone; its pods are then counted from the pod copy, as KubeRay's cache does."""
+    ref = await make_rayjob(client)
+    leftover = {
+        "metadata": {
+            "name": "old-head",
+            "namespace": "default",
+            "labels": {"ray.io/cluster": "old", "ray.io/node-type": "head"},
+        },
+        "status": {"phase": "Running"},
+    }
+    clusters = Informer(cast(KubeClient, QuietApi([], {None: "5"})), kube.RAYCLUSTERS, "x", "")
+    pod_api = cast(KubeClient, QuietApi([leftover], {None: "5"}))
+    pods = Informer(pod_api, kube.PODS, "ray.io/cluster")
+    acts = JobActivities(client, DEFAULT_OPTIONS, clusters=clusters, pods=pods)
+    monkeypatch.setattr(informer, "CATCH_UP", 0.2)
+    lists = Calls(client, "list_all", monkeypatch)
+    read = contract.ReadJobInput(ref=ref, cluster_name="old", cluster_as_of=5)
+    delete = contract.DeleteAttemptInput(
+        ref=ref, cluster_name="old", delete_submitter=False, cluster_as_of=5
+    )
+    async with running(clusters), running(pods):
+        assert await eventually(lambda: clusters.whole and pods.whole)
+        cached = await run(acts.read, read)
+        remaining = await run(acts.delete_attempt, delete)
+        assert lists.count("pods") == 0
+        live = await run(acts.read, read.model_copy(update={"cluster_as_of": 0}))
+    assert cached.cluster == contract.ClusterView(name="old", exists=False, pods=1)
+    assert remaining.remaining == ["Pod/old-head"]
+    assert live.cluster == contract.ClusterView(name="old", exists=False, pods=0)  # listed

@@ -12,18 +12,23 @@ import json
 import ssl
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 
+from activities.kube import client as kube
 from activities.kube.client import KubeClient
+from activities.kube.informer import Informer
 from activities.rayjob import contract
 from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
 from activities.rayjob.ray_effects import RayJobActivities
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
+from tests.activities.counting import Calls
+from tests.activities.kube.test_informer import QuietApi, running
 from tests.activities.rayjob.test_kube_effects import make_rayjob, run
+from tests.eventually import eventually
 
 URL = "job-x-head-svc.default.svc.cluster.local:8265"
 DUPLICATE = (
@@ -159,6 +164,33 @@ async def test_wait_returns_when_the_status_changes(client: KubeClient) -> None:
     view = await run(activities(client, dashboard).wait, wait_input(ref, known))
     assert view.found and view.status == JobStatus.SUCCEEDED and view.end_time_ms
     assert dashboard.calls("GET") == 4
+
+
+async def test_waits_read_the_rayjob_from_the_copy_a_submission_live(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wait is called again and again while a job runs: it needs only the cluster's name
+    (and its token Secret's), which the worker's copy has; a submission reads the spec now."""
+    ref = await make_rayjob(client, submissionMode="HTTPMode")
+    stored = await client.get(kube.RAYJOBS, "default", ref.name)
+    rayjobs = Informer(cast(KubeClient, QuietApi([stored], {None: "5"})), kube.RAYJOBS, "x", "")
+    dashboard = Dashboard(
+        **{
+            "GET /api/jobs/job-x-1": [answer(200, job("SUCCEEDED"))],
+            "POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})],
+        }
+    )
+    transport = httpx.MockTransport(dashboard)
+    connector = DashboardConnector(client, DashboardAccess.PROXY, transport)
+    acts = RayJobActivities(client, connector, rayjobs=rayjobs)
+    gets = Calls(client, "get_or_none", monkeypatch)
+    async with running(rayjobs):
+        assert await eventually(lambda: rayjobs.whole)
+        view = await run(acts.wait, wait_input(ref))
+        assert view.status == JobStatus.SUCCEEDED and gets.count("rayjobs") == 0
+        params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+        assert (await run(acts.submit, params)).submitted
+        assert gets.count("rayjobs") == 1
 
 
 async def test_wait_reports_an_unreachable_dashboard_once_it_stops_answering(

@@ -21,6 +21,9 @@ from crds.enums import JobStatus
 from crds.raycluster import RayClusterStatus
 from crds.rayjob import RayJobSpec, RayJobStatus
 
+CREATED_VERSION = 3
+"""The resourceVersion every created RayCluster reports (older than any news in the tests)."""
+
 
 @dataclass
 class FakeRayCluster:
@@ -63,6 +66,8 @@ class FakeJobWorld:
     """`cluster_as_of` of every read: how new the RayCluster had to be."""
     read_as_of: list[int] = field(default_factory=list)
     """`as_of` of every read: how new the RayJob had to be."""
+    deletes_as_of: list[int] = field(default_factory=list)
+    """`cluster_as_of` of every attempt deletion."""
     writes: int = 0
     """Writes to the RayJob so far; each one's version is 100 more than this count."""
     clusters: dict[str, FakeRayCluster] = field(default_factory=dict)
@@ -206,7 +211,7 @@ class FakeJobWorld:
         )
         self.created_clusters.append(params.cluster_name)
         self._event("CreatedRayCluster", f"Created RayCluster default/{params.cluster_name}")
-        return contract.CreateResult()
+        return contract.CreateResult(version=CREATED_VERSION)
 
     @activity.defn(name=contract.CREATE_SUBMITTER_JOB.name)
     async def create_submitter(
@@ -226,6 +231,7 @@ class FakeJobWorld:
     async def delete_attempt(
         self, params: contract.DeleteAttemptInput
     ) -> contract.DeleteAttemptResult:
+        self.deletes_as_of.append(params.cluster_as_of)
         cluster = self.clusters.get(params.cluster_name or "")
         if params.delete_cluster and cluster is not None and not cluster.deleting:
             cluster.deleting = True

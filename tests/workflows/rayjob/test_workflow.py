@@ -27,7 +27,7 @@ from workflows import messages
 from workflows.rayjob.state import RayJobInput
 from workflows.rayjob.workflow import RayJobWorkflow
 
-from .fake_world import FakeJobWorld, RayRecord
+from .fake_world import CREATED_VERSION, FakeJobWorld, RayRecord
 
 IMAGE = "rayproject/ray:2.9.0"
 CLUSTER: dict[str, Any] = {
@@ -566,3 +566,23 @@ async def test_a_pass_reads_the_rayjob_as_new_as_its_own_writes_and_the_news(
     assert world.read_as_of[1] >= 101  # after the finalizer's write
     await harness.signal(messages.SPEC_CHANGED, messages.SpecChanged(generation=1, version=10**6))
     await eventually(lambda: world.read_as_of[-1] == 10**6, message="a pass as of the news")
+
+
+async def test_reads_and_deletions_wait_for_the_copy_to_have_seen_the_created_cluster(
+    harness: Harness,
+) -> None:
+    """A copy that lacks the cluster says it is gone only once it has seen the cluster made."""
+    world = harness.world
+    world.spec = job_spec(submissionMode="HTTPMode", shutdownAfterJobFinishes=True)
+    await harness.start()
+    await eventually(lambda: world.created_clusters, message="the cluster created")
+    reads = len(world.clusters_read_as_of)
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["RayCluster"]))
+    await eventually(lambda: len(world.clusters_read_as_of) > reads, message="a pass")
+    assert world.clusters_read_as_of[-1] == CREATED_VERSION
+    await harness.ready_and_running()
+    await harness.env.sleep(TICK)
+    await harness.finish()
+    await harness.state("Complete")
+    await eventually(lambda: world.deletes_as_of, message="the attempt deleted")
+    assert set(world.deletes_as_of) == {CREATED_VERSION}
