@@ -227,6 +227,9 @@ class CreateClusterInput(RayJobRef):
     cluster_name: str
     job_id: str
     attempt: int
+    as_of: int = 0
+    """The newest RayJob resourceVersion the workflow knows (`ReadJobInput.as_of`): the RayJob
+    comes from the worker's copy once the copy has reached it."""
 
 
 class CreateSubmitterInput(RayJobRef):
@@ -236,6 +239,9 @@ class CreateSubmitterInput(RayJobRef):
     job_id: str
     attempt: int
     dashboard_url: str
+    as_of: int = 0
+    """The newest RayJob resourceVersion the workflow knows (`ReadJobInput.as_of`): the RayJob
+    comes from the worker's copy once the copy has reached it."""
 
 
 class CreateResult(BaseModel):
@@ -273,6 +279,9 @@ class EnsureHeadServiceInput(RayJobRef):
     """Create or re-point `<rayjob>-head-svc` at the attempt's head pod (KubeRay J15)."""
 
     cluster_name: str
+    as_of: int = 0
+    """The newest RayJob resourceVersion the workflow knows (`ReadJobInput.as_of`): the RayJob
+    comes from the worker's copy once the copy has reached it."""
 
 
 class WriteJobStatusInput(RayJobRef):
@@ -293,6 +302,9 @@ class SetFinalizerInput(RayJobRef):
     """Add or remove `ray.io/rayjob-finalizer`."""
 
     present: bool
+    as_of: int = 0
+    """The newest RayJob resourceVersion the workflow knows (`ReadJobInput.as_of`): the RayJob
+    comes from the worker's copy once the copy has reached it."""
 
 
 # --- Ray dashboard ------------------------------------------------------------------------------

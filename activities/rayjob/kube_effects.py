@@ -137,7 +137,7 @@ class JobActivities:
     @activity.defn(name=contract.CREATE_RAYJOB_CLUSTER.name)
     async def create_cluster(self, params: contract.CreateClusterInput) -> contract.CreateResult:
         """Create the attempt's RayCluster from the RayJob's `rayClusterSpec` (J3, J9)."""
-        rayjob = await self._rayjob(params.ref)
+        rayjob = await self._rayjob(params.ref, params.as_of)
         if rayjob is None:
             return contract.CreateResult(created=False)
         try:
@@ -200,7 +200,7 @@ class JobActivities:
         self, params: contract.CreateSubmitterInput
     ) -> contract.CreateResult:
         """Create the K8sJobMode submitter Job `<rayjob>` for the attempt (J5, J6)."""
-        rayjob = await self._rayjob(params.ref)
+        rayjob = await self._rayjob(params.ref, params.as_of)
         ns = params.ref.namespace
         obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
         if rayjob is None or obj is None:
@@ -235,7 +235,7 @@ class JobActivities:
     @activity.defn(name=contract.ENSURE_RAYJOB_HEAD_SERVICE.name)
     async def ensure_head_service(self, params: contract.EnsureHeadServiceInput) -> None:
         """Create `<rayjob>-head-svc`, or re-point it when the cluster changed (J15)."""
-        rayjob = await self._rayjob(params.ref)
+        rayjob = await self._rayjob(params.ref, params.as_of)
         ns = params.ref.namespace
         obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
         if rayjob is None or obj is None:
@@ -360,8 +360,11 @@ class JobActivities:
 
     @activity.defn(name=contract.SET_RAYJOB_FINALIZER.name)
     async def set_finalizer(self, params: contract.SetFinalizerInput) -> contract.Written:
-        """Add or remove `ray.io/rayjob-finalizer` (read-modify-write on the resourceVersion)."""
-        obj = await self._own(params.ref)
+        """Add or remove `ray.io/rayjob-finalizer` (read-modify-write on the resourceVersion).
+
+        A copy behind the server makes the write conflict; the retry reads a newer copy.
+        """
+        obj = await self._own_as_of(params.ref, params.as_of)
         if obj is None:
             return contract.Written()
         meta = obj["metadata"]
@@ -386,8 +389,8 @@ class JobActivities:
         key = (ref.namespace, ref.name)
         return await same_as_of(self._kube, self._rayjobs, kube.RAYJOBS, key, ref.uid, as_of)
 
-    async def _rayjob(self, ref: ObjectRef) -> RayJob | None:
-        obj = await self._own(ref)
+    async def _rayjob(self, ref: ObjectRef, as_of: int) -> RayJob | None:
+        obj = await self._own_as_of(ref, as_of)
         return None if obj is None else RayJob.model_validate(obj)
 
     async def _patch(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> contract.Written:

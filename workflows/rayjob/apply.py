@@ -92,7 +92,9 @@ class Applier:
 
     async def set_finalizer(self, present: bool) -> None:
         """Add or remove the RayJob finalizer."""
-        params = contract.SetFinalizerInput(ref=self._ref, present=present)
+        params = contract.SetFinalizerInput(
+            ref=self._ref, present=present, as_of=self._state.rayjob_as_of
+        )
         verb = "add" if present else "remove"
         written = await self._call(
             contract.SET_RAYJOB_FINALIZER, params, summary=f"{verb} the finalizer"
@@ -118,7 +120,9 @@ class Applier:
         return False
 
     async def _ensure_head_service(self, action: act.EnsureHeadService) -> bool:
-        params = contract.EnsureHeadServiceInput(ref=self._ref, cluster_name=action.cluster_name)
+        params = contract.EnsureHeadServiceInput(
+            ref=self._ref, cluster_name=action.cluster_name, as_of=self._state.rayjob_as_of
+        )
         summary = f"point {self._ref.name}-head-svc at {action.cluster_name}"
         await self._call(contract.ENSURE_RAYJOB_HEAD_SERVICE, params, summary=summary)
         return False
@@ -135,6 +139,7 @@ class Applier:
             cluster_name=action.cluster_name,
             job_id=action.job_id,
             attempt=self._state.attempt.number,
+            as_of=self._state.rayjob_as_of,
         )
         summary = f"create RayCluster {action.cluster_name}"
         result = await self._create(contract.CREATE_RAYJOB_CLUSTER, params, summary)
@@ -150,6 +155,7 @@ class Applier:
             cluster_name=action.cluster_name,
             job_id=action.job_id,
             attempt=self._state.attempt.number,
+            as_of=self._state.rayjob_as_of,
             dashboard_url=action.dashboard_url,
         )
         summary = f"create the submitter Job for {action.job_id}"

@@ -424,3 +424,30 @@ async def test_a_gone_cluster_and_its_pods_come_from_the_copies_once_they_saw_it
     assert cached.cluster == contract.ClusterView(name="old", exists=False, pods=1)
     assert remaining.remaining == ["Pod/old-head"]
     assert live.cluster == contract.ClusterView(name="old", exists=False, pods=0)  # listed
+
+
+async def test_steps_after_the_read_take_the_rayjob_from_the_copy_too(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The finalizer write and the creates read the RayJob as the pass knew it, from the copy
+    once it has reached that version; no copy that new: from the API server."""
+    ref = await make_rayjob(client)
+    stored = await client.get(kube.RAYJOBS, "default", ref.name)
+    version = int(stored["metadata"]["resourceVersion"])
+    copied = copy.deepcopy(stored)
+    copied["metadata"]["finalizers"] = ["ray.io/rayjob-finalizer"]  # only the copy has it
+    rayjobs = Informer(
+        cast(KubeClient, QuietApi([copied], {None: str(version)})), kube.RAYJOBS, "x", ""
+    )
+    acts = JobActivities(client, DEFAULT_OPTIONS, rayjobs=rayjobs)
+    monkeypatch.setattr(informer, "CATCH_UP", 0.2)
+    gets = Calls(client, "get_same", monkeypatch)
+    add = contract.SetFinalizerInput(ref=ref, present=True, as_of=version)
+    async with running(rayjobs):
+        assert await eventually(lambda: rayjobs.whole)
+        cached = await run(acts.set_finalizer, add)  # the copy has it: nothing to write
+        assert gets.count("rayjobs") == 0 and cached.version == version
+        live = await run(acts.set_finalizer, add.model_copy(update={"as_of": version + 1}))
+    assert gets.count("rayjobs") == 1 and live.version > version
+    stored = await client.get(kube.RAYJOBS, "default", ref.name)
+    assert stored["metadata"]["finalizers"] == ["ray.io/rayjob-finalizer"]
