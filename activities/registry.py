@@ -98,10 +98,11 @@ def build_activities(
     ]
 
 
-def cr_essentials(obj: JSON) -> JSON:
-    """A ray.io CR as passes read it: less managedFields and kubectl's last-applied copy.
+def rayjob_essentials(obj: JSON) -> JSON:
+    """A RayJob as passes read it: less managedFields and kubectl's last-applied copy.
 
-    That annotation repeats the whole manifest, pod templates and all; no pass reads it.
+    That annotation repeats the whole manifest, pod templates and all; nothing a RayJob makes
+    copies it. A RayCluster's copy keeps it: KubeRay copies it onto the head Ingress.
     """
     meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
     if "annotations" in meta:
@@ -122,11 +123,9 @@ async def watching(
         services=Informer(kube, SERVICES, LABEL_CLUSTER, namespaces=namespaces),
         # Every RayCluster and RayJob (no label selects them all), indexed by a label
         # nobody reads.
-        clusters=Informer(
-            kube, RAYCLUSTERS, LABEL_CLUSTER, "", namespaces=namespaces, keep=cr_essentials
-        ),
+        clusters=Informer(kube, RAYCLUSTERS, LABEL_CLUSTER, "", namespaces=namespaces),
         rayjobs=Informer(
-            kube, RAYJOBS, LABEL_CLUSTER, "", namespaces=namespaces, keep=cr_essentials
+            kube, RAYJOBS, LABEL_CLUSTER, "", namespaces=namespaces, keep=rayjob_essentials
         ),
     )
     tasks = [
