@@ -33,10 +33,12 @@ S = TypeVar("S", bound=EntityState)
 
 
 class CrWorkflow(Generic[S]):
-    """The handlers every CR workflow has; a kind sets `_ref` and `_state` in its init."""
+    """The handlers every CR workflow has; a kind sets `_ref`, `_state`, `_max_history`."""
 
     _ref: ObjectRef
     _state: S
+    _max_history: int | None
+    """Continue-as-new once the history is this long, even before Temporal suggests it."""
 
     @workflow.signal(name=messages.SPEC_CHANGED)
     def spec_changed(self, change: messages.SpecChanged) -> None:
@@ -99,6 +101,14 @@ class CrWorkflow(Generic[S]):
 
     def _deleted(self, change: messages.Deleted) -> None:
         """React to `deleted` beyond marking the CR gone or going; by default, nothing."""
+
+    def _should_continue_as_new(self) -> bool:
+        """Whether the history is long enough to go on in a new run (never with a pass due)."""
+        info = workflow.info()
+        too_long = self._max_history is not None and (
+            info.get_current_history_length() >= self._max_history
+        )
+        return (too_long or info.is_continue_as_new_suggested()) and not self._state.dirty
 
     def _headline(self) -> str:
         """The state in a word (`ready`, `Running`...), as the CR's status has it."""

@@ -143,13 +143,6 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
                 )
         self._state.dirty = False
 
-    def _should_continue_as_new(self) -> bool:
-        info = workflow.info()
-        too_long = self._max_history is not None and (
-            info.get_current_history_length() >= self._max_history
-        )
-        return (too_long or info.is_continue_as_new_suggested()) and not self._state.dirty
-
     # --- one pass -------------------------------------------------------------------------------
 
     async def _reconcile(self) -> None:

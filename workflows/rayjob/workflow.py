@@ -174,13 +174,6 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         clocks = state.wake_at is not None or state.poll_at is not None or state.busy
         return not clocks and status is not None and status.job_deployment_status in IDLE_STATES
 
-    def _should_continue_as_new(self) -> bool:
-        info = workflow.info()
-        too_long = self._max_history is not None and (
-            info.get_current_history_length() >= self._max_history
-        )
-        return (too_long or info.is_continue_as_new_suggested()) and not self._state.dirty
-
     # --- one pass -------------------------------------------------------------------------------
 
     async def _pass(self) -> None:
