@@ -115,6 +115,15 @@ async def replace_status(
     return Replaced(current, version_of(written))
 
 
+async def patch_version(client: KubeClient, resource: Resource, ref: ObjectRef, patch: JSON) -> int:
+    """Patch the object `ref` names; the version the patch left, 0 when the object is gone."""
+    try:
+        written = await client.patch(resource, ref.namespace, ref.name, patch)
+    except KubeNotFound:  # nothing left to write
+        return 0
+    return version_of(written)
+
+
 def version_of(obj: JSON) -> int:
     """An object's resourceVersion as a number (0 when it is none)."""
     version = str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -21,9 +21,9 @@ from activities.builders.tls import is_tls_enabled
 from activities.contract import ReplicaFailure, Written
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeError, KubeNotFound, KubeRejected
+from activities.kube.errors import KubeError, KubeRejected
 from activities.kube.informer import Informer
-from activities.kube.recent import replace_status, version_of
+from activities.kube.recent import patch_version, replace_status
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
@@ -267,7 +267,8 @@ class ClusterActivities:
     @activity.defn(name=contract.SET_CLUSTER_SUSPEND.name)
     async def set_suspend(self, params: contract.SetSuspendInput) -> Written:
         """Write `spec.suspend` (a person's suspend or resume)."""
-        return await self._patch_ignoring_gone(params.ref, {"spec": {"suspend": params.suspend}})
+        patch = {"spec": {"suspend": params.suspend}}
+        return Written(version=await patch_version(self._kube, kube.RAYCLUSTERS, params.ref, patch))
 
     @activity.defn(name=contract.RECORD_EVENT.name)
     async def record_event(self, params: contract.RecordEventInput) -> None:
@@ -282,13 +283,6 @@ class ClusterActivities:
         ns, name = ref.namespace, ref.name
         kept = self._recent.recall(kube.RAYCLUSTERS, ns, name, ref.uid, version)
         return kept or await self._kube.get_same(kube.RAYCLUSTERS, ns, name, ref.uid)
-
-    async def _patch_ignoring_gone(self, ref: ObjectRef, patch: kube.JSON) -> Written:
-        try:
-            written = await self._kube.patch(kube.RAYCLUSTERS, ref.namespace, ref.name, patch)
-        except KubeNotFound:  # the CR is gone: nothing left to write
-            return Written()
-        return Written(version=version_of(written))
 
     async def _event(
         self, cluster: RayCluster, kind: EventType, reason: str, message: str, key: str

@@ -29,9 +29,9 @@ from activities.builders.rayjob import (
 )
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeNotFound, KubeRejected
+from activities.kube.errors import KubeRejected
 from activities.kube.informer import Informer, same_as_of
-from activities.kube.recent import RecentReads, replace_status, version_of
+from activities.kube.recent import RecentReads, patch_version, replace_status, version_of
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
@@ -393,12 +393,9 @@ class JobActivities:
         obj = await self._own_as_of(ref, as_of)
         return None if obj is None else RayJob.model_validate(obj)
 
-    async def _patch(self, ref: ObjectRef, patch: kube.JSON, sub: str = "") -> contract.Written:
-        try:
-            written = await self._kube.patch(kube.RAYJOBS, ref.namespace, ref.name, patch, sub=sub)
-        except KubeNotFound:  # the CR is gone: nothing left to write
-            return contract.Written()
-        return contract.Written(version=version_of(written))
+    async def _patch(self, ref: ObjectRef, patch: kube.JSON) -> contract.Written:
+        version = await patch_version(self._kube, kube.RAYJOBS, ref, patch)
+        return contract.Written(version=version)
 
     async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         """Record an Event once per activity and message (a retried attempt records none)."""

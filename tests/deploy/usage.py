@@ -19,7 +19,8 @@ copy built on it and the pass's kept reads (`GENERIC`): each call of one of thei
 (`GENERIC_CALLS`: `ListWatch(kube, <resource>, ...)` and `Informer(...)` list and watch their
 second argument, `cached_or_live(kube, copy, <resource>, ...)` and `same_as_of(...)` get their
 third,
-`replace_status(kube, recent, <resource>, ...)` gets it and patches its status) is resolved
+`replace_status(kube, recent, <resource>, ...)` gets it and patches its status,
+`patch_version(kube, <resource>, ...)` patches its second) is resolved
 like a call's resource.
 
 Dashboard calls are not `KubeClient` calls, yet with `KUBERAY_TEMPORAL_DASHBOARD_ACCESS=proxy`
@@ -63,6 +64,7 @@ GENERIC_CALLS: dict[str, tuple[int, tuple[tuple[str, str], ...]]] = {
     "cached_or_live": (2, (("get", ""),)),  # what the copy lacks is read live
     "same_as_of": (2, (("get", ""),)),  # what the copy cannot answer is read live
     "replace_status": (2, (("get", ""), ("patch", "status"))),
+    "patch_version": (1, (("patch", ""),)),
 }
 GENERIC = ("kube.py", "list_watch.py", "informer.py", "recent.py")
 NO_REQUEST = {"keep", "recall"}
