@@ -135,14 +135,13 @@ class Informer:
         data = self._objects.get((namespace, name))
         return None if data is None else json.loads(data)
 
-    async def get_as_of(self, namespace: str, name: str, version: int) -> JSON | None:
-        """The object, once the copy has reached `version` and holds it; None: ask live.
+    async def seen(self, namespace: str, version: int) -> bool:
+        """Whether the copy of `namespace` is whole and has reached `version`.
 
-        Waits up to `CATCH_UP` s for the version.
+        `version` is one the reader knows of (its write, the bridge's news); waits up to
+        `CATCH_UP` s for it. Never for version 0: there is nothing known to have seen.
         """
-        if not await self.reached(namespace, version, CATCH_UP):
-            return None
-        return self.get(namespace, name)
+        return bool(version) and await self.reached(namespace, version, CATCH_UP)
 
     def labelled(self, namespace: str, value: str) -> list[JSON]:
         """The objects in `namespace` whose index label is `value`."""
@@ -217,8 +216,8 @@ async def same_as_of(
     of) and holds that object; never for `as_of` 0 (nothing known to wait for). None when it
     is gone or re-created under its name.
     """
-    if copy is not None and as_of:
-        cached = await copy.get_as_of(*key, as_of)
+    if copy is not None and await copy.seen(key[0], as_of):
+        cached = copy.get(*key)
         if cached is not None and cached["metadata"].get("uid") == uid:
             return cached
     return await kube.get_same(resource, *key, uid)

@@ -14,7 +14,7 @@ from activities.builders import names
 from activities.builders.rayjob import submitter_job_name
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.informer import CATCH_UP, Informer, cached_or_live
+from activities.kube.informer import Informer, cached_or_live
 from activities.kube.vocabulary import JobConditionType as Finished
 from activities.rayjob.contract import ClusterView, SubmitterView
 from crds.constants import (
@@ -115,13 +115,12 @@ class JobViews:
         What comes from the worker's copies and when: `cluster_object`, `cluster_pods`.
         """
         obj = await self.cluster_object(namespace, name, as_of)
+        if obj is None:
+            left = await self.cluster_pods(namespace, name, as_of)
+            return ClusterView(name=name, exists=False, pods=len(left)), None, left
         pods: list[kube.JSON] = []
-        if obj is None:
-            pods = await self.cluster_pods(namespace, name, as_of)
-        elif sidecar:  # the submitter container's state: the whole pod, as it is now
+        if sidecar:  # the submitter container's state: the whole pod, as it is now
             pods = await self._kube.list_all(kube.PODS, namespace, f"{LABEL_CLUSTER}={name}")
-        if obj is None:
-            return ClusterView(name=name, exists=False, pods=len(pods)), None, pods
         heads = [
             p
             for p in pods
@@ -158,7 +157,7 @@ class JobViews:
         so a copy that has seen that version and lacks it has seen it go. Else live.
         """
         copy = self._clusters
-        if copy is not None and as_of and await copy.reached(namespace, as_of, CATCH_UP):
+        if copy is not None and await copy.seen(namespace, as_of):
             return copy.get(namespace, name)
         return await self._kube.get_or_none(kube.RAYCLUSTERS, namespace, name)
 
@@ -169,7 +168,7 @@ class JobViews:
         KubeRay counts them from its informer's cache; else listed.
         """
         copy = self._pods
-        if copy is not None and as_of and await copy.reached(namespace, as_of, CATCH_UP):
+        if copy is not None and await copy.seen(namespace, as_of):
             return copy.labelled(namespace, name)
         return await self._kube.list_all(kube.PODS, namespace, f"{LABEL_CLUSTER}={name}")
 
