@@ -13,7 +13,9 @@ settings), then creates `--count` CRs back to back through the Kubernetes API an
 * then deletes every CR and waits until no workflow runs, and counts, over a sample of the
   lifecycles (apply → ready or Complete → delete → workflow closed), the history events and
   the billable actions (`scale_report.count_actions`; a RayJob's lifecycle includes its
-  RayCluster's workflow).
+  RayCluster's workflow);
+* last, what a worker process of its own grows by per bare lifecycle kept open
+  (`--memory-reference` of them, `benchmarks.ceiling`), beside our memory per CR with the ratio.
 
 A RayCluster is 1 head + 3 workers (as `benchmarks.raycluster_scale`); a RayJob is a head-only
 cluster whose entrypoint is `sleep --job-seconds` (the Ray simulator runs it that long) in
@@ -58,6 +60,7 @@ from temporalio.client import Client
 from activities.kube import client as kube
 from activities.kube.errors import KubeGone, KubeUnavailable
 from benchmarks.ceiling import measure as measure_ceiling
+from benchmarks.ceiling import memory_per_workflow
 from benchmarks.scale_report import (
     Latencies,
     Sample,
@@ -307,6 +310,13 @@ async def run(args: argparse.Namespace) -> tuple[Summary, list[Sample]]:
             )
             for n in sample_names(names, args.sample)
         ]
+        reference = None  # last: its workflows must not load the server under ours
+        if args.memory_reference:
+            address = stack.temporal.service_client.config.target_host
+            kib = await memory_per_workflow(
+                stack.temporal, address, args.memory_reference, state / "reference.log"
+            )
+            reference = (args.memory_reference, kib)
     if args.keep_state:
         notes.append(f"logs and state kept in {state}")
     else:
@@ -324,6 +334,7 @@ async def run(args: argparse.Namespace) -> tuple[Summary, list[Sample]]:
         deleted_in=deleted_in,
         notes=notes,
         ceiling=ceiling,
+        reference_memory=reference,
     )
     return summary, samples
 
@@ -340,6 +351,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sample", type=int, default=20, help="lifecycles whose history counts")
     parser.add_argument(
         "--ceiling", type=int, default=500, help="bare-Temporal lifecycles first (0: none)"
+    )
+    parser.add_argument(
+        "--memory-reference",
+        type=int,
+        default=1000,
+        help="bare-Temporal lifecycles kept open by a worker process of their own (0: none)",
     )
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per phase")
     parser.add_argument("--out", type=Path, default=Path("docs/scale"), help="output directory")

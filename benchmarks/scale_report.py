@@ -194,6 +194,8 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     ceiling: tuple[int, float] | None = None
     """The bare-Temporal ceiling measured before the CRs: lifecycles run, and per second."""
+    reference_memory: tuple[int, float] | None = None
+    """Bare-Temporal lifecycles kept open by a worker process of their own, and KiB per one."""
 
     def memory_per_cr(self) -> tuple[float, float]:
         """KiB per CR over all workers: growth with every CR ready, and peak growth."""
@@ -234,6 +236,14 @@ def format_summary(summary: Summary) -> str:
         lines.append(f"{'delete all -> workflows closed':<34} {summary.deleted_in:8.1f} s")
     grown, peak = summary.memory_per_cr()
     lines.append(f"{'worker memory per CR':<34} {grown:8.1f} KiB  (peak {peak:.1f} KiB)")
+    if summary.reference_memory is not None:
+        runs, kib = summary.reference_memory
+        lines.append(
+            f"{'bare Temporal memory per workflow':<34} {kib:8.1f} KiB  "
+            f"({runs} lifecycles kept open by a worker of their own)"
+        )
+        if kib > 0:  # a handful of lifecycles may not grow the process at all
+            lines.append(f"{'ratio ours / bare':<34} {grown / kib:8.2f}")
     lines.append(f"{'process':<12} {'RSS before':>11} {'all ready':>11} {'peak':>11} {'CPU s':>8}")
     for m in [*summary.workers_memory, *summary.others_memory]:
         lines.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -108,6 +109,7 @@ def test_summary_shows_latency_memory_per_cr_and_lifecycle_figures() -> None:
         lifecycles=[lifecycle, longer],
         deleted_in=2.0,
         notes=["machine: 2 CPUs"],
+        reference_memory=(1000, 60.0),
     )
     assert summary.memory_per_cr() == (150.0, 200.0)  # (400 + 200) / 4, (500 + 300) / 4
     text = format_summary(summary)
@@ -115,6 +117,8 @@ def test_summary_shows_latency_memory_per_cr_and_lifecycle_figures() -> None:
     assert "(3/4 got there)" in text
     assert "2.00 / 3.00 / 3.00 s" in text
     assert "150.0 KiB  (peak 200.0 KiB)" in text
+    assert re.search(r"bare Temporal memory per workflow +60.0 KiB +\(1000 lifecycles", text)
+    assert re.search(r"ratio ours / bare +2.50$", text, re.MULTILINE)  # 150 / 60
     assert "bridge" in text and "3.0 MiB" in text
     assert "history events   3 (max 4)" in text
     assert "actions          2 (max 2)" in text

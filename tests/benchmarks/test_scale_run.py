@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 @pytest.mark.parametrize("kind", ["raycluster", "rayjob"])
 async def test_a_tiny_run_measures_every_figure(kind: str, tmp_path: Path) -> None:
     sizes = ["--count", "2", "--workers", "2", "--sample", "2", "--ceiling", "10"]
+    sizes += ["--memory-reference", "5"]
     args = parse_args(["--kind", kind, *sizes, "--out", str(tmp_path)])
     summary, samples = await run(args)
 
@@ -39,3 +40,6 @@ async def test_a_tiny_run_measures_every_figure(kind: str, tmp_path: Path) -> No
     # The bare-Temporal ceiling ran on the same server first, and the ratio is printed.
     assert summary.ceiling is not None and summary.ceiling[0] == 10 and summary.ceiling[1] > 0
     assert "ratio ours / ceiling" in format_summary(summary)
+    # So did the memory reference, in a worker process of its own (its figure means something
+    # only at large counts).
+    assert summary.reference_memory is not None and summary.reference_memory[0] == 5
