@@ -230,6 +230,9 @@ SCENARIOS = {
     # And once a wait kept the running resync timer (`raycluster-steady-resync-timer`, under
     # `raycluster-patches-through-steady-timer`).
     "raycluster_lifecycle_steady_timer": raycluster_lifecycle,
+    # And once a long run with nothing under way went on in a new run
+    # (`raycluster-settled-new-run`, under `raycluster-patches-through-settled-run`).
+    "raycluster_lifecycle_settled_run": raycluster_lifecycle,
     "rayjob_lifecycle": rayjob_lifecycle,
     # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-
     # running`); the first keeps the path of workflows started before.

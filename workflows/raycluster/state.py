@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 from crds.refs import ObjectRef
+from workflows.entity import SETTLED_HISTORY
 from workflows.raycluster.plans import Expectation
 
 MAX_DECISIONS_KEPT = 10
@@ -55,3 +56,5 @@ class RayClusterInput(BaseModel):
     state: RayClusterState | None = None
     max_history_events: int | None = None
     """Continue-as-new once the history is this long, even before Temporal suggests it."""
+    settled_history_events: int = SETTLED_HISTORY
+    """Continue-as-new once the history is this long and nothing is under way."""

@@ -49,8 +49,12 @@ LOCAL_WRITES_PATCH = "raycluster-local-writes"
 activities too: a pass is one workflow task, not one per call."""
 STEADY_TIMER_PATCH = "raycluster-steady-resync-timer"
 """A wait keeps the running resync timer when it fires soon enough (`resync`)."""
+SETTLED_RUN_PATCH = "raycluster-settled-new-run"
+"""A long run with nothing under way continues as new (`CrWorkflow._should_continue_as_new`)."""
+ALL_SETTLED_PATCH = "raycluster-patches-through-settled-run"
+"""Stands for the four patches above: a new run records one marker (`patches`)."""
 ALL_PATCH = "raycluster-patches-through-steady-timer"
-"""Stands for the three patches above: a new run records one marker (`patches`)."""
+"""Stood for the first three until the settled run; its runs still replay."""
 LOCAL_WRITES_ALL_PATCH = "raycluster-patches-through-local-writes"
 """Stood for the local read and writes until the steady timer; its runs still replay."""
 BUSY_RESYNC = timedelta(seconds=15)
@@ -68,8 +72,11 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._ref = params.ref
         self._state = params.state or RayClusterState()
         self._max_history = params.max_history_events
+        self._settled_history = params.settled_history_events
+        older = frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH, STEADY_TIMER_PATCH})
         self._patches = Patches(
-            (ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH, STEADY_TIMER_PATCH})),
+            (ALL_SETTLED_PATCH, older | {SETTLED_RUN_PATCH}),
+            (ALL_PATCH, older),
             (LOCAL_WRITES_ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH})),
         )
         self._resync = ResyncTimer()
@@ -113,10 +120,19 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
                     RayClusterInput(
-                        ref=self._ref, state=self._state, max_history_events=self._max_history
+                        ref=self._ref,
+                        state=self._state,
+                        max_history_events=self._max_history,
+                        settled_history_events=self._settled_history,
                     )
                 )
         return f"{self._ref} is gone after {self._state.passes} reconcile passes"
+
+    def _settled(self) -> bool:
+        state = self._state
+        idle = not (state.waiting or state.expectations or state.failed_passes)
+        idle = idle and state.user_suspend is None and state.wake_at is None
+        return idle and self._patches.on(SETTLED_RUN_PATCH)  # marker last: only when taken
 
     async def _wait_for_work(self) -> None:
         timeout = BUSY_RESYNC if self._state.waiting else RESYNC

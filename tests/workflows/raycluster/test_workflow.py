@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowExecutionDescription, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -218,6 +218,34 @@ async def test_continue_as_new_keeps_state(harness: Harness) -> None:
     assert progress.state == "ready" and len(cluster.created) == 3
 
 
+async def test_a_long_settled_run_goes_on_in_a_new_run(harness: Harness) -> None:
+    """A ready cluster's run continues as new past `settled_history_events`; a busy one does not."""
+    cluster = harness.cluster
+    handle = await harness.start(settled_history_events=25)
+    await eventually(lambda: len(cluster.live()) == 3)
+    # Waiting for pods: passes pile up history, but the run is not settled.
+    for _ in range(6):
+        await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
+    described = await eventually(
+        lambda: when(handle.describe(), lambda d: _history_length(d) > 25), message="history"
+    )
+    assert described.run_id == handle.first_execution_run_id
+    assert not await _continued(handle)
+    await harness.pods_settle()
+    await eventually(lambda: cluster.status and cluster.status.state == "ready", message="ready")
+    assert await eventually(lambda: _continued(handle), message="a new run once ready")
+    # The new run keeps the state: it creates nothing, and its short history keeps it going.
+    second = (await handle.describe()).run_id
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
+    progress = await harness.progress()
+    assert progress.state == "ready" and len(cluster.created) == 3
+    assert progress.last_decisions and (await handle.describe()).run_id == second
+
+
+def _history_length(described: WorkflowExecutionDescription) -> int:
+    return described.raw_description.workflow_execution_info.history_length
+
+
 async def _continued(handle: WorkflowHandle[Any, Any]) -> bool:
     described = await handle.describe()
     return described.run_id != handle.first_execution_run_id or False
@@ -371,7 +399,7 @@ async def test_each_pass_runs_in_one_workflow_task(harness: Harness) -> None:
 
     names = await eventually(local_activities, message="the first pass's markers")
     history = await handle.fetch_history()
-    assert patch_markers(history.events) == ["raycluster-patches-through-steady-timer"]
+    assert patch_markers(history.events) == ["raycluster-patches-through-settled-run"]
     assert names[:2] == ["read_raycluster", "apply_raycluster"], names
 
 
