@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from temporalio import activity, workflow
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
 from benchmarks.scale_stack import Child, memory_kib
@@ -79,14 +79,7 @@ async def measure(client: Client, count: int) -> float:
     queue = f"ceiling-{uuid.uuid4().hex[:8]}"
     async with Worker(client, task_queue=queue, workflows=[Lifecycle], activities=[step]):
         started = time.monotonic()
-        handles = await asyncio.gather(
-            *(
-                client.start_workflow(
-                    Lifecycle.run, id=f"{queue}-{i}", task_queue=queue, start_signal="nudge"
-                )
-                for i in range(count)
-            )
-        )
+        handles = await _start(client, queue, range(count), stay=False)
         await asyncio.gather(*(handle.result() for handle in handles))
         return count / (time.monotonic() - started)
 
@@ -117,15 +110,22 @@ async def memory_per_workflow(client: Client, address: str, count: int, log: Pat
 
 async def _open_lifecycles(client: Client, queue: str, indexes: range) -> None:
     """Start the lifecycles (staying open) and return once each has run its activities."""
-    handles = await asyncio.gather(
+    handles = await _start(client, queue, indexes, stay=True)
+    await asyncio.gather(*(handle.execute_update(Lifecycle.stepped) for handle in handles))
+
+
+async def _start(
+    client: Client, queue: str, indexes: range, stay: bool
+) -> list[WorkflowHandle[Lifecycle, None]]:
+    """Signal-with-start one lifecycle per index, as the bridge starts ours."""
+    return await asyncio.gather(
         *(
             client.start_workflow(
-                Lifecycle.run, True, id=f"{queue}-{i}", task_queue=queue, start_signal="nudge"
+                Lifecycle.run, stay, id=f"{queue}-{i}", task_queue=queue, start_signal="nudge"
             )
             for i in indexes
         )
     )
-    await asyncio.gather(*(handle.execute_update(Lifecycle.stepped) for handle in handles))
 
 
 async def _end(client: Client, workflow_id: str) -> None:
