@@ -87,7 +87,7 @@ class Signaller:
         try:
             handle = await self._client.start_workflow(
                 ref.kind,
-                messages.WorkflowInput(ref=ref),
+                messages.WorkflowInput(ref=ref, patches=messages.COVERING_PATCHES.get(ref.kind)),
                 id=ref.workflow_id,
                 task_queue=self._task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,

@@ -50,10 +50,22 @@ workflow's first pass upserts nothing (one action fewer) unless the state has mo
 RayJob's is the state its first pass writes (KubeRay's first step), not the empty one before."""
 
 
+COVERING_PATCHES = {
+    "RayCluster": "raycluster-patches-through-settled-run",
+    "RayJob": "rayjob-patches-through-steady-timer",
+}
+"""Each kind's newest covering patch (`workflows.patches`), for the kinds that have one. The
+bridge starts a workflow with it in the input, so the run follows every patch it stands for
+without recording its marker and `TemporalChangeVersion` upsert: an action and two events less
+per run."""
+
+
 class WorkflowInput(BaseModel):
-    """How every CR workflow starts: which object it manages."""
+    """How every CR workflow starts: which object it manages, and the patches it follows."""
 
     ref: ObjectRef
+    patches: str | None = None
+    """The covering patch the run follows (`COVERING_PATCHES`); None: its markers decide."""
 
 
 class SpecChanged(BaseModel):

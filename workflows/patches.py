@@ -8,6 +8,12 @@ a new run takes them all for one marker; a run recorded before it replays the in
 patches as it took them. A patch added later gets a newer covering patch that stands for it and
 every earlier one; coverings are checked newest first, so a run recorded under an older
 covering keeps replaying it.
+
+A run can also be told its covering in its start input (the bridge names its kind's newest,
+`messages.COVERING_PATCHES`, and a run continued as new the newest its worker knows): it then
+takes that covering's patches without a marker at all, since the input itself is recorded. A
+worker that does not know the covering named (one older than the bridge that started the run)
+fails the workflow task instead of guessing, so the run waits for a worker that knows it.
 """
 
 from __future__ import annotations
@@ -25,8 +31,27 @@ class Patches:
         self._coverings = coverings  # newest first
         self._covered: frozenset[str] | None = None
 
-    def start(self) -> None:
-        """Decide on the covering patch: the run's first step."""
+    @property
+    def newest(self) -> str:
+        """The newest covering patch: what a run this worker starts is told to follow."""
+        return self._coverings[0][0]
+
+    def start(self, given: str | None = None) -> None:
+        """Decide on the covering patch: the run's first step.
+
+        Args:
+            given: The covering the run's start input names; None for a run started without
+                one, which checks the coverings by their markers.
+
+        Raises:
+            UnknownPatches: `given` is none of this worker's coverings.
+        """
+        if given is not None:
+            covered = dict(self._coverings).get(given)
+            if covered is None:
+                raise UnknownPatches(given)
+            self._covered = covered
+            return
         self._covered = frozenset()
         for covering, covered in self._coverings:
             if workflow.patched(covering):
@@ -39,3 +64,18 @@ class Patches:
             self.start()
         assert self._covered is not None
         return patch_id in self._covered or workflow.patched(patch_id)
+
+
+class UnknownPatches(RuntimeError):
+    """A run's start input names a covering patch this worker does not know.
+
+    Not an `ApplicationError`: it fails the workflow task, not the workflow, so Temporal offers
+    the task again, to a worker that knows the covering once one polls.
+    """
+
+    def __init__(self, covering: str) -> None:
+        super().__init__(
+            f"the run was started to follow patch {covering!r}, which this worker does not "
+            "know: it is older than the bridge that started the run; a worker running the "
+            "same release as the bridge will take the run over"
+        )

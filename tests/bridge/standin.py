@@ -20,12 +20,13 @@ class Seen(BaseModel):
     signals: int = 0
     owned: int = 0
     gone: bool = False
+    patches: str | None = None
 
 
 class _StandIn:
     @workflow.init
     def __init__(self, params: messages.WorkflowInput) -> None:
-        self.seen = Seen()
+        self.seen = Seen(patches=params.patches)
 
     async def wait_until_gone(self) -> Seen:
         await workflow.wait_condition(lambda: self.seen.gone)

@@ -25,6 +25,7 @@ from devcluster.faults import Faults
 from tests.bridge.conftest import Stack
 from tests.bridge.standin import Seen
 from tests.eventually import eventually, when
+from workflows import messages
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -120,6 +121,9 @@ async def test_a_recreated_cr_gets_a_new_workflow_and_the_old_one_ends(stack: St
             lambda: when(_ids(stack, query), bool), message="listed as provisioning"
         )
         assert listed == [old_id]
+        # Started to follow its kind's newest patches: its first task records no patch marker.
+        started = await seen(stack, old_id)
+        assert started.patches == messages.COVERING_PATCHES["RayCluster"]
         await stack.kube.delete(kube.RAYCLUSTERS, namespace, "again")
         second = await stack.create_cluster("again", namespace)
         new_id = f"raycluster/{namespace}/again/{second['metadata']['uid']}"

@@ -15,6 +15,7 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
@@ -48,7 +49,7 @@ HISTORIES = Path(__file__).parent / "histories"
 Scenario = Callable[[Client], Awaitable[WorkflowHistory]]
 
 
-async def raycluster_lifecycle(client: Client) -> WorkflowHistory:
+async def raycluster_lifecycle(client: Client, patches: str | None = None) -> WorkflowHistory:
     """Create, become ready, scale up and down, suspend, resume, delete."""
     cluster = FakeCluster("lifecycle", dict(SPEC))
     queue = f"record-{uuid.uuid4()}"
@@ -61,7 +62,10 @@ async def raycluster_lifecycle(client: Client) -> WorkflowHistory:
         workflow_runner=strict_sandbox_runner(),
     ):
         handle = await client.start_workflow(
-            RayClusterWorkflow.run, RayClusterInput(ref=ref), id=ref.workflow_id, task_queue=queue
+            RayClusterWorkflow.run,
+            RayClusterInput(ref=ref, patches=patches),
+            id=ref.workflow_id,
+            task_queue=queue,
         )
 
         async def settle() -> None:
@@ -96,7 +100,7 @@ async def raycluster_lifecycle(client: Client) -> WorkflowHistory:
         return await handle.fetch_history()
 
 
-async def rayjob_lifecycle(client: Client) -> WorkflowHistory:
+async def rayjob_lifecycle(client: Client, patches: str | None = None) -> WorkflowHistory:
     """K8sJobMode: first attempt fails and is retried, second succeeds, cleanup, CR deleted."""
     from tests.workflows.rayjob.fake_world import FakeJobWorld
     from tests.workflows.rayjob.test_workflow import job_spec
@@ -112,7 +116,10 @@ async def rayjob_lifecycle(client: Client) -> WorkflowHistory:
         workflow_runner=strict_sandbox_runner(),
     ):
         handle = await client.start_workflow(
-            RayJobWorkflow.run, RayJobInput(ref=ref), id=ref.workflow_id, task_queue=queue
+            RayJobWorkflow.run,
+            RayJobInput(ref=ref, patches=patches),
+            id=ref.workflow_id,
+            task_queue=queue,
         )
         owned = messages.OwnedChanged(kinds=["RayCluster"])
         for attempt, outcome in enumerate((JobStatus.FAILED, JobStatus.SUCCEEDED), start=1):
@@ -233,6 +240,10 @@ SCENARIOS = {
     # And once a long run with nothing under way went on in a new run
     # (`raycluster-settled-new-run`, under `raycluster-patches-through-settled-run`).
     "raycluster_lifecycle_settled_run": raycluster_lifecycle,
+    # And once started, as the bridge starts it, to follow those patches without a marker.
+    "raycluster_lifecycle_input_patches": partial(
+        raycluster_lifecycle, patches=messages.COVERING_PATCHES["RayCluster"]
+    ),
     "rayjob_lifecycle": rayjob_lifecycle,
     # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-
     # running`); the first keeps the path of workflows started before.
@@ -243,6 +254,10 @@ SCENARIOS = {
     "rayjob_lifecycle_one_marker": rayjob_lifecycle,
     # And once a wait kept the running timer (`rayjob-steady-resync-timer`).
     "rayjob_lifecycle_steady_timer": rayjob_lifecycle,
+    # And once started, as the bridge starts it, to follow those patches without a marker.
+    "rayjob_lifecycle_input_patches": partial(
+        rayjob_lifecycle, patches=messages.COVERING_PATCHES["RayJob"]
+    ),
     "rayservice_lifecycle": rayservice_lifecycle,
 }
 

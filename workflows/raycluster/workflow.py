@@ -51,8 +51,9 @@ STEADY_TIMER_PATCH = "raycluster-steady-resync-timer"
 """A wait keeps the running resync timer when it fires soon enough (`resync`)."""
 SETTLED_RUN_PATCH = "raycluster-settled-new-run"
 """A long run with nothing under way continues as new (`CrWorkflow._should_continue_as_new`)."""
-ALL_SETTLED_PATCH = "raycluster-patches-through-settled-run"
-"""Stands for the four patches above: a new run records one marker (`patches`)."""
+ALL_SETTLED_PATCH = messages.COVERING_PATCHES["RayCluster"]
+"""Stands for the four patches above: a run started with it in its input records
+no marker, one started without it one (`patches`)."""
 ALL_PATCH = "raycluster-patches-through-steady-timer"
 """Stood for the first three until the settled run; its runs still replay."""
 LOCAL_WRITES_ALL_PATCH = "raycluster-patches-through-local-writes"
@@ -106,7 +107,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
     @workflow.run
     async def run(self, params: RayClusterInput) -> str:
         """Reconcile until the CR is gone; returns a one-line epitaph."""
-        self._patches.start()
+        self._patches.start(params.patches)
         while True:
             await self._wait_for_work()
             if self._state.gone:
@@ -122,6 +123,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
                     RayClusterInput(
                         ref=self._ref,
                         state=self._state,
+                        patches=self._patches.newest,
                         max_history_events=self._max_history,
                         settled_history_events=self._settled_history,
                     )

@@ -77,6 +77,8 @@ class RayJobInput(BaseModel):
     """Start (or continue-as-new) input of the RayJob workflow."""
 
     ref: ObjectRef
+    patches: str | None = None
+    """The covering patch the run follows (`messages.WorkflowInput`); None: its markers decide."""
     state: RayJobState | None = None
     max_history_events: int | None = None
     """Continue-as-new once the history is this long, even before Temporal suggests it."""

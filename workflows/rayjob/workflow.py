@@ -80,8 +80,9 @@ LOCAL_CALLS_COVERED = frozenset(
         LOCAL_PATCH,
     }
 )
-ALL_PATCH = "rayjob-patches-through-steady-timer"
-"""Stands for every patch above: a new run records one marker (`patches`)."""
+ALL_PATCH = messages.COVERING_PATCHES["RayJob"]
+"""Stands for every patch above: a run started with it in its input records
+no marker, one started without it one (`patches`)."""
 COVERED = LOCAL_CALLS_COVERED | {STEADY_TIMER_PATCH}
 
 
@@ -123,7 +124,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
     @workflow.run
     async def run(self, params: RayJobInput) -> str:
         """Drive the RayJob until the CR is gone; returns a one-line epitaph."""
-        self._patches.start()
+        self._patches.start(params.patches)
         while True:
             await self._wait_for_work()
             if self._state.gone:
@@ -137,7 +138,10 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
                     RayJobInput(
-                        ref=self._ref, state=self._state, max_history_events=self._max_history
+                        ref=self._ref,
+                        state=self._state,
+                        max_history_events=self._max_history,
+                        patches=self._patches.newest,
                     )
                 )
         await workflow.wait_condition(workflow.all_handlers_finished)

@@ -240,6 +240,9 @@ async def test_a_long_settled_run_goes_on_in_a_new_run(harness: Harness) -> None
     progress = await harness.progress()
     assert progress.state == "ready" and len(cluster.created) == 3
     assert progress.last_decisions and (await handle.describe()).run_id == second
+    # The new run is told its worker's newest patches in its input: no marker for them.
+    new_run = harness.env.client.get_workflow_handle(handle.id, run_id=second)
+    assert patch_markers((await new_run.fetch_history()).events) == []
 
 
 def _history_length(described: WorkflowExecutionDescription) -> int:
@@ -401,6 +404,44 @@ async def test_each_pass_runs_in_one_workflow_task(harness: Harness) -> None:
     history = await handle.fetch_history()
     assert patch_markers(history.events) == ["raycluster-patches-through-settled-run"]
     assert names[:2] == ["read_raycluster", "apply_raycluster"], names
+
+
+async def test_a_run_started_with_its_covering_patch_records_no_marker(harness: Harness) -> None:
+    """Told its kind's newest covering patch in the input (as the bridge starts it), a run
+    follows every patch it stands for (local calls) without a marker or an upsert for it."""
+    cluster = harness.cluster
+    handle = await harness.start(patches=messages.COVERING_PATCHES["RayCluster"])
+    await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
+    history = await eventually(
+        lambda: when(handle.fetch_history(), lambda h: activity_calls(h.events)[1]),
+        message="the first pass's markers",
+    )
+    scheduled, local = activity_calls(history.events)
+    assert scheduled == [] and local[:2] == ["read_raycluster", "apply_raycluster"], local
+    assert patch_markers(history.events) == []
+    upserts = [
+        e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        for e in history.events
+        if e.HasField("upsert_workflow_search_attributes_event_attributes")
+    ]
+    assert not any("TemporalChangeVersion" in fields for fields in upserts), upserts
+
+
+async def test_a_run_started_with_an_unknown_covering_patch_waits_for_a_worker_that_knows_it(
+    harness: Harness,
+) -> None:
+    """A bridge newer than the worker: the worker fails the workflow task (Temporal offers it
+    again) instead of guessing at behaviour it does not have, and acts on nothing."""
+    handle = await harness.start(patches="raycluster-patches-through-a-later-release")
+    assert await eventually(harness.task_failures, message="a failed workflow task") >= 1
+    failures = [
+        e.workflow_task_failed_event_attributes.failure.message
+        async for e in handle.fetch_history_events()
+        if e.HasField("workflow_task_failed_event_attributes")
+    ]
+    assert "raycluster-patches-through-a-later-release" in failures[0]
+    assert "does not know" in failures[0]
+    assert harness.cluster.created == []
 
 
 async def test_passes_share_one_resync_timer_that_is_never_late(

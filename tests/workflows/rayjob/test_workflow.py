@@ -139,12 +139,15 @@ async def test_success_in_each_mode(harness: Harness, mode: str) -> None:
     assert progress.state == "Complete"
 
 
-async def test_only_the_wait_on_ray_is_dispatched(harness: Harness) -> None:
+@pytest.mark.parametrize("started_with", [None, messages.COVERING_PATCHES["RayJob"]])
+async def test_only_the_wait_on_ray_is_dispatched(
+    harness: Harness, started_with: str | None
+) -> None:
     """Kubernetes calls, the submission and a single question to Ray run as local activities
     in the workflow task that decides them; only the long wait on Ray is a scheduled one."""
     world = harness.world
     world.spec = job_spec(submissionMode="HTTPMode", shutdownAfterJobFinishes=True)
-    await harness.start()
+    await harness.start(patches=started_with)
     await harness.ready_and_running()
     await harness.env.sleep(TICK)  # submitted, and waiting on Ray
     await harness.finish()
@@ -161,9 +164,11 @@ async def test_only_the_wait_on_ray_is_dispatched(harness: Harness) -> None:
 
     scheduled, _ = await eventually(calls, message="the deletion's marker")
     assert set(scheduled) <= {"wait_ray_job"}, scheduled
-    # One patch marker stands for all the patches a new run takes (`workflows.patches`).
+    # One patch marker stands for all the patches a new run takes (`workflows.patches`); none
+    # when the input names them, as the bridge's does.
     history = await handle.fetch_history()
-    assert patch_markers(history.events) == ["rayjob-patches-through-steady-timer"]
+    markers = [] if started_with else ["rayjob-patches-through-steady-timer"]
+    assert patch_markers(history.events) == markers
 
 
 async def test_a_finished_rayjob_costs_nothing_while_it_is_kept(harness: Harness) -> None:
