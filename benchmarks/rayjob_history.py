@@ -92,7 +92,10 @@ async def lifecycle(env: WorkflowEnvironment, seconds: float) -> Counter[str]:
         workflow_runner=build_workflow_runner(),
     ):
         handle: WorkflowHandle[RayJobWorkflow, str] = await env.client.start_workflow(
-            RayJobWorkflow.run, RayJobInput(ref=ref), id=ref.workflow_id, task_queue=queue
+            RayJobWorkflow.run,
+            RayJobInput(ref=ref, patches=messages.COVERING_PATCHES["RayJob"]),  # as the bridge
+            id=ref.workflow_id,
+            task_queue=queue,
         )
         nudge = messages.OwnedChanged(kinds=["RayCluster"])
         await eventually(lambda: world.live_clusters(), message="a RayCluster")
