@@ -76,6 +76,6 @@ class UnknownPatches(RuntimeError):
     def __init__(self, covering: str) -> None:
         super().__init__(
             f"the run was started to follow patch {covering!r}, which this worker does not "
-            "know: it is older than the bridge that started the run; a worker running the "
-            "same release as the bridge will take the run over"
+            "know: it is older than the bridge (or the worker continuing a run as new) that "
+            "started the run; a worker of that release will take the run over"
         )
