@@ -12,8 +12,8 @@ covering keeps replaying it.
 A run can also be told its covering in its start input (the bridge names its kind's newest,
 `messages.COVERING_PATCHES`, and a run continued as new the newest its worker knows): it then
 takes that covering's patches without a marker at all, since the input itself is recorded. A
-worker that does not know the covering named (one older than the bridge that started the run)
-fails the workflow task instead of guessing, so the run waits for a worker that knows it.
+worker that does not know the covering named (one older than the bridge or worker that started
+the run) fails the workflow task instead of guessing, so the run waits for a worker that knows it.
 """
 
 from __future__ import annotations
@@ -27,8 +27,16 @@ Covering = tuple[str, frozenset[str]]
 class Patches:
     """The patched behaviours one workflow run follows."""
 
-    def __init__(self, *coverings: Covering) -> None:
-        self._coverings = coverings  # newest first
+    def __init__(self, *coverings: Covering, given: str | None = None) -> None:
+        """The run's patches: which coverings there are, and which its input names.
+
+        Args:
+            coverings: The kind's covering patches, newest first.
+            given: The covering the run's start input names; None for a run started without
+                one, which checks the coverings by their markers.
+        """
+        self._coverings = coverings
+        self._given = given
         self._covered: frozenset[str] | None = None
 
     @property
@@ -36,20 +44,16 @@ class Patches:
         """The newest covering patch: what a run this worker starts is told to follow."""
         return self._coverings[0][0]
 
-    def start(self, given: str | None = None) -> None:
+    def start(self) -> None:
         """Decide on the covering patch: the run's first step.
 
-        Args:
-            given: The covering the run's start input names; None for a run started without
-                one, which checks the coverings by their markers.
-
         Raises:
-            UnknownPatches: `given` is none of this worker's coverings.
+            UnknownPatches: the covering `given` is none of this worker's.
         """
-        if given is not None:
-            covered = dict(self._coverings).get(given)
+        if self._given is not None:
+            covered = dict(self._coverings).get(self._given)
             if covered is None:
-                raise UnknownPatches(given)
+                raise UnknownPatches(self._given)
             self._covered = covered
             return
         self._covered = frozenset()

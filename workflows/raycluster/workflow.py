@@ -79,6 +79,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             (ALL_SETTLED_PATCH, older | {SETTLED_RUN_PATCH}),
             (ALL_PATCH, older),
             (LOCAL_WRITES_ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH})),
+            given=params.patches,
         )
         self._resync = ResyncTimer()
 
@@ -107,7 +108,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
     @workflow.run
     async def run(self, params: RayClusterInput) -> str:
         """Reconcile until the CR is gone; returns a one-line epitaph."""
-        self._patches.start(params.patches)
+        self._patches.start()
         while True:
             await self._wait_for_work()
             if self._state.gone:

@@ -95,7 +95,11 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._ref = params.ref
         self._state = params.state or RayJobState()
         self._max_history = params.max_history_events
-        self._patches = Patches((ALL_PATCH, COVERED), (LOCAL_CALLS_ALL_PATCH, LOCAL_CALLS_COVERED))
+        self._patches = Patches(
+            (ALL_PATCH, COVERED),
+            (LOCAL_CALLS_ALL_PATCH, LOCAL_CALLS_COVERED),
+            given=params.patches,
+        )
         self._resync = ResyncTimer()
         self._apply = Applier(self._ref, self._state, self._patches)
         self._nudged = False
@@ -124,7 +128,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
     @workflow.run
     async def run(self, params: RayJobInput) -> str:
         """Drive the RayJob until the CR is gone; returns a one-line epitaph."""
-        self._patches.start(params.patches)
+        self._patches.start()
         while True:
             await self._wait_for_work()
             if self._state.gone:
