@@ -51,8 +51,8 @@ RayJob's is the state its first pass writes (KubeRay's first step), not the empt
 
 
 COVERING_PATCHES = {
-    "RayCluster": "raycluster-patches-through-settled-run",
-    "RayJob": "rayjob-patches-through-steady-timer",
+    "RayCluster": "raycluster-patches-through-early-timer",
+    "RayJob": "rayjob-patches-through-early-timer",
 }
 """Each kind's newest covering patch (`workflows.patches`), for the kinds that have one. The
 bridge starts a workflow with it in the input, so the run follows every patch it stands for

@@ -242,6 +242,11 @@ SCENARIOS = {
     "raycluster_lifecycle_settled_run": raycluster_lifecycle,
     # And once started, as the bridge starts it, to follow those patches without a marker.
     "raycluster_lifecycle_input_patches": partial(
+        raycluster_lifecycle, patches="raycluster-patches-through-settled-run"
+    ),
+    # And once a wait replaced a timer that would bring a pass with nothing due
+    # (`raycluster-resync-replaces-an-early-timer`).
+    "raycluster_lifecycle_early_timer": partial(
         raycluster_lifecycle, patches=messages.COVERING_PATCHES["RayCluster"]
     ),
     "rayjob_lifecycle": rayjob_lifecycle,
@@ -256,6 +261,11 @@ SCENARIOS = {
     "rayjob_lifecycle_steady_timer": rayjob_lifecycle,
     # And once started, as the bridge starts it, to follow those patches without a marker.
     "rayjob_lifecycle_input_patches": partial(
+        rayjob_lifecycle, patches="rayjob-patches-through-steady-timer"
+    ),
+    # And once a wait replaced a timer that would bring a pass with nothing due
+    # (`rayjob-resync-replaces-an-early-timer`).
+    "rayjob_lifecycle_early_timer": partial(
         rayjob_lifecycle, patches=messages.COVERING_PATCHES["RayJob"]
     ),
     "rayservice_lifecycle": rayservice_lifecycle,

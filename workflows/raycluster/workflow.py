@@ -51,9 +51,13 @@ STEADY_TIMER_PATCH = "raycluster-steady-resync-timer"
 """A wait keeps the running resync timer when it fires soon enough (`resync`)."""
 SETTLED_RUN_PATCH = "raycluster-settled-new-run"
 """A long run with nothing under way continues as new (`CrWorkflow._should_continue_as_new`)."""
-ALL_SETTLED_PATCH = messages.COVERING_PATCHES["RayCluster"]
-"""Stands for the four patches above: a run started with it in its input records
+REFIT_PATCH = "raycluster-resync-replaces-an-early-timer"
+"""A wait replaces a running timer that would only bring a pass with nothing due (`resync`)."""
+ALL_REFIT_PATCH = messages.COVERING_PATCHES["RayCluster"]
+"""Stands for the five patches above: a run started with it in its input records
 no marker, one started without it one (`patches`)."""
+ALL_SETTLED_PATCH = "raycluster-patches-through-settled-run"
+"""Stood for the first four until the early timer's; its runs still replay."""
 ALL_PATCH = "raycluster-patches-through-steady-timer"
 """Stood for the first three until the settled run; its runs still replay."""
 LOCAL_WRITES_ALL_PATCH = "raycluster-patches-through-local-writes"
@@ -76,6 +80,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._settled_history = params.settled_history_events
         older = frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH, STEADY_TIMER_PATCH})
         self._patches = Patches(
+            (ALL_REFIT_PATCH, older | {SETTLED_RUN_PATCH, REFIT_PATCH}),
             (ALL_SETTLED_PATCH, older | {SETTLED_RUN_PATCH}),
             (ALL_PATCH, older),
             (LOCAL_WRITES_ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH})),
@@ -152,6 +157,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
                     workflow.now() + timeout,
                     summary,
                     lambda: self._state.dirty or self._state.gone,
+                    refit=self._patches.on(REFIT_PATCH),
                 )
         else:
             with contextlib.suppress(TimeoutError):  # a resync: the pass is due anyway

@@ -80,10 +80,15 @@ LOCAL_CALLS_COVERED = frozenset(
         LOCAL_PATCH,
     }
 )
+REFIT_PATCH = "rayjob-resync-replaces-an-early-timer"
+"""A wait replaces a running timer that would only bring a pass with nothing due (`resync`)."""
+STEADY_TIMER_ALL_PATCH = "rayjob-patches-through-steady-timer"
+"""Stood for every patch above until the early timer's; its runs still replay."""
+STEADY_TIMER_COVERED = LOCAL_CALLS_COVERED | {STEADY_TIMER_PATCH}
 ALL_PATCH = messages.COVERING_PATCHES["RayJob"]
 """Stands for every patch above: a run started with it in its input records
 no marker, one started without it one (`patches`)."""
-COVERED = LOCAL_CALLS_COVERED | {STEADY_TIMER_PATCH}
+COVERED = STEADY_TIMER_COVERED | {REFIT_PATCH}
 
 
 @workflow.defn(name="RayJob")
@@ -97,6 +102,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._max_history = params.max_history_events
         self._patches = Patches(
             (ALL_PATCH, COVERED),
+            (STEADY_TIMER_ALL_PATCH, STEADY_TIMER_COVERED),
             (LOCAL_CALLS_ALL_PATCH, LOCAL_CALLS_COVERED),
             given=params.patches,
         )
@@ -166,7 +172,10 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         elif not state.dirty and wake > now:
             summary = f"waiting for {state.waiting or 'a change'}"
             if self._patches.on(STEADY_TIMER_PATCH):
-                await self._resync.wait(wake, summary, lambda: state.dirty or state.gone)
+                refit = self._patches.on(REFIT_PATCH)
+                await self._resync.wait(
+                    wake, summary, lambda: state.dirty or state.gone, refit=refit
+                )
             else:
                 with contextlib.suppress(asyncio.TimeoutError):  # a timer: the pass is due anyway
                     await workflow.wait_condition(

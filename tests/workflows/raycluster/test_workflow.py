@@ -221,9 +221,9 @@ async def test_continue_as_new_keeps_state(harness: Harness) -> None:
 async def test_a_long_settled_run_goes_on_in_a_new_run(harness: Harness) -> None:
     """A ready cluster's run continues as new past `settled_history_events`; a busy one does not."""
     cluster = harness.cluster
+    cluster.fail_creates = True
     handle = await harness.start(settled_history_events=25)
-    await eventually(lambda: len(cluster.live()) == 3)
-    # Waiting for pods: passes pile up history, but the run is not settled.
+    # Its pods refused, retrying: passes pile up history, but the run is not settled.
     for _ in range(6):
         await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
     described = await eventually(
@@ -231,6 +231,9 @@ async def test_a_long_settled_run_goes_on_in_a_new_run(harness: Harness) -> None
     )
     assert described.run_id == handle.first_execution_run_id
     assert not await _continued(handle)
+    cluster.fail_creates = False
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged())
+    await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
     await harness.pods_settle()
     await eventually(lambda: cluster.status and cluster.status.state == "ready", message="ready")
     assert await eventually(lambda: _continued(handle), message="a new run once ready")
@@ -402,7 +405,7 @@ async def test_each_pass_runs_in_one_workflow_task(harness: Harness) -> None:
 
     names = await eventually(local_activities, message="the first pass's markers")
     history = await handle.fetch_history()
-    assert patch_markers(history.events) == ["raycluster-patches-through-settled-run"]
+    assert patch_markers(history.events) == [messages.COVERING_PATCHES["RayCluster"]]
     assert names[:2] == ["read_raycluster", "apply_raycluster"], names
 
 
@@ -447,7 +450,10 @@ async def test_a_run_started_with_an_unknown_covering_patch_waits_for_a_worker_t
 async def test_passes_share_one_resync_timer_that_is_never_late(
     harness: Harness, env: WorkflowEnvironment
 ) -> None:
-    """A wait keeps the running timer while it fires soon enough: not a timer per pass."""
+    """A wait keeps the running timer while it fires soon enough: not a timer per pass. Once
+    the cluster is ready, the pod resync still running is replaced by the long one at once:
+    left running, it fired 15 s later for a pass with nothing to do. The long one is kept by a
+    pass a while later too (replaced, it would cost a timer per pass)."""
     cluster = harness.cluster
     handle = await harness.start()
     await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
@@ -455,17 +461,34 @@ async def test_passes_share_one_resync_timer_that_is_never_late(
         await harness.pods_settle()
     await eventually(lambda: cluster.status and cluster.status.state == "ready", message="ready")
 
-    async def timers() -> list[str]:
+    async def timers() -> dict[str, list[str]]:
         events = (await handle.fetch_history()).events
-        return [e.user_metadata.summary.data.decode() for e in events if e.HasField(_STARTED)]
+        seen: dict[str, list[str]] = {}
+        for e in events:
+            if e.HasField(_STARTED):
+                seen.setdefault("started", []).append(e.user_metadata.summary.data.decode())
+            elif e.HasField("timer_fired_event_attributes"):
+                seen.setdefault("fired", []).append("")
+            elif e.HasField("timer_canceled_event_attributes"):
+                seen.setdefault("canceled", []).append("")
+        return seen
 
-    (first,) = await timers()
-    assert "waiting for pods (resync after 15s)" in first  # armed by the first pass, kept
-    passes = (await harness.progress()).last_decisions
-    await env.sleep(timedelta(seconds=16))  # it fires: a resync pass, then the long timer
-    later = await eventually(lambda: when(timers(), lambda t: len(t) == 2), message="re-armed")
-    assert "waiting for a change (resync after 300s)" in later[1]
-    assert (await harness.progress()).last_decisions == passes  # a resync acts on nothing new
+    seen = await eventually(lambda: when(timers(), lambda t: len(t.get("started", [])) == 2))
+    first, second = seen["started"]
+    assert "waiting for pods (resync after 15s)" in first  # armed by the first pass
+    assert "waiting for a change (resync after 300s)" in second  # kept by the later passes
+    assert len(seen["canceled"]) == 1 and "fired" not in seen, seen
+    await env.sleep(timedelta(seconds=70))  # past the pod resync: no pass, no timer
+    assert await timers() == seen
+    reads = await _reads(handle)
+    await harness.pods_settle()  # a pass 70 s into the 300 s wait: the timer is kept
+    await eventually(lambda: when(_reads(handle), lambda n: n > reads), message="the pass")
+    assert await timers() == seen
+
+
+async def _reads(handle: WorkflowHandle[Any, Any]) -> int:
+    _, local = activity_calls((await handle.fetch_history()).events)
+    return local.count("read_raycluster")
 
 
 _STARTED = "timer_started_event_attributes"

@@ -167,7 +167,7 @@ async def test_only_the_wait_on_ray_is_dispatched(
     # One patch marker stands for all the patches a new run takes (`workflows.patches`); none
     # when the input names them, as the bridge's does.
     history = await handle.fetch_history()
-    markers = [] if started_with else ["rayjob-patches-through-steady-timer"]
+    markers = [] if started_with else [messages.COVERING_PATCHES["RayJob"]]
     assert patch_markers(history.events) == markers
 
 
