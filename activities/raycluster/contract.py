@@ -134,6 +134,10 @@ class ApplyClusterResult(BaseModel):
     created: list[str] = Field(default_factory=list)
     deleted: list[str] = Field(default_factory=list)
     failure: ReplicaFailure | None = None
+    created_pods: list[PodView] = Field(default_factory=list)
+    """The created pods as the API server returned them (none in histories before it)."""
+    pods_version: int = 0
+    """The newest resourceVersion among them: a later read sees pods at least this new."""
 
 
 class WriteStatusInput(BaseModel):

@@ -18,12 +18,12 @@ from temporalio import activity
 from activities import builders, events
 from activities.builders.network_policies import is_controlled_by
 from activities.builders.tls import is_tls_enabled
-from activities.contract import ReplicaFailure, Written
+from activities.contract import ReplicaFailure, Written, summarize_pod
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeRejected
 from activities.kube.informer import Informer
-from activities.kube.recent import patch_version, replace_status
+from activities.kube.recent import patch_version, replace_status, version_of
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
@@ -220,7 +220,7 @@ class ClusterActivities:
         for creation in params.creations:
             pod = self._build(cluster, creation)
             try:
-                _, created = await self._kube.create_or_get(kube.PODS, cluster.namespace, pod)
+                stored, created = await self._kube.create_or_get(kube.PODS, cluster.namespace, pod)
             except KubeRejected as err:
                 head = creation.head
                 reason = Reason.FAILED_CREATE_HEAD_POD if head else Reason.FAILED_CREATE_WORKER_POD
@@ -231,6 +231,8 @@ class ClusterActivities:
                 await self._event(cluster, EventType.WARNING, kind, message, creation.name)
                 return
             result.created.append(creation.name)
+            result.created_pods.append(summarize_pod(stored))
+            result.pods_version = max(result.pods_version, version_of(stored))
             if created:
                 kind = "CreatedHeadPod" if creation.head else "CreatedWorkerPod"
                 role = "head" if creation.head else "worker"

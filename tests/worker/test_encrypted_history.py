@@ -312,6 +312,9 @@ async def test_turning_encryption_on_keeps_a_running_workflow_going(
     )
     async with worker(encrypted):
         cluster.make_ready()
+        # As the bridge tells of the pods' change, through a client that encrypts too.
+        pods_changed = messages.OwnedChanged(kinds=["Pod"])
+        await encrypted.get_workflow_handle(handle.id).signal(messages.OWNED_CHANGED, pods_changed)
 
         async def ready() -> bool:
             progress = await encrypted.get_workflow_handle(handle.id).query(

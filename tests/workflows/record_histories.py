@@ -247,6 +247,11 @@ SCENARIOS = {
     # And once a wait replaced a timer that would bring a pass with nothing due
     # (`raycluster-resync-replaces-an-early-timer`).
     "raycluster_lifecycle_early_timer": partial(
+        raycluster_lifecycle, patches="raycluster-patches-through-early-timer"
+    ),
+    # And once the pass creating pods counted them in its status
+    # (`raycluster-status-counts-created-pods`).
+    "raycluster_lifecycle_created_pods": partial(
         raycluster_lifecycle, patches=messages.COVERING_PATCHES["RayCluster"]
     ),
     "rayjob_lifecycle": rayjob_lifecycle,

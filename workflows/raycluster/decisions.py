@@ -243,7 +243,7 @@ def _scale_single_host(
             plan.creations.append(
                 PodCreation(name=new_name(prefix), group=group.group_name, replica_index=index)
             )
-        plan.waiting.append(f"group {group.group_name}: creating {diff} worker pod(s)")
+        plan.creating.append(f"group {group.group_name}: creating {diff} worker pod(s)")
     elif diff < 0 and not _autoscaled(spec):
         # With the autoscaler on, only workersToDelete removes pods (the autoscaler chooses).
         for pod in running[:-diff]:

@@ -19,9 +19,12 @@ def invalid_reason(violations: list[str]) -> str:
     return "InvalidRayClusterSpec"
 
 
-def waiting_for(plan: PodPlan, phase: SuspendPhase) -> list[str]:
-    """What the cluster waits for after this plan, the stopping reason first."""
-    waiting = list(plan.waiting)
+def waiting_for(plan: PodPlan, phase: SuspendPhase, creations_seen: bool = False) -> list[str]:
+    """What the cluster waits for after this plan, the stopping reason first.
+
+    `creations_seen`: the pass counted the pods it created, so they are not waited for.
+    """
+    waiting = list(plan.waiting) + ([] if creations_seen else plan.creating)
     if plan.stopped:
         waiting.insert(0, plan.stopped)
     if phase == SuspendPhase.SUSPENDING:

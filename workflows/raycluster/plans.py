@@ -33,6 +33,8 @@ class PodPlan(BaseModel):
     """Why the pass stopped early (KubeRay returns an error at the same points)."""
     waiting: list[str] = Field(default_factory=list)
     """Human notes on what the cluster is waiting for, for the workflow's current details."""
+    creating: list[str] = Field(default_factory=list)
+    """Notes on the pods the plan creates: waited for too until a pass has seen them."""
 
     @property
     def empty(self) -> bool:

@@ -53,6 +53,12 @@ class StatusInputs(BaseModel):
     failure: ReplicaFailure | None = None
 
 
+def with_created(pods: list[PodView], created: list[PodView]) -> list[PodView]:
+    """The pods a pass read, and those it created since (as the API server returned them)."""
+    read = {p.name for p in pods}
+    return pods + [p for p in created if p.name not in read]
+
+
 def all_running_and_ready(pods: list[PodView]) -> bool:
     """KubeRay's CheckAllPodsRunning: at least one pod, every pod Running and Ready."""
     return bool(pods) and all(p.phase == PodPhase.RUNNING and p.ready for p in pods)

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         compute_status,
         status_changed,
         suspend_phase,
+        with_created,
     )
     from workflows.resync import ResyncTimer
 
@@ -53,9 +54,14 @@ SETTLED_RUN_PATCH = "raycluster-settled-new-run"
 """A long run with nothing under way continues as new (`CrWorkflow._should_continue_as_new`)."""
 REFIT_PATCH = "raycluster-resync-replaces-an-early-timer"
 """A wait replaces a running timer that would only bring a pass with nothing due (`resync`)."""
-ALL_REFIT_PATCH = messages.COVERING_PATCHES["RayCluster"]
-"""Stands for the five patches above: a run started with it in its input records
+CREATED_PODS_PATCH = "raycluster-status-counts-created-pods"
+"""The pass that creates pods counts them in the status it writes, and does not look again
+soon for them: news of them wakes the next pass."""
+ALL_CREATED_PODS_PATCH = messages.COVERING_PATCHES["RayCluster"]
+"""Stands for the six patches above: a run started with it in its input records
 no marker, one started without it one (`patches`)."""
+ALL_REFIT_PATCH = "raycluster-patches-through-early-timer"
+"""Stood for the first five until the created pods'; its runs still replay."""
 ALL_SETTLED_PATCH = "raycluster-patches-through-settled-run"
 """Stood for the first four until the early timer's; its runs still replay."""
 ALL_PATCH = "raycluster-patches-through-steady-timer"
@@ -80,6 +86,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._settled_history = params.settled_history_events
         older = frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH, STEADY_TIMER_PATCH})
         self._patches = Patches(
+            (ALL_CREATED_PODS_PATCH, older | {SETTLED_RUN_PATCH, REFIT_PATCH, CREATED_PODS_PATCH}),
             (ALL_REFIT_PATCH, older | {SETTLED_RUN_PATCH, REFIT_PATCH}),
             (ALL_SETTLED_PATCH, older | {SETTLED_RUN_PATCH}),
             (ALL_PATCH, older),
@@ -277,12 +284,18 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         result = await self._apply(plan, snap)
         if result.stale:
             return  # the spec changed under us; the next pass re-reads it
+        pods = snap.pods
+        # As KubeRay's next reconcile, which their creation wakes at once, counts them.
+        counted = bool(result.created) and self._patches.on(CREATED_PODS_PATCH)
+        if counted:
+            pods = with_created(pods, result.created_pods)
+            state.pods_as_of = max(state.pods_as_of, result.pods_version)
         status = compute_status(
             StatusInputs(
                 spec=spec,
                 generation=state.generation,
                 previous=previous,
-                pods=snap.pods,
+                pods=pods,
                 head_service=snap.head_service,
                 suspend_phase=phase,
                 resources=snap.resources,
@@ -300,11 +313,11 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             )
             self._wrote(written)
         state.status = status
-        waiting = narration.waiting_for(plan, phase)
-        if result.created and not waiting:
-            # The bridge does not signal a pod's creation, and a pod no scheduler takes never
-            # changes: look again soon, so its name reaches the status (KubeRay's pod watch
-            # writes it at once).
+        waiting = narration.waiting_for(plan, phase, creations_seen=counted)
+        if result.created and not waiting and not counted:
+            # Runs before `CREATED_PODS_PATCH`: the bridge does not signal a pod's creation,
+            # and a pod no scheduler takes never changes, so they looked again soon for its
+            # name to reach the status (KubeRay's pod watch writes it at once).
             waiting.append(f"{len(result.created)} created pod(s) to be seen")
         state.failed_passes = state.failed_passes + 1 if result.failure else 0
         if result.failure:

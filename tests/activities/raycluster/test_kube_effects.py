@@ -107,6 +107,12 @@ async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) 
     again = await run(acts.apply, plan)  # a retried activity
     assert first.created == again.created == [c.name for c in plan.creations]
     pods = await client.list_all(kube.PODS, "default", f"ray.io/cluster={ref.name}")
+    # The created pods as stored, for the pass's status, and the version a later read awaits.
+    views = {v.name: v for v in first.created_pods}
+    assert views == {v.name: v for v in again.created_pods}
+    assert sorted(v.node_type for v in views.values()) == ["head", "worker"]
+    versions = [int(p["metadata"]["resourceVersion"]) for p in pods]
+    assert first.pods_version == again.pods_version == max(versions)
     assert sorted(p["metadata"]["labels"]["ray.io/node-type"] for p in pods) == ["head", "worker"]
     owners = {o["uid"] for p in pods for o in p["metadata"]["ownerReferences"]}
     assert owners == {ref.uid}

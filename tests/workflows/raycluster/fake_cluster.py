@@ -191,6 +191,7 @@ class FakeCluster:
             )
             self.created.append(creation.name)
             result.created.append(creation.name)
+            result.created_pods.append(self.pods[creation.name])
         return result
 
     def read_hash(self) -> str:

@@ -50,6 +50,12 @@ def test_waiting_names_the_stop_first_and_the_suspension_last() -> None:
     assert narration.waiting_for(PodPlan(), SuspendPhase.NONE) == []
 
 
+def test_pods_being_created_are_waited_for_until_a_pass_counted_them() -> None:
+    plan = PodPlan(waiting=["head: waiting for earlier pod changes"], creating=["group g: 2"])
+    assert narration.waiting_for(plan, SuspendPhase.NONE) == [*plan.waiting, *plan.creating]
+    assert narration.waiting_for(plan, SuspendPhase.NONE, creations_seen=True) == plan.waiting
+
+
 def test_describe_plan() -> None:
     assert narration.describe_plan(PLAN) == "delete 2 pod(s); create 1 pod(s)"
     assert narration.describe_plan(PodPlan(delete_all_reason="suspended")) == (

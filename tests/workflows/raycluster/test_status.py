@@ -23,6 +23,7 @@ from workflows.raycluster.status import (
     StatusInputs,
     compute_status,
     status_changed,
+    with_created,
 )
 
 from .helpers import head, spec, worker
@@ -183,3 +184,10 @@ def test_transition_time_survives_an_unchanged_condition() -> None:
     again = compute_status(inputs(READY, previous=first), T1)
     found = find_condition(again.conditions, Cond.HEAD_POD_READY)
     assert found is not None and found.last_transition_time == T0
+
+
+def test_a_pass_counts_the_pods_it_created_beside_those_it_read() -> None:
+    """A create answered with a pod the read already had (a retried apply) is not doubled."""
+    read = [head(), worker("w-1")]
+    created = [worker("w-1", phase="Pending"), worker("w-2", phase="Pending")]
+    assert with_created(read, created) == [*read, created[1]]

@@ -451,7 +451,7 @@ async def test_passes_share_one_resync_timer_that_is_never_late(
     harness: Harness, env: WorkflowEnvironment
 ) -> None:
     """A wait keeps the running timer while it fires soon enough: not a timer per pass. Once
-    the cluster is ready, the pod resync still running is replaced by the long one at once:
+    nothing is awaited, a short resync still running is replaced by the long one at once:
     left running, it fired 15 s later for a pass with nothing to do. The long one is kept by a
     pass a while later too (replaced, it would cost a timer per pass)."""
     cluster = harness.cluster
@@ -460,6 +460,10 @@ async def test_passes_share_one_resync_timer_that_is_never_late(
     for _ in range(3):  # three more passes, each after a nudge
         await harness.pods_settle()
     await eventually(lambda: cluster.status and cluster.status.state == "ready", message="ready")
+    await harness.signal(messages.SUSPEND, messages.UserRequest(reason="test"))
+    await eventually(lambda: cluster.live() == [], message="pods being deleted")
+    await harness.pods_settle()
+    await eventually(lambda: cluster.status and cluster.status.state == "suspended")
 
     async def timers() -> dict[str, list[str]]:
         events = (await handle.fetch_history()).events
@@ -473,17 +477,18 @@ async def test_passes_share_one_resync_timer_that_is_never_late(
                 seen.setdefault("canceled", []).append("")
         return seen
 
-    seen = await eventually(lambda: when(timers(), lambda t: len(t.get("started", [])) == 2))
-    first, second = seen["started"]
-    assert "waiting for pods (resync after 15s)" in first  # armed by the first pass
-    assert "waiting for a change (resync after 300s)" in second  # kept by the later passes
-    assert len(seen["canceled"]) == 1 and "fired" not in seen, seen
+    seen = await eventually(lambda: when(timers(), lambda t: len(t.get("started", [])) == 3))
+    first, deleting, suspended = seen["started"]
+    assert "waiting for a change (resync after 300s)" in first  # kept by the passes to ready
+    assert "waiting for pods (resync after 15s)" in deleting  # earlier: replaced
+    assert "waiting for a change (resync after 300s)" in suspended  # replaced once suspended
+    assert len(seen["canceled"]) == 2 and "fired" not in seen, seen
     await env.sleep(timedelta(seconds=70))  # past the pod resync: no pass, no timer
     assert await timers() == seen
     reads = await _reads(handle)
-    await harness.pods_settle()  # a pass 70 s into the 300 s wait: the timer is kept
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["Pod"]))
     await eventually(lambda: when(_reads(handle), lambda n: n > reads), message="the pass")
-    assert await timers() == seen
+    assert await timers() == seen  # a pass 70 s into the 300 s wait keeps its timer
 
 
 async def _reads(handle: WorkflowHandle[Any, Any]) -> int:
@@ -514,21 +519,26 @@ async def test_a_pass_due_at_the_start_arms_no_timer_first(harness: Harness) -> 
 _MARKER = "marker_recorded_event_attributes"
 
 
-async def test_a_pass_that_created_pods_looks_again_soon(harness: Harness) -> None:
+async def test_the_pass_that_creates_the_head_writes_its_name(harness: Harness) -> None:
     """Regression: a head-only cluster waited the 300 s resync after creating its head. The
-    bridge does not signal a pod's creation and a pod no scheduler takes never changes, so
-    the head's name reached the status only then (KubeRay's pod watch writes it at once)."""
+    bridge does not signal a pod's creation and a pod no scheduler takes never changes, so the
+    head's name reached the status only then (KubeRay's pod watch writes it at once). The
+    creating pass counts the pods it created, as KubeRay's reconcile woken by them does."""
     cluster = harness.cluster
     cluster.spec = {**cluster.spec, "workerGroupSpecs": []}
     handle = await harness.start()
     await eventually(lambda: len(cluster.live()) == 1, message="the head")
+    (head,) = cluster.live()
+    status = await eventually(lambda: cluster.status, message="the first status")
+    assert status.head is not None and status.head.pod_name == head
+    assert (await harness.progress()).waiting_for == []
 
     async def timers() -> list[str]:
         events = (await handle.fetch_history()).events
         return [e.user_metadata.summary.data.decode() for e in events if e.HasField(_STARTED)]
 
     (first,) = await eventually(timers, message="the wait after the first pass")
-    assert "resync after 15s" in first, first
+    assert "resync after 300s" in first, first  # nothing of its own to look at soon
 
 
 async def test_a_pass_reads_pods_as_new_as_the_newest_pod_news(harness: Harness) -> None:
