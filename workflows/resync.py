@@ -8,11 +8,11 @@ asked for (it was started for a shorter one) brings a resync pass forward; it is
 
 A timer started for a much shorter wait than the one now in progress only brings a pass that
 looks again at something already settled (a RayCluster that stopped waiting on pods before the
-15 s resync armed for them fired, then waits 300 s). A wait told to `refit` replaces a timer started for a wait
-more than `EARLY` shorter than its own: cancelling one is no action, and starting the next is
-due either way, so the history is one workflow task and its calls shorter. A timer started for
-as long a wait is kept however late the pass comes, as KubeRay's requeue keeps the earlier of
-two times: replacing it at every pass would cost a timer each.
+15 s resync armed for them fired, then waits 300 s). A wait told to `refit` replaces a timer
+started for a wait more than `EARLY` shorter than its own: cancelling one is no action, and
+starting the next is due either way, so the history is one workflow task and its calls
+shorter. A timer started for as long a wait is kept however late the pass comes, as KubeRay's
+requeue keeps the earlier of two times: replacing it at every pass would cost a timer each.
 """
 
 from __future__ import annotations
