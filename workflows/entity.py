@@ -59,7 +59,6 @@ class CrWorkflow(Generic[S]):
     @workflow.signal(name=messages.OWNED_CHANGED)
     def owned_changed(self, change: messages.OwnedChanged) -> None:
         """An object the CR owns changed."""
-        self._state.dirty = True
         self._owned_changed(change)
 
     @workflow.signal(name=messages.DELETED)
@@ -108,7 +107,8 @@ class CrWorkflow(Generic[S]):
         self._state.dirty = True
 
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
-        """React to `owned_changed` beyond reconciling again; by default, nothing."""
+        """React to `owned_changed`; by default, reconcile again."""
+        self._state.dirty = True
 
     def _deleted(self, change: messages.Deleted) -> None:
         """React to `deleted` beyond marking the CR gone or going; by default, nothing."""

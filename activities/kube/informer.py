@@ -143,6 +143,10 @@ class Informer:
         """
         return bool(version) and await self.reached(namespace, version, CATCH_UP)
 
+    def version(self, namespace: str) -> int:
+        """The version the copy of `namespace` has reached: every event up to it is in the copy."""
+        return self._versions.get(namespace if namespace in self._loops else None, 0)
+
     def labelled(self, namespace: str, value: str) -> list[JSON]:
         """The objects in `namespace` whose index label is `value`."""
         names = sorted(self._index.get((namespace, value), ()))

@@ -64,6 +64,9 @@ class ClusterSnapshot(BaseModel):
     worker_prefixes: dict[str, str] = Field(default_factory=dict)
     resources: DesiredResources = Field(default_factory=DesiredResources)
     pods: list[PodView] = Field(default_factory=list)
+    pods_seen: int = 0
+    """The pod version `pods` reflects: every pod event up to it is in them (0 in histories
+    before it). News of pods no newer than this needs no pass."""
     head_service: ServiceView | None = None
     missing_objects: list[str] = Field(default_factory=list)
     """`Kind/name` of owned objects the spec calls for that do not exist (Services, autoscaler

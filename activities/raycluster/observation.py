@@ -129,7 +129,7 @@ class ClusterObserver:
         ns = cluster.namespace
         head_name = names.head_service_name(cluster.name, cluster.spec)
         # Independent reads go out together: each is a round trip to the API server.
-        pods, head = await asyncio.gather(
+        (pods, snapshot.pods_seen), head = await asyncio.gather(
             self._cluster_pods(cluster, pods_as_of),
             cached_or_live(self._kube, self._services, kube.SERVICES, ns, head_name),
         )
@@ -171,14 +171,18 @@ class ClusterObserver:
         }
         snapshot.resources = builders.desired_resources(cluster)
 
-    async def _cluster_pods(self, cluster: RayCluster, as_of: int) -> list[kube.JSON]:
-        """The cluster's pods: from the cache when it is whole and as new as `as_of`."""
-        pods = self._pods
-        if pods is not None and await pods.reached(cluster.namespace, as_of, informer.CATCH_UP):
-            return pods.labelled(cluster.namespace, cluster.name)
-        return await self._kube.list_all(
-            kube.PODS, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"
+    async def _cluster_pods(self, cluster: RayCluster, as_of: int) -> tuple[list[kube.JSON], int]:
+        """The cluster's pods and the pod version they reflect.
+
+        From the cache when it is whole and as new as `as_of`, else listed live.
+        """
+        pods, ns = self._pods, cluster.namespace
+        if pods is not None and await pods.reached(ns, as_of, informer.CATCH_UP):
+            return pods.labelled(ns, cluster.name), pods.version(ns)
+        items, version = await self._kube.list_versioned(
+            kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}"
         )
+        return items, int(version) if version.isdigit() else 0
 
 
 def _annotations(meta: kube.JSON) -> dict[str, str]:

@@ -49,9 +49,16 @@ HISTORIES = Path(__file__).parent / "histories"
 Scenario = Callable[[Client], Awaitable[WorkflowHistory]]
 
 
-async def raycluster_lifecycle(client: Client, patches: str | None = None) -> WorkflowHistory:
-    """Create, become ready, scale up and down, suspend, resume, delete."""
+async def raycluster_lifecycle(
+    client: Client, patches: str | None = None, read_news: bool = False
+) -> WorkflowHistory:
+    """Create, become ready, scale up and down, suspend, resume, delete.
+
+    With `read_news`, each read reflects pods up to version 7, and once ready the workflow
+    hears of a pod change at version 7: news it has read, which wakes no pass.
+    """
     cluster = FakeCluster("lifecycle", dict(SPEC))
+    cluster.pods_seen = 7 if read_news else 0
     queue = f"record-{uuid.uuid4()}"
     ref = ObjectRef(kind="RayCluster", namespace="default", name="lifecycle", uid="uid-1")
     async with Worker(
@@ -82,6 +89,9 @@ async def raycluster_lifecycle(client: Client, patches: str | None = None) -> Wo
         await eventually(lambda: len(cluster.live()) == 3)
         await settle()
         await eventually(lambda: cluster.status and cluster.status.state == "ready")
+        if read_news:
+            news = messages.OwnedChanged(kinds=["Pod"], versions={"Pod": 7})
+            await handle.signal(messages.OWNED_CHANGED, news)
         await edit(replicas=3)
         await eventually(lambda: len(cluster.live("worker")) == 3)
         await settle()
@@ -252,7 +262,14 @@ SCENARIOS = {
     # And once the pass creating pods counted them in its status
     # (`raycluster-status-counts-created-pods`).
     "raycluster_lifecycle_created_pods": partial(
-        raycluster_lifecycle, patches=messages.COVERING_PATCHES["RayCluster"]
+        raycluster_lifecycle, patches="raycluster-patches-through-created-pods"
+    ),
+    # And once news of pods a pass had read woke no pass (no patch: runs before it recorded
+    # no read version, so every news counts there).
+    "raycluster_lifecycle_read_news": partial(
+        raycluster_lifecycle,
+        patches=messages.COVERING_PATCHES["RayCluster"],
+        read_news=True,
     ),
     "rayjob_lifecycle": rayjob_lifecycle,
     # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-

@@ -39,6 +39,8 @@ class RayClusterState(BaseModel):
     """An absolute deadline that needs a pass even without a signal (kept across CAN)."""
     pods_as_of: int = 0
     """The newest pod resourceVersion the bridge reported (`messages.OwnedChanged.versions`)."""
+    pods_seen: int = 0
+    """The newest pod version a pass has read (`contract.ClusterSnapshot.pods_seen`)."""
     as_of: int = 0
     """The newest resourceVersion of the RayCluster known: the bridge's news, its own writes."""
     failed_passes: int = 0

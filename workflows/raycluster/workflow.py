@@ -108,9 +108,16 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._state.as_of = max(self._state.as_of, change.version)
 
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
-        """A pass reads pods at least as new as the newest pod event behind the news."""
+        """A pass reads pods at least as new as the newest pod event behind the news.
+
+        News of pods no newer than a pass has read needs no pass: the bridge's watch often runs
+        behind the worker's copy, so a pass woken by one change has often read the next too.
+        Histories before it recorded no read version (`pods_seen` 0): every news counted there.
+        """
         pods = change.versions.get("Pod", 0)
         self._state.pods_as_of = max(self._state.pods_as_of, pods)
+        if not (change.kinds == ["Pod"] and 0 < pods <= self._state.pods_seen):
+            self._state.dirty = True
 
     def _waiting_for(self) -> list[str]:
         return list(self._state.waiting)
@@ -191,6 +198,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             state.gone = True
             return
         self._absorb(snap)
+        state.pods_seen = max(state.pods_seen, snap.pods_seen)
         if snap.deleting:
             await self._finalize(snap)
             return

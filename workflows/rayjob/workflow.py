@@ -122,7 +122,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
 
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """The RayCluster, the submitter Job or the head pod changed: ask Ray now."""
-        self._nudged = True
+        self._state.dirty = self._nudged = True
         cluster = change.versions.get("RayCluster", 0)
         self._state.cluster_as_of = max(self._state.cluster_as_of, cluster)
 

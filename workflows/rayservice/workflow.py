@@ -68,7 +68,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
 
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
         """A RayCluster, Service or route changed: the upgrade child hears of it too."""
-        self._nudge_child = True
+        self._state.dirty = self._nudge_child = True
 
     @workflow.signal(name=messages.ROLLBACK)
     async def rollback(self, *inputs: object) -> None:

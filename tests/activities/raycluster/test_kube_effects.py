@@ -323,6 +323,10 @@ async def test_pods_come_from_the_cache_only_when_it_is_as_new_as_the_news(
         behind = await run(acts.read, contract.ReadClusterInput(ref=ref, pods_as_of=6))
     assert before.pods == [] and behind.pods == []  # not listed yet; older than the news
     assert [p.name for p in cached.pods] == [f"{ref.name}-head-ghost"]
+    # Each read names the pod version it reflects: the copy's, or the live list's.
+    _, listed = await client.list_versioned(kube.PODS, "default")
+    assert cached.pods_seen == 5
+    assert 0 < before.pods_seen <= behind.pods_seen == int(listed)
 
 
 async def test_the_head_service_comes_from_the_copy_when_it_holds_it(

@@ -41,6 +41,8 @@ class FakeCluster:
         """`pods_as_of` of every read: how new the pods had to be."""
         self.read_as_of: list[int] = []
         """`as_of` of every read: how new the RayCluster had to be."""
+        self.pods_seen = 0
+        """The pod version every read reports it reflects."""
         self.version = 100
         """The RayCluster's resourceVersion, bumped by every write of the workflow's."""
         self.fail_creates = False
@@ -152,6 +154,7 @@ class FakeCluster:
             worker_prefixes={g: f"{self.name}-{g}-worker-" for g in groups},
             resources=DesiredResources(cpu="1"),
             pods=list(self.pods.values()),
+            pods_seen=self.pods_seen,
             head_service=self.head_service,
             missing_objects=[] if self.head_service else [f"Service/{self.name}-head-svc"],
         )

@@ -554,6 +554,43 @@ async def test_a_pass_reads_pods_as_new_as_the_newest_pod_news(harness: Harness)
     assert cluster.pods_read_as_of[0] == 0 and cluster.pods_read_as_of[-2:] == [12, 12]
 
 
+async def test_news_of_pods_a_pass_has_read_wakes_no_pass(harness: Harness) -> None:
+    """Regression (scale benchmark): the bridge's watch runs behind the worker's copy, so the
+    pass one pod change woke had often read the next change already, and its news brought a
+    pass with nothing new to read: a workflow task of local calls more per RayCluster."""
+    cluster = harness.cluster
+    cluster.pods_seen = 40
+    handle = await harness.start()
+    await eventually(lambda: cluster.status_writes >= 1, message="the first pass")
+    reads = len(cluster.pods_read_as_of)
+    read = messages.OwnedChanged(kinds=["Pod"], versions={"Pod": 40})
+    await harness.signal(messages.OWNED_CHANGED, read)
+
+    async def handled() -> bool:
+        kinds = [e.WhichOneof("attributes") for e in (await handle.fetch_history()).events]
+        if _SIGNALED not in kinds:  # the time-skipping server can show it a moment later
+            return False
+        signalled = len(kinds) - 1 - kinds[::-1].index(_SIGNALED)
+        return _TASK_COMPLETED in kinds[signalled:]
+
+    await eventually(handled, message="the workflow task after the news")
+    # A pass runs its read inside the workflow task the news wakes: none ran.
+    assert len(cluster.pods_read_as_of) == reads
+    for news in (
+        messages.OwnedChanged(kinds=["Pod"], versions={"Pod": 41}),  # newer than read
+        messages.OwnedChanged(kinds=["Pod"]),  # no version: cannot tell, so it counts
+        messages.OwnedChanged(kinds=["Job"], versions={"Job": 3}),  # not a pod
+    ):
+        await harness.signal(messages.OWNED_CHANGED, news)
+        await eventually(lambda n=reads: len(cluster.pods_read_as_of) > n, message=str(news))
+        reads = len(cluster.pods_read_as_of)
+    assert cluster.pods_read_as_of[-3] == 41
+
+
+_SIGNALED = "workflow_execution_signaled_event_attributes"
+_TASK_COMPLETED = "workflow_task_completed_event_attributes"
+
+
 async def test_a_pass_reads_the_raycluster_as_new_as_its_writes_and_the_news(
     harness: Harness,
 ) -> None:
