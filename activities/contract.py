@@ -82,6 +82,11 @@ class PodView(BaseModel):
     replica_index: int | None = None
 
 
+WORKER_UNREAD = frozenset({"pod_ip", "ready_reason", "ready_message", "not_ready_container"})
+"""What no decision reads of a worker pod (the status tells these of the head only), unless
+mTLS certificates name its address: `bridge.filtering` leaves a change of them unsignalled."""
+
+
 class ServiceView(BaseModel):
     """One Service the cluster owns."""
 

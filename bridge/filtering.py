@@ -11,7 +11,9 @@ The rules:
   first sight without a status does not: the owner has just created it.
 * A pod nudges its RayCluster's workflow when the pod as that workflow reads it changes
   (`activities.contract.summarize_pod`: phase, readiness, the first unready container, IP,
-  deletion), not when it first appears just created — the workflow created it and expects it.
+  deletion; of a worker, not what no decision reads of it, `WORKER_UNREAD`, unless its mTLS
+  certificate must name its IP), not when it first appears just created — the workflow
+  created it and expects it.
   A submitter Job nudges its RayJob when its counts or conditions change. A head pod of a
   RayService's or a SidecarMode RayJob's cluster nudges that owner too when its containers
   change (SidecarMode reads the submitter container there; the other modes never look).
@@ -29,10 +31,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from activities.contract import PodView, summarize_pod
+from activities.contract import WORKER_UNREAD, PodView, summarize_pod
 from activities.kube.recent import version_of
 from activities.kube.vocabulary import WatchEventType
-from crds.constants import LABEL_CLUSTER, LABEL_NODE_TYPE, MANAGED_BY_MULTIKUEUE
+from crds.constants import (
+    CONTAINER_WAIT_FOR_IP_SAN,
+    LABEL_CLUSTER,
+    LABEL_NODE_TYPE,
+    MANAGED_BY_MULTIKUEUE,
+)
 from crds.enums import JobSubmissionMode, RayNodeType
 from crds.refs import ObjectRef
 from workflows import messages
@@ -219,7 +226,7 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
         seen = memory.seen.setdefault(ref.uid, Seen())
         fingerprint = digest(_relevant(obj))
         # What the owner's workflow reads of it: a pod's view; all of a Job's counts.
-        view = digest(pod.model_dump(mode="json")) if pod is not None else fingerprint
+        view = digest(_as_read(pod, obj)) if pod is not None else fingerprint
         news = view != seen.view and not fresh
         grand_news = grand_owner is not None and fingerprint != seen.status and not fresh
         seen.view, seen.status = view, fingerprint
@@ -234,6 +241,24 @@ def _version(kind: str, obj: JSON) -> dict[str, int]:
     """The object's resourceVersion as `OwnedChanged.versions` carries it (if a number)."""
     version = version_of(obj)
     return {kind: version} if version else {}
+
+
+def _as_read(pod: PodView, obj: JSON) -> JSON:
+    """The pod as its RayCluster's workflow reads it.
+
+    A worker's address and why it is not ready yet matter to no decision (so a worker getting
+    its IP wakes no pass), unless its mTLS certificate must name that IP before it starts.
+    """
+    view = pod.model_dump(mode="json")
+    if pod.node_type == RayNodeType.WORKER and not _waits_for_ip_san(obj):
+        for unread in WORKER_UNREAD:
+            del view[unread]
+    return view
+
+
+def _waits_for_ip_san(obj: JSON) -> bool:
+    inits = ((obj.get("spec") or {}).get("initContainers")) or []
+    return any(init.get("name") == CONTAINER_WAIT_FOR_IP_SAN for init in inits)
 
 
 def _just_created(pod: PodView) -> bool:

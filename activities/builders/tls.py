@@ -24,7 +24,7 @@ from crds.raycluster import RayCluster, RayClusterSpec
 
 TLS_VOLUME = "ray-tls"
 TLS_MOUNT_PATH = "/etc/ray/tls"
-WAIT_FOR_IP_SAN = "wait-for-tls-ip-san"
+WAIT_FOR_IP_SAN = k.CONTAINER_WAIT_FOR_IP_SAN
 CERT_MANAGER_API = "cert-manager.io/v1"
 LEAF_USAGES = ("digital signature", "key encipherment", "server auth", "client auth")
 _LEAF_DURATION, _LEAF_RENEW = "2160h0m0s", "360h0m0s"  # 90 days, renewed 15 days before

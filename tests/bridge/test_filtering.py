@@ -166,10 +166,31 @@ def scheduled(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "status": {**obj["status"], "conditions": conditions}}
 
 
+def worker(obj: dict[str, Any], tls: bool = False) -> dict[str, Any]:
+    labels = {**obj["metadata"]["labels"], "ray.io/node-type": "worker"}
+    inits = [{"name": "wait-for-tls-ip-san"}] if tls else []
+    return {
+        **obj,
+        "metadata": {**obj["metadata"], "labels": labels},
+        "spec": {"initContainers": inits},
+    }
+
+
+def addressed(obj: dict[str, Any]) -> dict[str, Any]:
+    """As the kubelet leaves a pod whose sandbox is up: an IP, its container being created."""
+    waiting = {"name": "ray", "ready": False, "state": {"waiting": {"reason": "ContainerCreating"}}}
+    status = {**obj["status"], "podIP": "10.0.0.9", "containerStatuses": [waiting]}
+    return {**obj, "status": status}
+
+
 @pytest.mark.parametrize(
     ("before", "after", "signalled"),
     [
         pytest.param(pod(), pod("Running"), True, id="phase"),
+        pytest.param(pod(), addressed(pod()), True, id="head-ip"),
+        pytest.param(worker(pod()), worker(addressed(pod())), False, id="worker-ip-is-not-read"),
+        pytest.param(worker(pod(), True), worker(addressed(pod()), True), True, id="worker-ip-tls"),
+        pytest.param(worker(pod()), worker(pod("Running")), True, id="worker-phase"),
         pytest.param(pod("Running"), pod("Running", "True"), True, id="ready"),
         pytest.param(pod("Running"), pod("Running", team="x"), False, id="label-noise"),
         pytest.param(pod(), scheduled(pod()), False, id="scheduled-is-not-read"),

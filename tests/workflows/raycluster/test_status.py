@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from activities.contract import (
+    WORKER_UNREAD,
     ContainerProblem,
     DesiredResources,
     PodView,
@@ -18,6 +19,7 @@ from crds.enums import RayClusterConditionReason as Reason
 from crds.enums import RayClusterConditionType as Cond
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 from workflows.conditions import find_condition
+from workflows.raycluster.decisions import plan_pods
 from workflows.raycluster.plans import SuspendPhase
 from workflows.raycluster.status import (
     StatusInputs,
@@ -26,7 +28,7 @@ from workflows.raycluster.status import (
     with_created,
 )
 
-from .helpers import head, spec, worker
+from .helpers import facts, head, namer, spec, worker
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)
@@ -191,3 +193,32 @@ def test_a_pass_counts_the_pods_it_created_beside_those_it_read() -> None:
     read = [head(), worker("w-1")]
     created = [worker("w-1", phase="Pending"), worker("w-2", phase="Pending")]
     assert with_created(read, created) == [*read, created[1]]
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"phase": "Pending", "ready": False},
+        {"phase": "Running", "ready": False},
+        {"phase": "Running", "ready": True},
+        {"phase": "Failed", "ready": False, "ray_container_terminated": True},
+    ],
+)
+def test_nothing_decided_reads_what_the_bridge_leaves_out_of_a_worker(
+    state: dict[str, Any],
+) -> None:
+    """`bridge.filtering` signals no change of a worker's `WORKER_UNREAD` fields: neither the
+    status nor the pod plan may depend on them."""
+    told = {
+        "pod_ip": "10.0.0.7",
+        "ready_reason": "ContainersNotReady",
+        "ready_message": "containers with unready status: [ray-worker]",
+        "not_ready_container": ContainerProblem(reason="ImagePullBackOff", message="no such"),
+    }
+    assert set(told) == WORKER_UNREAD
+    cluster = spec({"replicas": 1})
+    plain, full = worker("w1", **state), worker("w1", **state, **told)
+    statuses = [compute_status(inputs([head(), w], cluster), T0) for w in (plain, full)]
+    plans = [plan_pods(facts(cluster), [head(), w], {}, T0, namer()) for w in (plain, full)]
+    assert statuses[0] == statuses[1]
+    assert plans[0] == plans[1]
