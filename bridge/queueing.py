@@ -138,7 +138,9 @@ class Coalescer:
                 continue
             wait = self._due.get(key, 0.0) - time.monotonic()
             if wait > 0:
-                await asyncio.sleep(wait)
+                # Back when due: a sender that slept here would hold up batches due now.
+                asyncio.get_running_loop().call_later(wait, self._queue.put_nowait, key)
+                continue
             batch = self._pending.pop(key)
             self._in_flight.add(key)
             try:

@@ -84,6 +84,29 @@ async def test_a_first_nudge_goes_at_once_and_what_follows_waits_the_window() ->
             await runner
 
 
+async def test_a_batch_waiting_out_its_window_holds_no_sender() -> None:
+    """Regression: a sender slept until the batch it took was due, so a few workflows signalled
+    in the window before held up every other workflow's batch, due or not."""
+    sent: list[str] = []
+
+    async def send(batch: Batch) -> None:
+        sent.append(batch.target.name)
+
+    queue = Coalescer(send, concurrency=1, window=3600)  # one sender; a window no test waits out
+    runner = asyncio.create_task(queue.run())
+    try:
+        queue.put(spec(1))
+        await eventually(lambda: sent == ["j"], message="the first nudge, sent at once")
+        queue.put(spec(2))  # due in an hour
+        other = ObjectRef(kind="RayJob", namespace="ns", name="k", uid="v")
+        queue.put(Nudge(other, messages.SPEC_CHANGED, messages.SpecChanged(generation=1)))
+        await eventually(lambda: sent == ["j", "k"], message="the other workflow's nudge")
+    finally:
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
+
+
 def test_a_batch_keeps_the_newest_version_of_each_kind() -> None:
     batch = Batch(REF)
     for kind, version in [("Pod", 7), ("Pod", 5), ("Job", 3)]:
