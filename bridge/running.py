@@ -45,7 +45,9 @@ class Bridge:
     targets: Sequence[Target] = ALL_TARGETS
     relist_period: float = 300.0
     concurrency: int = 32
-    window: float = 0.2
+    window: float = 1.0
+    """Seconds after a send to a workflow in which what comes for it waits and is sent as one:
+    a cluster's pods turning ready one by one under load reach it in one or two signals."""
     memory: Memory = field(default_factory=Memory)
     watchers: list[Watcher] = field(default_factory=list)
     _known: dict[tuple[str, str | None], dict[str, JSON]] = field(default_factory=dict)
