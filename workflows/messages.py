@@ -51,7 +51,7 @@ RayJob's is the state its first pass writes (KubeRay's first step), not the empt
 
 
 COVERING_PATCHES = {
-    "RayCluster": "raycluster-patches-through-created-pods",
+    "RayCluster": "raycluster-patches-through-suspend-steps",
     "RayJob": "rayjob-patches-through-early-timer",
 }
 """Each kind's newest covering patch (`workflows.patches`), for the kinds that have one. The

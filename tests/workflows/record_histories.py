@@ -50,12 +50,14 @@ Scenario = Callable[[Client], Awaitable[WorkflowHistory]]
 
 
 async def raycluster_lifecycle(
-    client: Client, patches: str | None = None, read_news: bool = False
+    client: Client, patches: str | None = None, read_news: bool = False, quiet_resume: bool = False
 ) -> WorkflowHistory:
     """Create, become ready, scale up and down, suspend, resume, delete.
 
     With `read_news`, each read reflects pods up to version 7, and once ready the workflow
-    hears of a pod change at version 7: news it has read, which wakes no pass.
+    hears of a pod change at version 7: news it has read, which wakes no pass. With
+    `quiet_resume`, the suspended pods go without a word and the resume comes before the
+    workflow has seen them go.
     """
     cluster = FakeCluster("lifecycle", dict(SPEC))
     cluster.pods_seen = 7 if read_news else 0
@@ -100,8 +102,11 @@ async def raycluster_lifecycle(
         await settle()
         await handle.signal(messages.SUSPEND, messages.UserRequest(reason="record"))
         await eventually(lambda: cluster.live() == [])
-        await settle()
-        await eventually(lambda: cluster.status and cluster.status.state == "suspended")
+        if quiet_resume:
+            cluster.finish_terminating()
+        else:
+            await settle()
+            await eventually(lambda: cluster.status and cluster.status.state == "suspended")
         await handle.signal(messages.RESUME, messages.UserRequest(reason="record"))
         await eventually(lambda: len(cluster.live()) == 2)
         cluster.exists = False
@@ -268,8 +273,16 @@ SCENARIOS = {
     # no read version, so every news counts there).
     "raycluster_lifecycle_read_news": partial(
         raycluster_lifecycle,
+        patches="raycluster-patches-through-created-pods",
+        read_news=True,
+    ),
+    # And once a resume that came while the pods terminated finished suspending and started
+    # at once (`raycluster-suspend-steps-at-once`).
+    "raycluster_lifecycle_suspend_steps": partial(
+        raycluster_lifecycle,
         patches=messages.COVERING_PATCHES["RayCluster"],
         read_news=True,
+        quiet_resume=True,
     ),
     "rayjob_lifecycle": rayjob_lifecycle,
     # Again once rayClusterStatus was copied while Running only (`rayjob-cluster-status-while-

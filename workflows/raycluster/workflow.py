@@ -57,9 +57,14 @@ REFIT_PATCH = "raycluster-resync-replaces-an-early-timer"
 CREATED_PODS_PATCH = "raycluster-status-counts-created-pods"
 """The pass that creates pods counts them in the status it writes, and does not look again
 soon for them: news of them wakes the next pass."""
-ALL_CREATED_PODS_PATCH = messages.COVERING_PATCHES["RayCluster"]
-"""Stands for the six patches above: a run started with it in its input records
+SUSPEND_STEPS_PATCH = "raycluster-suspend-steps-at-once"
+"""A pass whose suspend phase would advance again on what it read makes the next pass due: a
+resume that comes while pods terminate needs one pass to finish suspending, one to start."""
+ALL_SUSPEND_STEPS_PATCH = messages.COVERING_PATCHES["RayCluster"]
+"""Stands for the seven patches above: a run started with it in its input records
 no marker, one started without it one (`patches`)."""
+ALL_CREATED_PODS_PATCH = "raycluster-patches-through-created-pods"
+"""Stood for the first six until the suspend steps'; its runs still replay."""
 ALL_REFIT_PATCH = "raycluster-patches-through-early-timer"
 """Stood for the first five until the created pods'; its runs still replay."""
 ALL_SETTLED_PATCH = "raycluster-patches-through-settled-run"
@@ -85,8 +90,10 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._max_history = params.max_history_events
         self._settled_history = params.settled_history_events
         older = frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH, STEADY_TIMER_PATCH})
+        created = older | {SETTLED_RUN_PATCH, REFIT_PATCH, CREATED_PODS_PATCH}
         self._patches = Patches(
-            (ALL_CREATED_PODS_PATCH, older | {SETTLED_RUN_PATCH, REFIT_PATCH, CREATED_PODS_PATCH}),
+            (ALL_SUSPEND_STEPS_PATCH, created | {SUSPEND_STEPS_PATCH}),
+            (ALL_CREATED_PODS_PATCH, created),
             (ALL_REFIT_PATCH, older | {SETTLED_RUN_PATCH, REFIT_PATCH}),
             (ALL_SETTLED_PATCH, older | {SETTLED_RUN_PATCH}),
             (ALL_PATCH, older),
@@ -271,9 +278,14 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         assert spec is not None
         now = workflow.now()
         previous = state.status
-        phase = decisions.next_suspend_phase(
-            suspend_phase(previous), bool(spec.suspend), len(snap.pods)
-        )
+        suspend, pod_count = bool(spec.suspend), len(snap.pods)
+        phase = decisions.next_suspend_phase(suspend_phase(previous), suspend, pod_count)
+        if (
+            decisions.next_suspend_phase(phase, suspend, pod_count) != phase
+            and self._patches.on(SUSPEND_STEPS_PATCH)  # marker last: only when taken
+        ):
+            # Nothing will signal it (no pod is left to change); KubeRay's reconcile requeues.
+            state.dirty = True
         facts = decisions.ClusterFacts(
             spec=spec,
             spec_hash=snap.spec_hash,

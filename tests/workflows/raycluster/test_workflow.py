@@ -140,6 +140,23 @@ async def test_suspend_and_resume_signals_write_the_spec(harness: Harness) -> No
     await eventually(lambda: len(cluster.live()) == 3, message="pods back after resume")
 
 
+async def test_a_resume_while_the_pods_terminate_starts_them_again(harness: Harness) -> None:
+    """Regression (real-Ray e2e): a resume read with the suspended pods just gone finished the
+    suspend (Suspending → Suspended) and then waited for news to start again. Nothing was
+    left to change, so the cluster sat suspended until the 300 s resync."""
+    cluster = harness.cluster
+    await harness.start()
+    await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
+    await harness.pods_settle()
+    await eventually(lambda: cluster.status and cluster.status.state == "ready", message="ready")
+    await harness.signal(messages.SUSPEND, messages.UserRequest(reason="test"))
+    await eventually(lambda: cluster.live() == [], message="the pods terminating")
+    cluster.finish_terminating()  # gone, and the news of it not yet delivered
+    await harness.signal(messages.RESUME, messages.UserRequest(reason="test"))
+    await eventually(lambda: len(cluster.live()) == 3, message="the pods created again")
+    assert cluster.spec.get("suspend") is False
+
+
 async def test_signals_typed_in_the_ui_suspend_resume_or_are_refused(harness: Harness) -> None:
     cluster = harness.cluster
     await harness.start()
