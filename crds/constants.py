@@ -76,7 +76,7 @@ MANAGED_BY_KUBERAY: Final = "ray.io/kuberay-operator"
 MANAGED_BY_MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
 MANAGED_BY_ALLOWED: Final = (MANAGED_BY_KUBERAY, MANAGED_BY_MULTIKUEUE)
 
-# --- containers ---------------------------------------------------------------------------------
+# --- containers -----------------------------------------------------------------------------------
 # With mTLS, the init container that holds a pod until its certificate names the pod's IP.
 CONTAINER_WAIT_FOR_IP_SAN: Final = "wait-for-tls-ip-san"
 

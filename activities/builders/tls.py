@@ -24,7 +24,6 @@ from crds.raycluster import RayCluster, RayClusterSpec
 
 TLS_VOLUME = "ray-tls"
 TLS_MOUNT_PATH = "/etc/ray/tls"
-WAIT_FOR_IP_SAN = k.CONTAINER_WAIT_FOR_IP_SAN
 CERT_MANAGER_API = "cert-manager.io/v1"
 LEAF_USAGES = ("digital signature", "key encipherment", "server auth", "client auth")
 _LEAF_DURATION, _LEAF_RENEW = "2160h0m0s", "360h0m0s"  # 90 days, renewed 15 days before
@@ -241,7 +240,7 @@ def configure_tls(template: JSONObject, cluster: RayCluster, node_type: RayNodeT
     for init in inits:
         if init.get("name") == "wait-gcs-ready":  # the user's own init containers are theirs
             set_container_tls_config(init)
-    if any(init.get("name") == WAIT_FOR_IP_SAN for init in inits):
+    if any(init.get("name") == k.CONTAINER_WAIT_FOR_IP_SAN for init in inits):
         return
     spec["initContainers"] = [_wait_for_ip_san(ray_container), *inits]
 
@@ -249,7 +248,7 @@ def configure_tls(template: JSONObject, cluster: RayCluster, node_type: RayNodeT
 def _wait_for_ip_san(ray_container: JSONObject) -> JSONObject:
     small = {"cpu": "50m", "memory": "64Mi"}
     container: JSONObject = {
-        "name": WAIT_FOR_IP_SAN,
+        "name": k.CONTAINER_WAIT_FOR_IP_SAN,
         "image": ray_container.get("image", ""),
         "command": ["sh", "-c"],
         "args": [_WAIT_SCRIPT],

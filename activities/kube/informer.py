@@ -28,6 +28,7 @@ from typing import Any
 
 from activities.kube.client import JSON, KubeClient, Resource
 from activities.kube.list_watch import ListWatch
+from activities.kube.recent import version_number
 from activities.kube.vocabulary import WatchEventType
 
 logger = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ class Informer:
             self._keep(obj)
 
     def _reached(self, stream: str | None, version: str) -> None:
-        number = int(version) if version.isdigit() else 0
+        number = version_number(version)
         if number > self._versions.get(stream, 0):
             self._versions[stream] = number
             moved, self._moved = self._moved, asyncio.Event()

@@ -126,5 +126,9 @@ async def patch_version(client: KubeClient, resource: Resource, ref: ObjectRef, 
 
 def version_of(obj: JSON) -> int:
     """An object's resourceVersion as a number (0 when it is none)."""
-    version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return version_number(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+
+
+def version_number(version: str) -> int:
+    """A resourceVersion as a number (0 when it is none, or not a number)."""
     return int(version) if version.isdigit() else 0

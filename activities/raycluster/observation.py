@@ -23,7 +23,7 @@ from activities.kube import client as kube
 from activities.kube import informer
 from activities.kube.client import KubeClient
 from activities.kube.informer import Informer, cached_or_live, same_as_of
-from activities.kube.recent import RecentReads
+from activities.kube.recent import RecentReads, version_number
 from activities.kube.vocabulary import JobConditionType
 from activities.raycluster import contract
 from activities.raycluster.owned_objects import Owned, PodIps, wanted_objects
@@ -182,7 +182,7 @@ class ClusterObserver:
         items, version = await self._kube.list_versioned(
             kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}"
         )
-        return items, int(version) if version.isdigit() else 0
+        return items, version_number(version)
 
 
 def _annotations(meta: kube.JSON) -> dict[str, str]:
