@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict
 
 from activities.kube.vocabulary import JobConditionType
 from activities.raycluster.contract import CleanupStep as CleanupStep  # the activity input names it
+from activities.raycluster.contract import ClusterSnapshot
 from crds import constants as k
 from crds import flags
-from crds.enums import GcsFaultToleranceBackend
+from crds.enums import GcsFaultToleranceBackend, RayNodeType
 from crds.raycluster import RayClusterSpec
 
 
@@ -72,6 +73,23 @@ def deletion_timeout(annotations: dict[str, str]) -> timedelta:
     if text.isdigit() and int(text) > 0:
         return timedelta(seconds=int(text))
     return timedelta(seconds=k.DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS)
+
+
+def facts_of(
+    spec: RayClusterSpec, annotations: dict[str, str], snap: ClusterSnapshot
+) -> CleanupFacts:
+    """The facts a pass's snapshot gives the decision."""
+    return CleanupFacts(
+        spec=spec,
+        annotations=annotations,
+        has_finalizer=k.FINALIZER_GCS_FT_REDIS_CLEANUP in snap.finalizers,
+        deleted_at=snap.deleted_at,
+        live_pods=sum(1 for p in snap.pods if not p.terminating),
+        head_pods=sum(1 for p in snap.pods if p.node_type == RayNodeType.HEAD),
+        job_exists=snap.cleanup_job_exists,
+        job_finished=snap.cleanup_job_finished,
+        enabled=snap.redis_cleanup,
+    )
 
 
 def cleanup_step(facts: CleanupFacts, now: datetime) -> CleanupDecision:

@@ -111,6 +111,20 @@ def prune_expectations(
     return kept
 
 
+def expectations_after(
+    plan: PodPlan, created: list[str], deleted: list[str], now: datetime
+) -> dict[str, Expectation]:
+    """What each group now awaits: the creates and deletes of the plan the API accepted."""
+    groups: dict[str, Expectation] = {}
+    for creation in plan.creations:
+        if creation.name in created:
+            groups.setdefault(creation.group, Expectation(since=now)).creates.append(creation.name)
+    for deletion in plan.deletions:
+        if deletion.name in deleted:
+            groups.setdefault(deletion.group, Expectation(since=now)).deletes.append(deletion.name)
+    return groups
+
+
 def recreate_needed(facts: ClusterFacts, heads: list[PodView]) -> bool:
     """Row C24: with `upgradeStrategy: Recreate`, a head stamped with another spec hash."""
     strategy = facts.spec.upgrade_strategy

@@ -7,7 +7,9 @@ words end up in the Temporal UI, `kuberay-temporal status` and Kubernetes Events
 from __future__ import annotations
 
 from activities.raycluster import contract
+from crds.refs import ObjectRef
 from workflows.raycluster.plans import PodPlan, SuspendPhase
+from workflows.raycluster.state import RayClusterState
 
 
 def invalid_reason(violations: list[str]) -> str:
@@ -54,3 +56,15 @@ def decision_lines(plan: PodPlan, result: contract.ApplyClusterResult) -> list[s
     if result.failure:
         lines.append(f"{result.failure.reason}: {result.failure.message}")
     return lines
+
+
+def summary(ref: ObjectRef, headline: str, state: RayClusterState) -> str:
+    """The workflow's current details in the Temporal UI: state, workers ready, what it awaits."""
+    status = state.status
+    lines = [f"**{ref}**: {headline}"]
+    if status is not None and status.desired_worker_replicas is not None:
+        lines.append(
+            f"workers ready {status.ready_worker_replicas or 0}/{status.desired_worker_replicas}"
+        )
+    lines += [f"waiting for {w}" for w in state.waiting]
+    return "\n\n".join(lines)

@@ -6,7 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from crds.raycluster import RayClusterSpec, RayClusterStatus
+from crds.common import ObjectMeta
+from crds.raycluster import RayCluster, RayClusterSpec, RayClusterStatus
 from crds.refs import ObjectRef
 from workflows.entity import SETTLED_HISTORY
 from workflows.raycluster.plans import Expectation
@@ -45,6 +46,19 @@ class RayClusterState(BaseModel):
     """The newest resourceVersion of the RayCluster known: the bridge's news, its own writes."""
     failed_passes: int = 0
     """Passes in a row whose apply failed; the next pass follows after `retry_delay`."""
+
+    def as_cluster(self, ref: ObjectRef) -> RayCluster:
+        """The RayCluster as last read, for validation: the spec and the metadata kept."""
+        assert self.spec is not None
+        meta = ObjectMeta(
+            name=ref.name,
+            namespace=ref.namespace,
+            uid=ref.uid,
+            generation=self.generation,
+            annotations=self.annotations or None,
+            labels=self.labels or None,
+        )
+        return RayCluster(metadata=meta, spec=self.spec)
 
     def remember(self, decision: str) -> None:
         """Keep the last few decisions for the progress query and the CLI."""

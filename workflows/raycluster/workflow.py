@@ -19,9 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
     from activities.raycluster import contract
     from crds import constants, flags
-    from crds.common import ObjectMeta
-    from crds.enums import RayClusterConditionType, RayNodeType
-    from crds.raycluster import RayCluster
+    from crds.enums import RayClusterConditionType
     from crds.validation import validate
     from workflows import messages
     from workflows.activity_calls import execute_where
@@ -30,7 +28,17 @@ with workflow.unsafe.imports_passed_through():
     from workflows.names import random_suffix
     from workflows.patches import Patches
     from workflows.raycluster import cleanup, decisions, narration
-    from workflows.raycluster.plans import Expectation, PodPlan
+    from workflows.raycluster.patching import (
+        COVERINGS,
+        CREATED_PODS_PATCH,
+        LOCAL_READ_PATCH,
+        LOCAL_WRITES_PATCH,
+        REFIT_PATCH,
+        SETTLED_RUN_PATCH,
+        STEADY_TIMER_PATCH,
+        SUSPEND_STEPS_PATCH,
+    )
+    from workflows.raycluster.plans import PodPlan
     from workflows.raycluster.state import RayClusterInput, RayClusterState
     from workflows.raycluster.status import (
         StatusInputs,
@@ -43,36 +51,6 @@ with workflow.unsafe.imports_passed_through():
 
 
 RESYNC = timedelta(seconds=300)
-LOCAL_READ_PATCH = "raycluster-local-read"
-"""The pass's read runs as a local activity: one dispatch and one workflow task fewer."""
-LOCAL_WRITES_PATCH = "raycluster-local-writes"
-"""The pass's writes (pods and Services, status, Events, the finalizer) run as local
-activities too: a pass is one workflow task, not one per call."""
-STEADY_TIMER_PATCH = "raycluster-steady-resync-timer"
-"""A wait keeps the running resync timer when it fires soon enough (`resync`)."""
-SETTLED_RUN_PATCH = "raycluster-settled-new-run"
-"""A long run with nothing under way continues as new (`CrWorkflow._should_continue_as_new`)."""
-REFIT_PATCH = "raycluster-resync-replaces-an-early-timer"
-"""A wait replaces a running timer that would only bring a pass with nothing due (`resync`)."""
-CREATED_PODS_PATCH = "raycluster-status-counts-created-pods"
-"""The pass that creates pods counts them in the status it writes, and does not look again
-soon for them: news of them wakes the next pass."""
-SUSPEND_STEPS_PATCH = "raycluster-suspend-steps-at-once"
-"""A pass whose suspend phase would advance again on what it read makes the next pass due: a
-resume that comes while pods terminate needs one pass to finish suspending, one to start."""
-ALL_SUSPEND_STEPS_PATCH = messages.COVERING_PATCHES["RayCluster"]
-"""Stands for the seven patches above: a run started with it in its input records
-no marker, one started without it one (`patches`)."""
-ALL_CREATED_PODS_PATCH = "raycluster-patches-through-created-pods"
-"""Stood for the first six until the suspend steps'; its runs still replay."""
-ALL_REFIT_PATCH = "raycluster-patches-through-early-timer"
-"""Stood for the first five until the created pods'; its runs still replay."""
-ALL_SETTLED_PATCH = "raycluster-patches-through-settled-run"
-"""Stood for the first four until the early timer's; its runs still replay."""
-ALL_PATCH = "raycluster-patches-through-steady-timer"
-"""Stood for the first three until the settled run; its runs still replay."""
-LOCAL_WRITES_ALL_PATCH = "raycluster-patches-through-local-writes"
-"""Stood for the local read and writes until the steady timer; its runs still replay."""
 BUSY_RESYNC = timedelta(seconds=15)
 InputT = TypeVar("InputT")
 ResultT = TypeVar("ResultT")
@@ -89,17 +67,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         self._state = params.state or RayClusterState()
         self._max_history = params.max_history_events
         self._settled_history = params.settled_history_events
-        older = frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH, STEADY_TIMER_PATCH})
-        created = older | {SETTLED_RUN_PATCH, REFIT_PATCH, CREATED_PODS_PATCH}
-        self._patches = Patches(
-            (ALL_SUSPEND_STEPS_PATCH, created | {SUSPEND_STEPS_PATCH}),
-            (ALL_CREATED_PODS_PATCH, created),
-            (ALL_REFIT_PATCH, older | {SETTLED_RUN_PATCH, REFIT_PATCH}),
-            (ALL_SETTLED_PATCH, older | {SETTLED_RUN_PATCH}),
-            (ALL_PATCH, older),
-            (LOCAL_WRITES_ALL_PATCH, frozenset({LOCAL_READ_PATCH, LOCAL_WRITES_PATCH})),
-            given=params.patches,
-        )
+        self._patches = Patches(*COVERINGS, given=params.patches)
         self._resync = ResyncTimer()
 
     # --- what differs from `CrWorkflow` ---------------------------------------------------------
@@ -223,17 +191,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         state = self._state
         if state.spec is None:
             return
-        facts = cleanup.CleanupFacts(
-            spec=state.spec,
-            annotations=state.annotations,
-            has_finalizer=constants.FINALIZER_GCS_FT_REDIS_CLEANUP in snap.finalizers,
-            deleted_at=snap.deleted_at,
-            live_pods=sum(1 for p in snap.pods if not p.terminating),
-            head_pods=sum(1 for p in snap.pods if p.node_type == RayNodeType.HEAD),
-            job_exists=snap.cleanup_job_exists,
-            job_finished=snap.cleanup_job_finished,
-            enabled=snap.redis_cleanup,
-        )
+        facts = cleanup.facts_of(state.spec, state.annotations, snap)
         decision = cleanup.cleanup_step(facts, workflow.now())
         state.wake_at = decision.deadline
         if decision.step != cleanup.CleanupStep.NONE:
@@ -262,7 +220,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         if schema_violations or self._state.spec is None:
             violations = schema_violations or ["spec: the RayCluster has no readable spec"]
         else:
-            violations = [str(v) for v in validate(self._cluster())]
+            violations = [str(v) for v in validate(self._state.as_cluster(self._ref))]
         if violations and violations != self._state.reported_violations:
             message = "invalid spec: " + "; ".join(violations)
             self._state.remember(message)
@@ -371,23 +329,13 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
             return result
         if plan.delete_all_reason:
             self._state.expectations = {}  # every pod goes; nothing earlier is still awaited
-        self._expect(plan, result)
+        now = workflow.now()
+        self._state.expectations.update(
+            decisions.expectations_after(plan, result.created, result.deleted, now)
+        )
         for line in narration.decision_lines(plan, result):
             self._state.remember(line)
         return result
-
-    def _expect(self, plan: PodPlan, result: contract.ApplyClusterResult) -> None:
-        now = workflow.now()
-        groups: dict[str, Expectation] = {}
-        for creation in plan.creations:
-            if creation.name in result.created:
-                exp = groups.setdefault(creation.group, Expectation(since=now))
-                exp.creates.append(creation.name)
-        for deletion in plan.deletions:
-            if deletion.name in result.deleted:
-                exp = groups.setdefault(deletion.group, Expectation(since=now))
-                exp.deletes.append(deletion.name)
-        self._state.expectations.update(groups)
 
     async def _write_user_suspend(self) -> None:
         wanted = self._state.user_suspend
@@ -428,18 +376,6 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
     def _new_name(self, prefix: str) -> str:
         return prefix + random_suffix(workflow.random())
 
-    def _cluster(self) -> RayCluster:
-        assert self._state.spec is not None
-        meta = ObjectMeta(
-            name=self._ref.name,
-            namespace=self._ref.namespace,
-            uid=self._ref.uid,
-            generation=self._state.generation,
-            annotations=self._state.annotations or None,
-            labels=self._state.labels or None,
-        )
-        return RayCluster(metadata=meta, spec=self._state.spec)
-
     def _set_waiting(self, waiting: list[str]) -> None:
         self._state.waiting = waiting
         workflow.set_current_details(self._summary())
@@ -451,12 +387,4 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         return status.state
 
     def _summary(self) -> str:
-        status = self._state.status
-        lines = [f"**{self._ref}**: {self._headline()}"]
-        if status is not None and status.desired_worker_replicas is not None:
-            lines.append(
-                f"workers ready {status.ready_worker_replicas or 0}"
-                f"/{status.desired_worker_replicas}"
-            )
-        lines += [f"waiting for {w}" for w in self._state.waiting]
-        return "\n\n".join(lines)
+        return narration.summary(self._ref, self._headline(), self._state)

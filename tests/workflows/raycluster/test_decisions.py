@@ -7,16 +7,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from activities.contract import PodView
+from activities.raycluster.contract import PodCreation, PodDeletion
 from workflows.raycluster.decisions import (
     EXPECTATION_TIMEOUT,
     MAX_RETRY_DELAY,
+    expectations_after,
     next_suspend_phase,
     plan_pods,
     prune_expectations,
     retry_delay,
     unhealthy_reason,
 )
-from workflows.raycluster.plans import Expectation, SuspendPhase
+from workflows.raycluster.plans import Expectation, PodPlan, SuspendPhase
 
 from .helpers import facts, head, namer, spec, worker
 
@@ -265,6 +267,20 @@ def test_prune_expectations_keeps_only_unmet_ones() -> None:
     }
     kept = prune_expectations(exps, [head()], NOW)
     assert set(kept) == {"g"}
+
+
+def test_a_group_awaits_only_the_creates_and_deletes_the_api_accepted() -> None:
+    plan = PodPlan(
+        creations=[PodCreation(name=n, group="g") for n in ("w1", "w2")]
+        + [PodCreation(name="h", group="headgroup", head=True)],
+        deletions=[PodDeletion(name=n, group="g", reason="scale down") for n in ("w0", "w9")],
+    )
+    awaited = expectations_after(plan, created=["w1", "h"], deleted=["w9"], now=NOW)
+    assert awaited == {
+        "g": Expectation(creates=["w1"], deletes=["w9"], since=NOW),
+        "headgroup": Expectation(creates=["h"], since=NOW),
+    }
+    assert expectations_after(plan, created=[], deleted=[], now=NOW) == {}  # none went through
 
 
 def test_a_failed_apply_is_retried_after_a_doubling_delay_with_a_cap() -> None:
