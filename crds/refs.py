@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from crds.common import ObjectMeta
 from crds.constants import KINDS
 
 
@@ -26,6 +27,22 @@ class ObjectRef(BaseModel):
     def workflow_id(self) -> str:
         """The id of the workflow that manages this object."""
         return f"{self.kind.lower()}/{self.namespace}/{self.name}/{self.uid}"
+
+    def meta(
+        self, generation: int, labels: dict[str, str], annotations: dict[str, str]
+    ) -> ObjectMeta:
+        """The object's metadata as a workflow keeps it, to validate the object.
+
+        Empty maps count as absent, as the API server stores them.
+        """
+        return ObjectMeta(
+            name=self.name,
+            namespace=self.namespace,
+            uid=self.uid,
+            generation=generation,
+            labels=labels or None,
+            annotations=annotations or None,
+        )
 
     def __str__(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}"

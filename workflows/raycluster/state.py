@@ -6,7 +6,6 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from crds.common import ObjectMeta
 from crds.raycluster import RayCluster, RayClusterSpec, RayClusterStatus
 from crds.refs import ObjectRef
 from workflows.entity import SETTLED_HISTORY
@@ -50,14 +49,7 @@ class RayClusterState(BaseModel):
     def as_cluster(self, ref: ObjectRef) -> RayCluster:
         """The RayCluster as last read, for validation: the spec and the metadata kept."""
         assert self.spec is not None
-        meta = ObjectMeta(
-            name=ref.name,
-            namespace=ref.namespace,
-            uid=ref.uid,
-            generation=self.generation,
-            annotations=self.annotations or None,
-            labels=self.labels or None,
-        )
+        meta = ref.meta(self.generation, self.labels, self.annotations)
         return RayCluster(metadata=meta, spec=self.spec)
 
     def remember(self, decision: str) -> None:

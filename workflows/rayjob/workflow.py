@@ -20,7 +20,6 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from activities.rayjob import contract
     from crds import constants
-    from crds.common import ObjectMeta
     from crds.enums import JobDeploymentStatus as Deploy
     from crds.enums import JobSubmissionMode as Mode
     from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
@@ -369,14 +368,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         state.deleting = snap.deleting
 
     def _rayjob(self, facts: Facts) -> RayJob:
-        meta = ObjectMeta(
-            name=self._ref.name,
-            namespace=self._ref.namespace,
-            uid=self._ref.uid,
-            generation=self._state.generation,
-            labels=self._state.labels or None,
-            annotations=self._state.annotations or None,
-        )
+        state = self._state
+        meta = self._ref.meta(state.generation, state.labels, state.annotations)
         return RayJob(metadata=meta, spec=facts.spec, status=facts.status)
 
     def _set_waiting(self, waiting: str) -> None:

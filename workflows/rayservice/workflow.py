@@ -24,7 +24,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.kube.vocabulary import EventType
     from activities.rayservice import contract
     from crds import constants
-    from crds.common import ObjectMeta
     from crds.rayservice import RayService, RayServiceStatuses
     from crds.validation import validate
     from workflows import messages, user_signals
@@ -223,14 +222,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
     def _rule_violations(self) -> list[str]:
         state = self._state
         assert state.spec is not None
-        meta = ObjectMeta(
-            name=self._ref.name,
-            namespace=self._ref.namespace,
-            uid=self._ref.uid,
-            generation=state.generation,
-            annotations=state.annotations or None,
-            labels=state.labels or None,
-        )
+        meta = self._ref.meta(state.generation, state.labels, state.annotations)
         return [str(v) for v in validate(RayService(metadata=meta, spec=state.spec))]
 
     async def _suspension(self, snap: contract.ServiceSnapshot) -> bool:
