@@ -25,15 +25,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_calls import KUBE, RAY_JOB, CallPolicy, execute_where
     from workflows.patches import Patches
     from workflows.rayjob import actions as act
+    from workflows.rayjob.patching import LOCAL_PATCH
     from workflows.rayjob.state import RayJobState
 
 InputT = TypeVar("InputT")
 ResultT = TypeVar("ResultT")
 
 Policy = DeletionPolicyType
-LOCAL_PATCH = "rayjob-local-calls"
-"""Kubernetes calls and Ray submissions run as local activities, in the workflow task that
-decides them: no dispatch through the server, no workflow task for each result."""
 
 
 class Applier:

@@ -29,8 +29,20 @@ with workflow.unsafe.imports_passed_through():
     from workflows.entity import CrWorkflow
     from workflows.patches import Patches
     from workflows.rayjob import machine, naming
-    from workflows.rayjob.apply import LOCAL_PATCH, Applier
+    from workflows.rayjob.apply import Applier
     from workflows.rayjob.facts import Facts, Step
+    from workflows.rayjob.patching import (
+        CLUSTER_STATUS_PATCH,
+        COVERINGS,
+        IDLE_PATCH,
+        LOCAL_PATCH,
+        NAMES_PATCH,
+        REFIT_PATCH,
+        SIDECAR_END_PATCH,
+        STALE_VIEW_PATCH,
+        STEADY_TIMER_PATCH,
+        UNREADABLE_PATCH,
+    )
     from workflows.rayjob.state import RayJobInput, RayJobState
     from workflows.rayjob.status import settle, status_changed
     from workflows.resync import ResyncTimer
@@ -47,47 +59,9 @@ a deadline asks Ray at once anyway)."""
 # state changes, not with the job's duration. The 30 s heartbeat timeout, not this bound, is
 # what notices a dead worker; deadlines end a wait through `return_by`, signals cancel it.
 WAIT_BOUND = timedelta(hours=24)
-IDLE_PATCH = "rayjob-idle-without-resync"
-"""A finished, failed or suspended RayJob with no clock running waits for signals only."""
 IDLE_STATES = frozenset(
     {Deploy.COMPLETE, Deploy.FAILED, Deploy.VALIDATION_FAILED, Deploy.SUSPENDED}
 )
-UNREADABLE_PATCH = "rayjob-unreadable-validation-failed"
-"""A RayJob unreadable from its first read is refused like a bad edit (histories before wait)."""
-STALE_VIEW_PATCH = "rayjob-finished-submitter-asks-ray-first"
-"""A finished submitter with Ray's last answer not terminal: ask Ray before deciding."""
-NAMES_PATCH = "rayjob-names-from-the-kubernetes-alphabet"
-"""Job ids and cluster names are drawn as KubeRay draws them (`workflows.names`); workflows
-that began before draw theirs as then, so a replay names the same cluster."""
-CLUSTER_STATUS_PATCH = "rayjob-cluster-status-while-running"
-"""`status.rayClusterStatus` is copied from the cluster only while the job runs, as KubeRay
-does; workflows that began before copy it while Initializing too (their writes replay)."""
-SIDECAR_END_PATCH = "rayjob-sidecar-end-waits-for-cluster"
-"""A SidecarMode job's end waits briefly for its cluster's status to show the exited sidecar."""
-STEADY_TIMER_PATCH = "rayjob-steady-resync-timer"
-"""A wait keeps the running timer when it fires soon enough (`workflows.resync`)."""
-LOCAL_CALLS_ALL_PATCH = "rayjob-patches-through-local-calls"
-"""Stood for every patch above and `LOCAL_PATCH` until the steady timer; its runs replay."""
-LOCAL_CALLS_COVERED = frozenset(
-    {
-        IDLE_PATCH,
-        UNREADABLE_PATCH,
-        STALE_VIEW_PATCH,
-        NAMES_PATCH,
-        CLUSTER_STATUS_PATCH,
-        SIDECAR_END_PATCH,
-        LOCAL_PATCH,
-    }
-)
-REFIT_PATCH = "rayjob-resync-replaces-an-early-timer"
-"""A wait replaces a running timer that would only bring a pass with nothing due (`resync`)."""
-STEADY_TIMER_ALL_PATCH = "rayjob-patches-through-steady-timer"
-"""Stood for every patch above until the early timer's; its runs still replay."""
-STEADY_TIMER_COVERED = LOCAL_CALLS_COVERED | {STEADY_TIMER_PATCH}
-ALL_PATCH = messages.COVERING_PATCHES["RayJob"]
-"""Stands for every patch above: a run started with it in its input records
-no marker, one started without it one (`patches`)."""
-COVERED = STEADY_TIMER_COVERED | {REFIT_PATCH}
 
 
 @workflow.defn(name="RayJob")
@@ -99,12 +73,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._ref = params.ref
         self._state = params.state or RayJobState()
         self._max_history = params.max_history_events
-        self._patches = Patches(
-            (ALL_PATCH, COVERED),
-            (STEADY_TIMER_ALL_PATCH, STEADY_TIMER_COVERED),
-            (LOCAL_CALLS_ALL_PATCH, LOCAL_CALLS_COVERED),
-            given=params.patches,
-        )
+        self._patches = Patches(*COVERINGS, given=params.patches)
         self._resync = ResyncTimer()
         self._apply = Applier(self._ref, self._state, self._patches)
         self._nudged = False
