@@ -7,7 +7,8 @@ rejects beyond the schema the models already enforce: its controllers' validatio
 `validate_update(old, new)` adds the rules that compare two versions (immutable fields).
 
 The modules split the rules by concept: `names` (object names, labels, managedBy),
-`references` (the names a CR uses to address other objects), `clusters` (any RayClusterSpec)
+`references` (the names a CR uses to address other objects), `service_types` (what the
+Services made for a CR may be), `clusters` (any RayClusterSpec)
 with `autoscaling`, `fault_tolerance`, `security` and `addons`, then `jobs` with `deletion`,
 `services`, `cronjobs` with `schedules` (cron strings and time zones), and `updates`.
 """

@@ -22,6 +22,7 @@ from crds.validation.scope import (
     ClusterScope,
     key_path,
 )
+from crds.validation.service_types import head_service_violations
 from crds.violations import Violation
 
 # rayStartParams keys that size a node; the top-level `resources` field replaces them.
@@ -41,6 +42,7 @@ def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
         group_start_params,
         unique_group_names,
         cluster_references,
+        head_service_violations,
         replica_bounds,
         *autoscaling.RULES,
         *fault_tolerance.RULES,

@@ -17,6 +17,7 @@ from crds.validation.clusters import cluster_spec_violations
 from crds.validation.names import managed_by_violations
 from crds.validation.references import serve_service_reference
 from crds.validation.scope import RAYSERVICE_KIND, ClusterScope, is_autoscaling, key_path
+from crds.validation.service_types import serve_service_violations
 from crds.violations import Violation
 
 _CLUSTER_PATH = "spec.rayClusterConfig"
@@ -35,6 +36,7 @@ def rayservice_violations(service: RayService) -> list[Violation]:
     found += cluster_spec_violations(scope)
     found += _head_service_name(spec)
     found += serve_service_reference(spec)
+    found += serve_service_violations(spec)
     found += _deletion_delay(spec)
     found += upgrade_options(spec)
     found += _serve_config(spec)

@@ -248,6 +248,39 @@ def test_semantic_violations_are_reported(
     assert line.startswith(f"INVALID RayCluster/{too_long}: metadata.name: ")
 
 
+def test_an_external_name_head_service_is_refused_with_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An HTTPMode RayJob whose head Service is a DNS alias to another namespace's head."""
+    manifest = """\
+        apiVersion: ray.io/v1
+        kind: RayJob
+        metadata:
+          name: hop
+        spec:
+          entrypoint: python -c "print(1)"
+          submissionMode: HTTPMode
+          rayClusterSpec:
+            headGroupSpec:
+              headService:
+                spec:
+                  type: ExternalName
+                  externalName: victim-head-svc.victim.svc.cluster.local
+              template:
+                spec:
+                  containers:
+                  - name: ray-head
+                    image: rayproject/ray:2.52.0
+        """
+    code, out, err = run_cli(capsys, write(tmp_path, manifest))
+    assert (code, err) == (1, [])
+    prefix = "INVALID RayJob/hop: spec.rayClusterSpec.headGroupSpec.headService.spec."
+    assert [line[: len(prefix) + 12] for line in out] == [
+        f"{prefix}type: Extern",
+        f"{prefix}externalName",
+    ]
+
+
 def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "# nothing here\n---\n")
     code, out, err = run_cli(capsys, path)
