@@ -11,10 +11,19 @@ here with the httpx or HTTP cause chained.
 
 The auth token never appears in a message, a repr or a log line: it only ever goes into the
 request header, and error messages are scrubbed of it in case a server echoes it back.
+
+Whoever runs a cluster chooses what answers on its dashboard port (the head's image and
+command are theirs), and the worker that asks serves every namespace. So an answer is read
+within bounds: at most `MAX_ANSWER_BYTES`, uncompressed, within `WHOLE_ANSWER_TIMES` the
+per-request timeout for the whole of it (httpx's timeout is per read, so a server sending a
+byte a second would hold a call for ever), and JSON nested too deep to decode is a bad answer.
+The texts Ray sends (a job's message, a Serve application's) are clipped in
+`activities.dashboard.contract`, since they travel into histories and statuses.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import string
 from collections.abc import Mapping
@@ -46,6 +55,13 @@ DIRECT_TIMEOUT: Final = 2.0
 """Seconds per request straight to the head Service (KubeRay's client timeout)."""
 PROXY_TIMEOUT: Final = 10.0
 """Seconds per request through the API server's service proxy, one hop longer."""
+
+MAX_ANSWER_BYTES: Final = 1024 * 1024
+"""The most of one answer read. Ray's answers are KiBs (a Serve status of a hundred
+applications some hundred KiB); an activity's result, which holds one, goes into a history,
+where Temporal refuses payloads of 2 MB."""
+WHOLE_ANSWER_TIMES: Final = 3
+"""The whole exchange must end within this many per-request timeouts."""
 
 AUTH_HEADER: Final = "x-ray-authorization"
 """Not `Authorization`: through the API server proxy that header carries Kubernetes' own token."""
@@ -280,13 +296,19 @@ class RayDashboardClient:
         params: Mapping[str, str] | None,
         needs_auth: bool,
     ) -> httpx.Response:
-        headers = {"Accept": "application/json"}
+        # Uncompressed: the bound is on what is held, and a small gzip can hold a great deal.
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         if needs_auth and self._token:
             headers[AUTH_HEADER] = f"Bearer {self._token}"
+        request = self._http.build_request(
+            method, url, json=body, params=params, headers=headers, timeout=self._timeout
+        )
+        whole = self._timeout * WHOLE_ANSWER_TIMES
         try:
-            return await self._http.request(
-                method, url, json=body, params=params, headers=headers, timeout=self._timeout
-            )
+            async with asyncio.timeout(whole):
+                return await self._read(request, what)
+        except TimeoutError as err:
+            raise DashboardUnavailable(f"{what}: no whole answer within {whole:g}s") from err
         except httpx.TimeoutException as err:
             raise DashboardUnavailable(f"{what}: no answer within {self._timeout}s") from err
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as err:
@@ -297,9 +319,35 @@ class RayDashboardClient:
         except httpx.HTTPError as err:
             raise DashboardBadResponse(self._scrub(f"{what}: {err}")) from err
 
+    async def _read(self, request: httpx.Request, what: str) -> httpx.Response:
+        """Send `request` and read its answer, refusing one beyond `MAX_ANSWER_BYTES`."""
+        response = await self._http.send(request, stream=True)
+        too_large = DashboardBadResponse(
+            f"{what}: an answer larger than {MAX_ANSWER_BYTES} bytes is not read",
+            status=response.status_code,
+        )
+        try:
+            # A transport that holds the answer already (a test's) has no stream left to read.
+            held = response.is_stream_consumed
+            content = bytearray(response.content if held else b"")
+            if not held:
+                async for chunk in response.aiter_raw():
+                    content += chunk
+                    if len(content) > MAX_ANSWER_BYTES:
+                        raise too_large
+        finally:
+            await response.aclose()
+        if len(content) > MAX_ANSWER_BYTES:
+            raise too_large
+        # The bytes as they came: a server that compressed them anyway gets no JSON read.
+        kept = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _FRAMING]
+        return httpx.Response(
+            response.status_code, headers=kept, content=bytes(content), request=request
+        )
+
     def _decode(self, response: httpx.Response, what: str) -> Any:
         try:
-            return response.json()
+            return _json(response)
         except ValueError as err:
             raise DashboardBadResponse(
                 self._describe(f"{what}: not JSON", response), status=response.status_code
@@ -326,6 +374,18 @@ class RayDashboardClient:
         return message.replace(self._token, "<token>") if self._token else message
 
 
+_FRAMING: Final = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+"""Headers about how the body was sent, which no longer apply to the bytes kept."""
+
+
+def _json(response: httpx.Response) -> Any:
+    """The decoded body; ValueError for one that is not JSON or too deeply nested to decode."""
+    try:
+        return response.json()
+    except RecursionError:
+        raise ValueError("nested too deeply to decode") from None
+
+
 def _job_path(submission_id: str, suffix: str = "") -> str:
     # Quoted whole so an id can never step into another path (say, "x/stop").
     return f"/api/jobs/{quote(submission_id, safe='')}{suffix}"
@@ -339,7 +399,7 @@ def _is_kubernetes_status(response: httpx.Response) -> bool:
     the worker may not use the proxy), which says nothing about the job or Ray's token.
     """
     try:
-        data = response.json()
+        data = _json(response)
     except ValueError:
         return False
     return isinstance(data, dict) and data.get("kind") == "Status"
@@ -350,7 +410,7 @@ def _proxy_denial(what: str, response: httpx.Response) -> str:
     method, path = response.request.method, response.request.url.path
     found = _PROXY_PATH.search(path)
     subresource = f"{found.group(1) if found else 'services'}/proxy"
-    detail = str(response.json().get("message") or "")  # a `Status`: see the caller
+    detail = str(_json(response).get("message") or "")  # a `Status`: see the caller
     if response.status_code == 401:
         cause = "the Kubernetes API server refused the worker's credentials"
     else:

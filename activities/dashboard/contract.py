@@ -8,8 +8,10 @@ converter; they are kept apart from the client so the workflow sandbox can impor
 httpx.
 
 Epoch-millisecond timestamps become timezone-aware UTC datetimes, and Ray's "unset" (0 or
-null) becomes None. A job's `runtime_env` is deliberately not part of `JobInfo`: it may hold
-credentials in `env_vars`, and activity results are written into workflow history.
+null) becomes None. Texts are clipped to `MAX_TEXT` characters: they travel into histories and
+CR statuses, and whatever answers on a cluster's dashboard port chooses them. A job's
+`runtime_env` is deliberately not part of `JobInfo`: it may hold credentials in `env_vars`, and
+activity results are written into workflow history.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from crds.constants import DEFAULT_SERVE_APP_NAME
 from crds.enums import ApplicationStatus, JobStatus
 
 _TERMINAL_JOB_STATUSES = frozenset(s.value for s in JobStatus if s.is_terminal)
+MAX_TEXT = 20_480
+"""Characters kept of a text Ray sends: room for a failed job's message, in which Ray puts the
+last 20,000 characters of its log."""
 
 
 class _Wire(BaseModel):
@@ -46,13 +51,17 @@ def _text(value: Any) -> Any:
     return "" if value is None else value
 
 
+def _clipped(value: str) -> str:
+    return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "…"
+
+
 def _mapping(value: Any) -> Any:
     """Ray sends null for an empty map."""
     return {} if value is None else value
 
 
 EpochMs = Annotated[datetime | None, BeforeValidator(_epoch_ms)]
-Text = Annotated[str, BeforeValidator(_text)]
+Text = Annotated[str, BeforeValidator(_text), AfterValidator(_clipped)]
 
 
 class JobSubmission(BaseModel):

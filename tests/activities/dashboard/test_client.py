@@ -6,6 +6,7 @@ the live check), unknown keys included.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -17,10 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
+from aiohttp import web
 
 from activities.dashboard import client as rd
 from activities.dashboard import errors, urls
-from activities.dashboard.contract import JobInfo, JobSubmission, ServeStatus
+from activities.dashboard.contract import MAX_TEXT, JobInfo, JobSubmission, ServeStatus
 
 BASE = "http://demo-head-svc.ns.svc.cluster.local:8265"
 TOKEN = "s3cr3t-T0ken-value-1234"
@@ -766,16 +768,8 @@ def test_unusable_token_is_refused_without_echo(token):
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        pytest.param(
-            urls.dashboard_base_url("demo-head-svc", "ns"),
-            "http://demo-head-svc.ns.svc.cluster.local:8265",
-            id="direct-defaults",
-        ),
-        pytest.param(
-            urls.dashboard_base_url("h", "team-a", 9999, "corp.internal"),
-            "http://h.team-a.svc.corp.internal:9999",
-            id="direct-custom",
-        ),
+        pytest.param(urls.pod_base_url("10.244.0.7", 8265), "http://10.244.0.7:8265", id="direct"),
+        pytest.param(urls.pod_base_url("fd00::7", 9999), "http://[fd00::7]:9999", id="direct-ipv6"),
         pytest.param(
             urls.proxied_base_url("https://127.0.0.1:6443/", "ns", "demo-head-svc"),
             "https://127.0.0.1:6443/api/v1/namespaces/ns/services/demo-head-svc:dashboard/proxy",
@@ -805,3 +799,86 @@ async def test_proxied_base_keeps_its_path(make, suffix):
     assert str(rec.requests[0].url) == (
         "https://api:6443/api/v1/namespaces/ns/services/demo-head-svc:dashboard/proxy/api/jobs/j"
     )
+
+
+# --- answers within bounds ---------------------------------------------------------------------
+# Whoever runs a cluster chooses what answers on its dashboard port; the worker asking serves
+# every namespace.
+
+
+@contextlib.asynccontextmanager
+async def serving(handler: Callable[[web.Request], Any]) -> AsyncIterator[str]:
+    """A real HTTP server on a free loopback port answering every GET with `handler`."""
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_an_endless_answer_is_read_no_further_than_the_bound() -> None:
+    sent = {"bytes": 0}
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        chunk = b'{"status": "RUNNING", "message": "' + b"x" * 65536
+        with contextlib.suppress(ConnectionError):
+            while sent["bytes"] < 64 * rd.MAX_ANSWER_BYTES:
+                await response.write(chunk)
+                sent["bytes"] += len(chunk)
+        return response
+
+    async with serving(endless) as base, httpx.AsyncClient() as pool:
+        client = rd.RayDashboardClient(pool, base, timeout=5.0)
+        with pytest.raises(errors.DashboardBadResponse, match="larger than 1048576 bytes"):
+            await client.job_info("j")
+    assert sent["bytes"] < 64 * rd.MAX_ANSWER_BYTES
+
+
+async def test_an_answer_trickling_in_ends_at_the_whole_deadline() -> None:
+    """Each byte comes within the per-read timeout, the whole answer never."""
+
+    async def trickle(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError):
+            while True:
+                await response.write(b" ")
+                await asyncio.sleep(0.05)  # the behaviour under test: a slow sender
+        return response
+
+    async with serving(trickle) as base, httpx.AsyncClient() as pool:
+        client = rd.RayDashboardClient(pool, base, timeout=0.2)
+        with pytest.raises(errors.DashboardUnavailable, match=r"no whole answer within 0\.6s"):
+            await client.job_info("j")
+
+
+async def test_an_answer_too_large_is_refused_even_when_held_whole(make):
+    body = {**JOB, "message": "x" * rd.MAX_ANSWER_BYTES}
+    client, _ = make(reply(200, body))
+    with pytest.raises(errors.DashboardBadResponse, match="larger than"):
+        await client.job_info("j")
+
+
+async def test_json_nested_too_deep_is_a_bad_answer_not_a_crash(make):
+    client, _ = make(reply(200, text="[" * 100_000 + "]" * 100_000))
+    with pytest.raises(errors.DashboardBadResponse, match="not JSON"):
+        await client.job_info("j")
+
+
+async def test_answers_are_asked_for_uncompressed(make):
+    client, rec = make(reply(200, JOB))
+    await client.job_info("j")
+    assert rec.requests[0].headers["accept-encoding"] == "identity"
+
+
+async def test_rays_texts_are_clipped(make):
+    client, _ = make(reply(200, {**JOB, "message": "y" * 100_000}))
+    info = await client.job_info("j")
+    assert len(info.message) == MAX_TEXT and info.message.endswith("…")
