@@ -127,7 +127,15 @@ class ReplicaFailure(BaseModel):
         return cls(reason=reason, message=f"{reason}\n{api_message}")
 
 
-_POD_META_READ = ("name", "namespace", "uid", "labels", "annotations", "deletionTimestamp")
+_POD_META_READ = (
+    "name",
+    "namespace",
+    "uid",
+    "labels",
+    "annotations",
+    "deletionTimestamp",
+    "ownerReferences",  # whose pod it is: only a cluster's own head pod is called directly
+)
 
 
 def pod_essentials(pod: JSON) -> JSON:

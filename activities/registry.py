@@ -16,6 +16,7 @@ from typing import Any
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
 from activities.builders.names import without_last_applied
 from activities.contract import pod_essentials
+from activities.dashboard.access import DashboardAccess, DashboardConnector
 from activities.kube.client import JSON, PODS, RAYCLUSTERS, RAYJOBS, SERVICES, KubeClient
 from activities.kube.informer import Informer
 from activities.kuberay_metrics import KubeRayMetrics
@@ -24,7 +25,6 @@ from activities.raycluster.redis_cleanup import ClusterCleanupActivities
 from activities.raycronjob.kube_effects import CronJobActivities
 from activities.raycronjob.schedules import ScheduleActivities
 from activities.rayjob.contract import JobOperatorOptions
-from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
 from activities.rayjob.kube_effects import JobActivities
 from activities.rayjob.ray_effects import RayJobActivities
 from activities.rayservice.kube_effects import ServiceActivities
@@ -73,14 +73,15 @@ def build_activities(
     """
     if kube is None:
         return []
-    connector = DashboardConnector(kube, DashboardAccess(dashboard_access))
-    serve = ServeActivities(kube, connector)
-    labeler = HeadLabeler(kube, serve)
     pods, services, clusters, rayjobs = (
         (copies.pods, copies.services, copies.clusters, copies.rayjobs)
         if copies
         else (None, None, None, None)
     )
+    access = DashboardAccess(dashboard_access)
+    connector = DashboardConnector(kube, access, None, services, pods)
+    serve = ServeActivities(kube, connector)
+    labeler = HeadLabeler(kube, serve)
     return [
         *ClusterActivities(kube, options, metrics, pods, services, clusters).activities(),
         *ClusterCleanupActivities(kube, options).activities(),

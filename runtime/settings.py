@@ -207,8 +207,9 @@ class Settings(BaseModel):
         description=(
             "How RayJob and RayService activities reach a head's dashboard: `proxy` through "
             "the API server's service proxy (works from outside the cluster network, e.g. "
-            "the local stack), or "
-            "`direct` to `http://<svc>.<ns>.svc.<domain>:<port>` (a worker inside the cluster)."
+            "the local stack), or `direct` to the head pod's own IP, `http://<pod IP>:<port>`, "
+            "found through the head Service and pod the cluster owns (a worker inside the "
+            "cluster)."
         ),
     )
 

@@ -149,6 +149,14 @@ def owner_reference(cluster: RayCluster) -> JSONObject:
     return controller_reference("RayCluster", cluster.name, cluster.metadata.uid)
 
 
+def is_controlled_by(obj: JSONObject, cluster: RayCluster) -> bool:
+    """Whether the object's controller ownerReference is this cluster (by UID)."""
+    return any(
+        ref.get("controller") and ref.get("uid") == cluster.metadata.uid
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
+    )
+
+
 def without_last_applied(annotations: Mapping[str, str] | None) -> dict[str, str]:
     """A CR's annotations less kubectl's copy of its manifest (`ANNOTATION_LAST_APPLIED`)."""
     return {

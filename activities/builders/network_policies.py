@@ -74,14 +74,6 @@ def needs_update(existing: JSONObject, desired: JSONObject) -> bool:
     )
 
 
-def is_controlled_by(obj: JSONObject, cluster: RayCluster) -> bool:
-    """Whether the object's controller ownerReference is this cluster (by UID)."""
-    return any(
-        ref.get("controller") and ref.get("uid") == cluster.metadata.uid
-        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
-    )
-
-
 def stale_policy_names(
     cluster: RayCluster, existing: list[JSONObject], desired: list[JSONObject]
 ) -> list[str]:
@@ -90,7 +82,7 @@ def stale_policy_names(
     return sorted(
         p["metadata"]["name"]
         for p in existing
-        if p["metadata"]["name"] not in wanted and is_controlled_by(p, cluster)
+        if p["metadata"]["name"] not in wanted and names.is_controlled_by(p, cluster)
     )
 
 

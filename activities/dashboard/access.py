@@ -1,10 +1,15 @@
-"""How the RayJob activities reach a cluster's dashboard: through the API server, or directly.
+"""How the activities reach a cluster's dashboard: through the API server, or directly.
 
 A worker outside the cluster network (the local stack, a laptop) cannot resolve
 `<svc>.<ns>.svc.cluster.local`, so by default it goes the way KubeRay's
 `--use-kubernetes-proxy` does: the API server's `services/<svc>:dashboard/proxy` subresource,
 with the Kubernetes credentials of the worker's own client. A worker running in the cluster
 can skip that hop (`direct`). Which one is a worker setting (`KUBERAY_TEMPORAL_DASHBOARD_ACCESS`).
+
+Where the dashboard is comes from objects only: the RayCluster the caller read in its CR's
+namespace and the head Service that cluster owns (`heads.head_of`), never a URL from a CR's
+status or spec. So a call reaches the cluster's own head, whatever the CR says, and the
+cluster's Ray token goes nowhere else.
 
 Credentials (the Kubernetes bearer token, Ray's auth token) only ever go into request headers
 built here; they are never returned, logged or put in an error message.
@@ -23,14 +28,14 @@ from kubernetes_asyncio.client import Configuration
 
 from activities.builders.auth import AUTH_TOKEN_SECRET_KEY, auth_secret_name, is_auth_enabled
 from activities.dashboard.client import DIRECT_TIMEOUT, PROXY_TIMEOUT, RayDashboardClient
-from activities.dashboard.errors import DashboardError
-from activities.dashboard.urls import proxied_base_url
+from activities.dashboard.heads import HeadService, head_of, head_pod_ip, head_service_name
+from activities.dashboard.urls import pod_base_url, proxied_base_url
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
+from activities.kube.informer import Informer, cached_or_live
 from activities.kube.spans import TracingTransport
-from crds.constants import PORT_NAME_DASHBOARD
+from crds.constants import LABEL_CLUSTER, PORT_NAME_DASHBOARD
 from crds.raycluster import RayCluster
-from crds.validation.names import dns1123_label_problem
 
 
 class DashboardAccess(StrEnum):
@@ -39,30 +44,21 @@ class DashboardAccess(StrEnum):
     PROXY = "proxy"
     """`<api server>/api/v1/namespaces/<ns>/services/<svc>:dashboard/proxy` (10 s timeout)."""
     DIRECT = "direct"
-    """`http://<svc>.<ns>.svc.<domain>:<port>` from inside the cluster (2 s timeout)."""
-
-
-def split_dashboard_url(dashboard_url: str) -> tuple[str, str]:
-    """`(service, namespace)` of a RayJob's `status.dashboardURL` (`<svc>.<ns>.svc.…:<port>`).
-
-    Raises:
-        ValueError: If the URL does not name a Service and a namespace.
-    """
-    host = dashboard_url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)[0]
-    parts = host.split(".")
-    if len(parts) < 2 or any(dns1123_label_problem(part) for part in parts[:2]):
-        raise ValueError(f"dashboard URL {dashboard_url!r} does not name <service>.<namespace>")
-    return parts[0], parts[1]
+    """`http://<head pod IP>:<port>` from inside the cluster (2 s timeout): where the head
+    Service leads, without asking DNS (`activities.dashboard.heads`)."""
 
 
 class DashboardConnector:
-    """Opens a `RayDashboardClient` for a dashboard URL the way the settings say.
+    """Opens a `RayDashboardClient` for a cluster's head the way the settings say.
 
     Args:
         client: The worker's Kubernetes client: the proxy's address and credentials, and the
-            reader of Ray auth Secrets.
+            reader of head Services and Ray auth Secrets.
         access: Proxy or direct.
         transport: Replaces the network (tests pass an `httpx.MockTransport`).
+        services: The worker's copy of Ray clusters' Services; None reads them live.
+        pods: The worker's copy of Ray pods (direct calls find the head pod there); None lists
+            them live.
     """
 
     def __init__(
@@ -70,10 +66,14 @@ class DashboardConnector:
         client: KubeClient,
         access: DashboardAccess = DashboardAccess.PROXY,
         transport: httpx.AsyncBaseTransport | None = None,
+        services: Informer | None = None,
+        pods: Informer | None = None,
     ) -> None:
         self._kube = client
         self._access = access
         self._transport = transport
+        self._services = services
+        self._pods = pods
         self._tls: ssl.SSLContext | None = None
 
     @property
@@ -81,32 +81,52 @@ class DashboardConnector:
         """The configured road."""
         return self._access
 
-    def base_url(self, dashboard_url: str) -> str:
-        """The URL the dashboard API is under, for `status.dashboardURL`."""
-        service, namespace = split_dashboard_url(dashboard_url)
+    async def head(self, cluster: RayCluster) -> HeadService:
+        """The cluster's own head Service, read and checked (`heads.head_of`).
+
+        Raises:
+            DashboardError: There is none yet, or it is not one to call.
+        """
+        name = head_service_name(cluster)
+        service = await cached_or_live(
+            self._kube, self._services, kube.SERVICES, cluster.namespace, name
+        )
+        return head_of(service, cluster)
+
+    async def base_url(self, cluster: RayCluster) -> str:
+        """The URL the cluster's dashboard API is under, by the configured road.
+
+        Raises:
+            DashboardError: There is no head Service or head pod to call (yet), or the Service
+                is not one to call.
+        """
+        head = await self.head(cluster)
         if self._access == DashboardAccess.DIRECT:
-            return dashboard_url if "://" in dashboard_url else f"http://{dashboard_url}"
+            ip = head_pod_ip(await self._head_pods(cluster), cluster)
+            return pod_base_url(ip, head.target_port)
         host = str(self._kube.configuration.host)
-        return proxied_base_url(host, namespace, service, PORT_NAME_DASHBOARD)
+        return proxied_base_url(host, head.namespace, head.name, PORT_NAME_DASHBOARD)
+
+    async def _head_pods(self, cluster: RayCluster) -> list[kube.JSON]:
+        """The pods labelled with the cluster: from the worker's copy while it is whole."""
+        if self._pods is not None and self._pods.whole:
+            return self._pods.labelled(cluster.namespace, cluster.name)
+        selector = f"{LABEL_CLUSTER}={cluster.name}"
+        return await self._kube.list_all(kube.PODS, cluster.namespace, selector)
 
     @asynccontextmanager
-    async def open(
-        self, dashboard_url: str, cluster: RayCluster | None = None
-    ) -> AsyncIterator[RayDashboardClient]:
-        """A dashboard client for the duration of the block.
+    async def open(self, cluster: RayCluster) -> AsyncIterator[RayDashboardClient]:
+        """A client of the cluster's dashboard for the duration of the block.
 
         Args:
-            dashboard_url: `status.dashboardURL` of the RayJob.
-            cluster: The job's RayCluster; with token auth on, its Secret supplies the token.
+            cluster: The RayCluster, as read in its CR's namespace. Its head Service gives the
+                address; with token auth on, its Secret supplies the token.
+
+        Raises:
+            DashboardError: The head Service is missing or not one to call (no request made).
         """
-        _, namespace = split_dashboard_url(dashboard_url)
-        if cluster is not None and namespace != cluster.namespace:
-            # The token of `cluster` must only ever go to a dashboard in its own namespace.
-            raise DashboardError(
-                f"dashboard URL {dashboard_url!r} is outside namespace {cluster.namespace!r}"
-            )
-        base = self.base_url(dashboard_url)
-        token = await self._ray_token(cluster) if cluster is not None else None
+        base = await self.base_url(cluster)
+        token = await self._ray_token(cluster)
         verify = self._tls_context()
         if self._access == DashboardAccess.DIRECT:
             async with httpx.AsyncClient(transport=self._traced(verify), verify=verify) as http:

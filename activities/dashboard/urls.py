@@ -1,29 +1,30 @@
-"""Where a Ray dashboard is: through the API server's proxy, or straight through cluster DNS.
+"""Where a Ray dashboard is: through the API server's proxy, or straight at a pod's IP.
 
 These URLs are built from Service, pod and namespace names that may come from a CR. A name
 such as `../../b/services/x` or `evil.example:80/#` must not lead a call to another
 namespace or another host, so each name must be a plain DNS label (a pod name: labels joined
-by dots) before it becomes part of a URL.
+by dots) before it becomes part of a URL, and a direct address must be an IP.
 """
 
 from __future__ import annotations
 
-from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
+import ipaddress
+
 from activities.dashboard.errors import DashboardError
-from crds.constants import PORT_DASHBOARD, PORT_NAME_DASHBOARD
+from crds.constants import PORT_NAME_DASHBOARD
 from crds.validation.names import dns1123_label_problem
 
 _MAX_SUBDOMAIN_LENGTH = 253
 
 
-def dashboard_base_url(
-    service_name: str,
-    namespace: str,
-    port: int = PORT_DASHBOARD,
-    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
-) -> str:
-    """The dashboard of a head Service, reached directly through cluster DNS."""
-    return f"http://{_label(service_name)}.{_label(namespace)}.svc.{cluster_domain}:{port}"
+def pod_base_url(ip: str, port: int) -> str:
+    """A port of a pod, reached directly at its IP (no name, so no DNS to answer otherwise)."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        raise DashboardError(f"refusing to address {ip[:80]!r}: not an IP address") from None
+    host = f"[{address}]" if address.version == 6 else str(address)
+    return f"http://{host}:{int(port)}"
 
 
 def proxied_base_url(

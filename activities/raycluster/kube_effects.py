@@ -16,7 +16,7 @@ from typing import Any
 from temporalio import activity
 
 from activities import builders, events
-from activities.builders.network_policies import is_controlled_by
+from activities.builders.names import is_controlled_by
 from activities.builders.tls import is_tls_enabled
 from activities.contract import ReplicaFailure, Written, summarize_pod
 from activities.kube import client as kube

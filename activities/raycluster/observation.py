@@ -16,7 +16,8 @@ from temporalio import activity
 
 from activities import builders
 from activities.builders import names
-from activities.builders.network_policies import is_controlled_by, stale_policy_names
+from activities.builders.names import is_controlled_by
+from activities.builders.network_policies import stale_policy_names
 from activities.builders.redis_cleanup_job import cleanup_job_name
 from activities.contract import summarize_pod, summarize_service
 from activities.kube import client as kube

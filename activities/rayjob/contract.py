@@ -139,7 +139,10 @@ class ClusterView(BaseModel):
     status: RayClusterStatus | None = None
     """The cluster's status, copied into RayJob `status.rayClusterStatus`."""
     dashboard_url: str | None = None
-    """`<head svc>.<ns>.svc.<domain>:<dashboard port>` once the head Service exists."""
+    """`<head svc>.<ns>.svc.<domain>:<dashboard port>` once the head Service the cluster owns
+    exists (`activities.dashboard.heads`)."""
+    head_service_problem: str = ""
+    """Why the cluster's head Service is not one to call, when it exists but is refused."""
     head_pod: bool = False
     """Whether a head pod exists (SidecarMode fails without one; read in that mode only)."""
     pods: int = 0
@@ -238,7 +241,6 @@ class CreateSubmitterInput(RayJobRef):
     cluster_name: str
     job_id: str
     attempt: int
-    dashboard_url: str
     as_of: int = 0
     """The newest RayJob resourceVersion the workflow knows (`ReadJobInput.as_of`): the RayJob
     comes from the worker's copy once the copy has reached it."""
@@ -335,11 +337,19 @@ class RayJobView(BaseModel):
         )
 
 
-class SubmitRayJobInput(RayJobRef):
-    """`POST /api/jobs/` with `submission_id=job_id`, built from the RayJob's spec."""
+class RayJobDashboardInput(RayJobRef):
+    """A call to the dashboard of the RayJob's cluster about one Ray job.
 
-    dashboard_url: str
+    The cluster is named, never its address: the activity reads the RayCluster in the RayJob's
+    namespace and calls it through the head Service that cluster owns.
+    """
+
+    cluster_name: str
     job_id: str
+
+
+class SubmitRayJobInput(RayJobDashboardInput):
+    """`POST /api/jobs/` with `submission_id=job_id`, built from the RayJob's spec."""
 
 
 class SubmitRayJobResult(BaseModel):
@@ -351,7 +361,7 @@ class SubmitRayJobResult(BaseModel):
     """Set (and `submitted` False) when the dashboard could not be reached."""
 
 
-class WaitRayJobInput(RayJobRef):
+class WaitRayJobInput(RayJobDashboardInput):
     """Poll the dashboard inside one heartbeating activity until something worth a decision.
 
     Returns when the job's view differs from `known` (status, found, reachability), when the
@@ -359,19 +369,14 @@ class WaitRayJobInput(RayJobRef):
     whichever comes first.
     """
 
-    dashboard_url: str
-    job_id: str
     known: RayJobView | None = None
     return_by: datetime | None = None
     max_wait_seconds: int = 180
     poll_seconds: float = 2.0
 
 
-class StopRayJobInput(RayJobRef):
+class StopRayJobInput(RayJobDashboardInput):
     """`POST /api/jobs/<id>/stop`, best effort."""
-
-    dashboard_url: str
-    job_id: str
 
 
 # The activities, as the workflows call them (the names are in recorded histories).

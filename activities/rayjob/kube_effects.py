@@ -207,9 +207,14 @@ class JobActivities:
             # The RayJob is gone, or its cluster vanished: the next pass decides what now.
             return contract.CreateResult(created=False)
         cluster = RayCluster.model_validate(obj)
+        address, problem = await self._views.dashboard(cluster)
+        if address is None:
+            # The head Service went, or is no longer one to call, since the pass read it.
+            activity.logger.warning("no submitter for %s: %s", params.cluster_name, problem)
+            return contract.CreateResult(created=False)
         try:
             job = build_submitter_job(
-                rayjob, cluster, params.job_id, params.dashboard_url, params.attempt, self._options
+                rayjob, cluster, params.job_id, address, params.attempt, self._options
             )
         except InvalidJobSpecError as err:
             raise _refused(err) from None

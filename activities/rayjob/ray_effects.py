@@ -10,6 +10,10 @@ anything is submitted, and Ray refuses a second job under the same id, which cou
 Failures to reach the dashboard are reported as data (`reachable=False`, `submitted=False`),
 not raised, because the state machine has a clock for them (J13); their messages never carry
 a token (the dashboard client scrubs them).
+
+The dashboard is the one of the RayCluster the workflow names, read in the RayJob's namespace,
+through the head Service that cluster owns (`activities.dashboard.access`): no address is
+taken from the RayJob's status, which may have been written by anyone before the workflow.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from activities.builders.rayjob import (
     entrypoint_resources_of,
     runtime_env_of,
 )
+from activities.dashboard.access import DashboardConnector
 from activities.dashboard.client import RayDashboardClient
 from activities.dashboard.contract import JobInfo, JobSubmission
 from activities.dashboard.errors import (
@@ -36,11 +41,11 @@ from activities.dashboard.errors import (
     JobNotFound,
     JobNotStopped,
 )
+from activities.dashboard.heads import HeadServiceRefused
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.informer import Informer, cached_or_live
 from activities.rayjob import contract
-from activities.rayjob.dashboard_access import DashboardConnector
 from crds.enums import JobStatus
 from crds.raycluster import RayCluster
 from crds.rayjob import RayJob, RayJobSpec
@@ -71,9 +76,11 @@ class RayJobActivities:
     @activity.defn(name=contract.SUBMIT_RAY_JOB.name)
     async def submit(self, params: contract.SubmitRayJobInput) -> contract.SubmitRayJobResult:
         """`POST /api/jobs/` under the attempt's submission id; a duplicate is success (J7)."""
-        rayjob, cluster = await self._read(params.ref, live=True)
+        rayjob, cluster = await self._read(params.ref, params.cluster_name, live=True)
         if rayjob is None:
             return contract.SubmitRayJobResult(submitted=False, error="the RayJob no longer exists")
+        if cluster is None:
+            return contract.SubmitRayJobResult(submitted=False, error=_missing(params))
         try:
             submission = job_submission(rayjob.spec, params.job_id)
         except InvalidJobSpecError as err:
@@ -81,9 +88,9 @@ class RayJobActivities:
                 str(err), type=contract.INVALID_SPEC_ERROR, non_retryable=True
             ) from None
         try:
-            async with self._connector.open(params.dashboard_url, cluster) as dashboard:
+            async with self._connector.open(cluster) as dashboard:
                 result = await dashboard.submit_job(submission)
-        except (DashboardError, ValueError) as err:
+        except DashboardError as err:
             return contract.SubmitRayJobResult(submitted=False, error=_short(err))
         activity.logger.info(
             "Ray job %s %s", params.job_id, "already known" if result.duplicate else "submitted"
@@ -93,51 +100,66 @@ class RayJobActivities:
     @activity.defn(name=contract.WAIT_RAY_JOB.name)
     async def wait(self, params: contract.WaitRayJobInput) -> contract.RayJobView:
         """Poll the job until its view changes, it is terminal, or the wait is up."""
-        _, cluster = await self._read(params.ref)
+        _, cluster = await self._read(params.ref, params.cluster_name)
+        if cluster is None:
+            return contract.RayJobView(reachable=False, error=_missing(params))
         bound = time.monotonic() + max(params.max_wait_seconds, 0)
-        async with self._connector.open(params.dashboard_url, cluster) as dashboard:
-            while True:
-                if not activity.info().is_local:  # a peek runs locally: nothing to beat for
-                    activity.heartbeat()
-                asked_at = datetime.now(UTC)
-                view = await job_view(dashboard, params.job_id)
-                if _worth_returning(view, params, bound, asked_at):
-                    return view
-                left = bound - time.monotonic()
-                if params.return_by is not None:
-                    left = min(left, (params.return_by - datetime.now(UTC)).total_seconds())
-                await asyncio.sleep(max(0.0, min(params.poll_seconds, left)))
+        try:
+            async with self._connector.open(cluster) as dashboard:
+                return await self._wait(dashboard, params, bound)
+        except DashboardError as err:  # no head Service to call: as unreachable as can be
+            return contract.RayJobView(reachable=False, error=_short(err))
+
+    async def _wait(
+        self, dashboard: RayDashboardClient, params: contract.WaitRayJobInput, bound: float
+    ) -> contract.RayJobView:
+        while True:
+            if not activity.info().is_local:  # a peek runs locally: nothing to beat for
+                activity.heartbeat()
+            asked_at = datetime.now(UTC)
+            view = await job_view(dashboard, params.job_id)
+            if _worth_returning(view, params, bound, asked_at):
+                return view
+            left = bound - time.monotonic()
+            if params.return_by is not None:
+                left = min(left, (params.return_by - datetime.now(UTC)).total_seconds())
+            await asyncio.sleep(max(0.0, min(params.poll_seconds, left)))
 
     @activity.defn(name=contract.STOP_RAY_JOB.name)
     async def stop(self, params: contract.StopRayJobInput) -> None:
         """`POST /api/jobs/<id>/stop`, best effort (the RayJob finalizer, J26)."""
-        _, cluster = await self._read(params.ref)
-        async with self._connector.open(params.dashboard_url, cluster) as dashboard:
-            try:
+        _, cluster = await self._read(params.ref, params.cluster_name)
+        if cluster is None:
+            activity.logger.info("stop of Ray job %s: %s", params.job_id, _missing(params))
+            return
+        try:
+            async with self._connector.open(cluster) as dashboard:
                 await dashboard.stop_job(params.job_id)
-            except (JobNotFound, JobNotStopped) as err:
-                # Nothing to stop, or Ray will not: the finalizer goes anyway, as in KubeRay.
-                activity.logger.info("stop of Ray job %s: %s", params.job_id, _short(err))
+        except (JobNotFound, JobNotStopped, HeadServiceRefused) as err:
+            # Nothing to stop, or Ray will not, or no head to ask: the finalizer goes anyway,
+            # as in KubeRay.
+            activity.logger.info("stop of Ray job %s: %s", params.job_id, _short(err))
 
     async def _read(
-        self, ref: ObjectRef, live: bool = False
+        self, ref: ObjectRef, cluster_name: str, live: bool = False
     ) -> tuple[RayJob | None, RayCluster | None]:
-        """The RayJob and its current cluster (the cluster's Secret holds Ray's token).
+        """The RayJob and the cluster the workflow named, in the RayJob's namespace.
 
         From the worker's copies when they hold them, unless `live`: a submission is built
-        from the spec as it is now; waiting and stopping only need the cluster's name and
-        its token Secret's name, which a copy a moment old has right (a wait is called again
-        and again while a job runs).
+        from the spec as it is now; waiting and stopping only need the cluster, its head
+        Service and its token Secret's name, which a copy a moment old has right (a wait is
+        called again and again while a job runs).
         """
         rayjobs, clusters = (None, None) if live else (self._rayjobs, self._clusters)
         obj = await cached_or_live(self._kube, rayjobs, kube.RAYJOBS, ref.namespace, ref.name)
         if obj is None or obj["metadata"].get("uid") != ref.uid:
             return None, None
         rayjob = RayJob.model_validate(obj)
-        name = rayjob.status.ray_cluster_name if rayjob.status else None
-        if not name:
+        if not cluster_name:
             return rayjob, None
-        cluster = await cached_or_live(self._kube, clusters, kube.RAYCLUSTERS, ref.namespace, name)
+        cluster = await cached_or_live(
+            self._kube, clusters, kube.RAYCLUSTERS, ref.namespace, cluster_name
+        )
         return rayjob, None if cluster is None else RayCluster.model_validate(cluster)
 
 
@@ -199,6 +221,10 @@ def _worth_returning(
     if params.return_by is not None and asked_at >= params.return_by:
         return True
     return time.monotonic() >= bound
+
+
+def _missing(params: contract.RayJobDashboardInput) -> str:
+    return f"RayCluster {params.cluster_name or '(none named)'} does not exist"
 
 
 def _short(err: Exception) -> str:

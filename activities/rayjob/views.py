@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from activities.builders import names
 from activities.builders.rayjob import submitter_job_name
+from activities.dashboard.heads import HeadServiceRefused, head_of, head_service_name
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.informer import Informer, cached_or_live
@@ -20,7 +20,6 @@ from activities.rayjob.contract import ClusterView, SubmitterView
 from crds.constants import (
     LABEL_CLUSTER,
     LABEL_NODE_TYPE,
-    PORT_NAME_DASHBOARD,
     SUBMITTER_CONTAINER_NAME,
 )
 from crds.enums import ConditionStatus, JobSubmissionMode, RayNodeType
@@ -29,15 +28,6 @@ from crds.violations import InvalidObjectError
 
 Mode = JobSubmissionMode
 _TRUE = ConditionStatus.TRUE
-
-
-def dashboard_url(service: kube.JSON, cluster_domain: str) -> str | None:
-    """`<svc>.<ns>.svc.<domain>:<port named dashboard>` (KubeRay `FetchHeadServiceURL`)."""
-    meta = service["metadata"]
-    for port in (service.get("spec") or {}).get("ports") or []:
-        if port.get("name") == PORT_NAME_DASHBOARD:
-            return f"{meta['name']}.{meta['namespace']}.svc.{cluster_domain}:{port['port']}"
-    return None
 
 
 def _time(value: str | None) -> datetime | None:
@@ -141,13 +131,25 @@ class JobViews:
         view.status = cluster.status
         groups = cluster.spec.worker_group_specs or []
         view.workers_suspended = all(bool(group.suspend) for group in groups)
-        service_name = names.head_service_name(name, cluster.spec)
-        service = await cached_or_live(
-            self._kube, self._services, kube.SERVICES, namespace, service_name
-        )
-        if service is not None:
-            view.dashboard_url = dashboard_url(service, self._domain)
+        view.dashboard_url, view.head_service_problem = await self.dashboard(cluster)
         return view, cluster, pods
+
+    async def dashboard(self, cluster: RayCluster) -> tuple[str | None, str]:
+        """The address of the cluster's dashboard, or why it has none (empty: not yet).
+
+        Derived from the head Service the cluster owns (`activities.dashboard.heads`), from
+        the worker's copy when it holds it: what the workflow writes to `status.dashboardURL`
+        and what a K8sJobMode submitter submits to.
+        """
+        service = await cached_or_live(
+            self._kube, self._services, kube.SERVICES, cluster.namespace, head_service_name(cluster)
+        )
+        if service is None:
+            return None, ""
+        try:
+            return head_of(service, cluster).address(self._domain), ""
+        except HeadServiceRefused as err:
+            return None, str(err)
 
     async def cluster_object(self, namespace: str, name: str, as_of: int) -> kube.JSON | None:
         """The RayCluster; None when it does not exist.

@@ -2,7 +2,8 @@
 
 Each call reaches one cluster's head through the same `DashboardConnector` the RayJob
 activities use (the API server's service proxy by default, as KubeRay's
-`--use-kubernetes-proxy`; direct in-cluster DNS when configured). The Serve config is read
+`--use-kubernetes-proxy`; direct in-cluster DNS when configured), by the head Service the
+cluster owns; the head pod probed for Serve is one the cluster owns too. The Serve config is read
 from the CR inside the activity and PUT from there: only its sha256 goes back, because a
 `runtime_env` may hold secrets. For the same reason a rejected PUT's message has every string
 under a `runtime_env` blanked before it becomes an error.
@@ -24,15 +25,15 @@ from temporalio.exceptions import ApplicationError
 
 from activities.builders import names
 from activities.builders import rayservice as rs
-from activities.builders.rayjob import dashboard_port
+from activities.dashboard.access import DashboardAccess, DashboardConnector
 from activities.dashboard.client import RayDashboardClient
 from activities.dashboard.contract import ServeStatus
 from activities.dashboard.errors import DashboardError, DashboardRejected
-from activities.dashboard.urls import pod_proxied_base_url
+from activities.dashboard.heads import head_pod_ip
+from activities.dashboard.urls import pod_base_url, pod_proxied_base_url
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.vocabulary import EventType, PodPhase
-from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
 from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceStore
 from crds import constants as k
@@ -130,15 +131,17 @@ class ServeActivities:
 
     def open(self, cluster: RayCluster) -> AbstractAsyncContextManager[RayDashboardClient]:
         """A dashboard client for the cluster's head Service, for an `async with` block."""
-        service = names.head_service_name(cluster.name, cluster.spec)
-        url = f"{service}.{cluster.namespace}.svc:{dashboard_port(cluster.spec)}"
-        return self._connector.open(url, cluster)
+        return self._connector.open(cluster)
 
     async def head_serving(self, cluster: RayCluster, pod: kube.JSON) -> bool:
         """Whether the Serve proxy on the head pod answers `/-/healthz` (S6)."""
         port = rs.serve_port(cluster)
         if self._connector.access == DashboardAccess.DIRECT:
-            base = f"http://{(pod.get('status') or {}).get('podIP', '')}:{port}"
+            try:  # the pod's own address, as for the dashboard: not one on the host's network
+                base = pod_base_url(head_pod_ip([pod], cluster), port)
+            except DashboardError as err:
+                activity.logger.info("Serve proxy of %s: %s", cluster.name, err)
+                return False
         else:
             host = str(self._kube.configuration.host)
             base = pod_proxied_base_url(host, cluster.namespace, pod["metadata"]["name"], port)
@@ -179,6 +182,8 @@ class HeadLabeler:
             for p in await self._kube.list_all(kube.PODS, ref.namespace, selector)
             if not p["metadata"].get("deletionTimestamp")
             and (p.get("status") or {}).get("phase") == PodPhase.RUNNING
+            # A pod labelled as the head but not the cluster's own is not probed.
+            and names.is_controlled_by(p, cluster)
         ]
         if not heads:
             return None

@@ -10,6 +10,11 @@ its entrypoint to the victim's cluster and the worker sent the victim's token aw
 attacker CR is refused with the field that holds the bad name, nothing is created in
 `attacker`, no workflow runs anything past its first read, the victim's Ray has no job, and
 nothing in `victim` changed.
+
+Then the names are all valid but DNS does the hop: a RayJob whose head Service is an
+ExternalName alias of `victim-head-svc.victim.svc.cluster.local` (refused by validation), and a
+RayJob that borrows the attacker's own RayCluster, whose head Service name the attacker took
+first with such an alias (the worker never calls a Service its cluster does not own).
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from tests.e2e.test_metrics import apply
 from tests.eventually import eventually
 from tests.history_scan import activity_calls
 from tests.reference import REPO_ROOT
+from workflows import messages
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
 
 VICTIM, ATTACKER = "victim", "attacker"
 _HEAD_SVC = "../../victim/services/victim-head-svc"
+_VICTIM_DNS = "victim-head-svc.victim.svc.cluster.local"
 # All a refused CR's workflow may do: read itself, write its own status, finalizer and Event.
 _ALLOWED = {
     "read_raycluster",
@@ -84,6 +91,18 @@ async def refused_rayjob(stack: LocalStack, name: str) -> dict[str, Any] | None:
 async def ray_jobs(stack: LocalStack) -> list[Any]:
     path = f"/api/v1/namespaces/{VICTIM}/services/victim-head-svc:dashboard/proxy/api/jobs/"
     return list(json.loads(await stack.kubectl("get", "--raw", path)))
+
+
+async def waiting_for(stack: LocalStack, kind: str, name: str) -> list[str]:
+    """What the CR's workflow says it waits for (its `progress` query)."""
+    query = f"RayKind = '{kind}' AND RayNamespace = '{ATTACKER}' AND RayName = '{name}'"
+    async for execution in stack.client.list_workflows(query):
+        handle = stack.client.get_workflow_handle(execution.id)
+        progress: messages.Progress = await handle.query(
+            messages.PROGRESS, result_type=messages.Progress
+        )
+        return progress.waiting_for
+    return []
 
 
 async def activities_of(stack: LocalStack, kind: str, name: str) -> list[str]:
@@ -182,3 +201,45 @@ async def crafted_names_reach_nothing(stack: LocalStack) -> None:
     assert await ray_jobs(stack) == []
     assert await objects_in(stack, VICTIM) == before
     assert token not in stack.log.read_text()
+    await dns_reaches_nothing_in_another_namespace(stack)
+
+
+async def dns_reaches_nothing_in_another_namespace(stack: LocalStack) -> None:
+    before = await objects_in(stack, VICTIM)
+    alias = attacker_rayjob("alias-steal", "HTTPMode")
+    alias["spec"]["rayClusterSpec"]["headGroupSpec"]["headService"] = {
+        "spec": {"type": "ExternalName", "externalName": _VICTIM_DNS}
+    }
+    await apply(stack, alias)
+    status = await eventually(
+        lambda: refused_rayjob(stack, "alias-steal"), within=120, message="alias-steal refused"
+    )
+    assert "spec.rayClusterSpec.headGroupSpec.headService.spec.type" in status["message"]
+
+    # The attacker's own cluster, whose head Service's name an alias took first.
+    taken = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "own-head-svc", "namespace": ATTACKER},
+        "spec": {
+            "type": "ExternalName",
+            "externalName": _VICTIM_DNS,
+            "ports": [{"name": "dashboard", "port": 8265}],
+        },
+    }
+    await apply(stack, taken)
+    own = victim_cluster()
+    own["metadata"]["name"] = "own"
+    await apply(stack, _in(ATTACKER, own))
+    borrow = attacker_rayjob("borrow-steal", "HTTPMode")
+    del borrow["spec"]["rayClusterSpec"]
+    borrow["spec"]["clusterSelector"] = {"ray.io/cluster": "own"}
+    await apply(stack, borrow)
+
+    async def refused_head() -> list[str] | None:
+        waiting = await waiting_for(stack, "RayJob", "borrow-steal")
+        return waiting if any("not owned by RayCluster own" in w for w in waiting) else None
+
+    await eventually(refused_head, within=180, message="borrow-steal refusing own-head-svc")
+    assert await ray_jobs(stack) == []
+    assert await objects_in(stack, VICTIM) == before

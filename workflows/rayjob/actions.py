@@ -31,11 +31,10 @@ class CreateCluster(Action):
 
 
 class CreateSubmitter(Action):
-    """Create the K8sJobMode submitter Job."""
+    """Create the K8sJobMode submitter Job (it submits to the cluster's own head Service)."""
 
     cluster_name: str
     job_id: str
-    dashboard_url: str
 
 
 class EnsureHeadService(Action):
@@ -45,10 +44,10 @@ class EnsureHeadService(Action):
 
 
 class SubmitJob(Action):
-    """HTTPMode: submit the attempt's Ray job under its fixed submission id."""
+    """HTTPMode: submit the attempt's Ray job under its fixed submission id, to its cluster."""
 
+    cluster_name: str
     job_id: str
-    dashboard_url: str
     resubmit: bool = False
 
 

@@ -154,7 +154,6 @@ class Applier:
             job_id=action.job_id,
             attempt=self._state.attempt.number,
             as_of=self._state.rayjob_as_of,
-            dashboard_url=action.dashboard_url,
         )
         summary = f"create the submitter Job for {action.job_id}"
         result = await self._create(contract.CREATE_SUBMITTER_JOB, params, summary)
@@ -165,7 +164,7 @@ class Applier:
     async def _submit(self, action: act.SubmitJob) -> bool:
         state = self._state
         params = contract.SubmitRayJobInput(
-            ref=self._ref, dashboard_url=action.dashboard_url, job_id=action.job_id
+            ref=self._ref, cluster_name=action.cluster_name, job_id=action.job_id
         )
         try:
             result = await self._call(

@@ -94,19 +94,21 @@ def _initializing(facts: Facts, now: datetime, rng: random.Random) -> Step:
     if facts.cluster_status_early:
         status = facts.status.model_copy(update={"ray_cluster_status": cluster.status})
         facts = replace(facts, status=status)
-    url = facts.status.dashboard_url
-    if not url:
-        # A quick job can finish in SidecarMode before the cluster is ever `ready`: its
-        # terminated sidecar makes the head pod not Ready for good, so waiting would hang.
-        sidecar_done = facts.mode == Mode.SIDECAR and (
-            facts.submitter is not None and facts.submitter.finished_at is not None
-        )
-        if not cluster.ready and not sidecar_done:
-            state = (cluster.status.state if cluster.status else None) or "provisioning"
-            return stay(facts, f"cluster {name} to be ready (state: {state})")
-        if not cluster.dashboard_url:
-            return stay(facts, f"the head Service of cluster {name}")
-        url = cluster.dashboard_url
+    # The address is always the one the cluster's own head Service gives, read this pass: a
+    # dashboardURL already in the status (written before this workflow ran, by anyone) is
+    # never taken as it is.
+    # A quick job can finish in SidecarMode before the cluster is ever `ready`: its
+    # terminated sidecar makes the head pod not Ready for good, so waiting would hang.
+    sidecar_done = facts.mode == Mode.SIDECAR and (
+        facts.submitter is not None and facts.submitter.finished_at is not None
+    )
+    if not cluster.ready and not sidecar_done:
+        state = (cluster.status.state if cluster.status else None) or "provisioning"
+        return stay(facts, f"cluster {name} to be ready (state: {state})")
+    if not cluster.dashboard_url:
+        refused = f" ({cluster.head_service_problem})" if cluster.head_service_problem else ""
+        return stay(facts, f"the head Service of cluster {name}{refused}")
+    url = cluster.dashboard_url
     if facts.mode == Mode.INTERACTIVE:
         return move(
             facts, Deploy.WAITING, "cluster ready; waiting for spec.jobId", dashboard_url=url
@@ -114,9 +116,7 @@ def _initializing(facts: Facts, now: datetime, rng: random.Random) -> Step:
     step = move(facts, Deploy.RUNNING, f"cluster {name} ready at {url}", dashboard_url=url)
     if facts.mode == Mode.K8S_JOB and (facts.submitter is None or not facts.submitter.exists):
         step.actions.append(
-            act.CreateSubmitter(
-                cluster_name=name, job_id=facts.status.job_id or "", dashboard_url=url
-            )
+            act.CreateSubmitter(cluster_name=name, job_id=facts.status.job_id or "")
         )
     return step
 

@@ -41,8 +41,11 @@ def decide_running(facts: Facts, now: datetime) -> Step:
     if guard is not None:
         return guard
     status = facts.status
-    if facts.cluster is not None and facts.cluster.exists:
-        status = status.model_copy(update={"ray_cluster_status": facts.cluster.status})
+    cluster = facts.cluster
+    if cluster is not None and cluster.exists:
+        status = status.model_copy(update={"ray_cluster_status": cluster.status})
+        if cluster.dashboard_url:  # what the cluster's own head Service says, not what was
+            status = status.model_copy(update={"dashboard_url": cluster.dashboard_url})
     view = facts.attempt.ray_job
     if view is not None and view.found:
         status = _copy_job(status, view)
@@ -148,6 +151,7 @@ def _observe(facts: Facts, now: datetime) -> Step:
     """No outcome yet: decide what to ask Ray, or what to wait for."""
     status, attempt, view = facts.status, facts.attempt, facts.attempt.ray_job
     job_id, url = status.job_id or "", status.dashboard_url or ""
+    cluster = status.ray_cluster_name or ""
     since = status.job_status_check_failure_start_time
     if view is not None:
         # The failure clock runs from the first unanswered call to the first answer (J13).
@@ -156,12 +160,13 @@ def _observe(facts: Facts, now: datetime) -> Step:
         facts = replace(facts, status=status)
     if facts.mode == Mode.HTTP and not attempt.submitted:
         step = stay(facts, f"Ray to accept job {job_id}")
-        step.actions.append(act.SubmitJob(job_id=job_id, dashboard_url=url))
+        step.actions.append(act.SubmitJob(cluster_name=cluster, job_id=job_id))
         return step
     if view is None:
         return _poll(facts, f"the first status of Ray job {job_id}")
     if not view.reachable:
-        return _poll(facts, f"the dashboard at {url} to answer (failing since {since})")
+        why = f": {view.error}" if view.error else ""
+        return _poll(facts, f"the dashboard at {url} to answer (failing since {since}{why})")
     if not view.found:
         return _not_found(facts)
     facts = replace(facts, attempt=attempt.model_copy(update={"job_seen": True}))
@@ -175,12 +180,12 @@ def _observe(facts: Facts, now: datetime) -> Step:
 def _not_found(facts: Facts) -> Step:
     """Ray has no record of the job: submit it (HTTP), or decide whether it was lost (P3)."""
     status, attempt = facts.status, facts.attempt
-    job_id, url = status.job_id or "", status.dashboard_url or ""
+    job_id, cluster = status.job_id or "", status.ray_cluster_name or ""
     submitter = facts.submitter
     if facts.mode == Mode.HTTP:
         note = f"Ray has no record of job {job_id} (head restarted?): submitting it again"
         step = stay(facts, f"Ray to accept job {job_id} again")
-        step.actions.append(act.SubmitJob(job_id=job_id, dashboard_url=url, resubmit=True))
+        step.actions.append(act.SubmitJob(cluster_name=cluster, job_id=job_id, resubmit=True))
         step.notes.append(note)
         return step
     if facts.mode in HAS_SUBMITTER and submitter is not None and submitter.finished_at:

@@ -251,7 +251,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         known = state.attempt.ray_job
         params = contract.WaitRayJobInput(
             ref=self._ref,
-            dashboard_url=status.dashboard_url or "",
+            cluster_name=status.ray_cluster_name or "",
             job_id=status.job_id or "",
             known=known,
             return_by=state.wake_at,
@@ -303,12 +303,14 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         state = self._state
         status = state.status or RayJobStatus()
         job_status = status.job_status
-        if status.job_id and status.dashboard_url and not (job_status and job_status.is_terminal):
+        cluster = status.ray_cluster_name
+        running = status.dashboard_url and not (job_status and job_status.is_terminal)
+        if status.job_id and cluster and running:
             with contextlib.suppress(ActivityError):
                 await execute(
                     contract.STOP_RAY_JOB,
                     contract.StopRayJobInput(
-                        ref=self._ref, dashboard_url=status.dashboard_url, job_id=status.job_id
+                        ref=self._ref, cluster_name=cluster, job_id=status.job_id
                     ),
                     summary=f"stop Ray job {status.job_id} (the RayJob is being deleted)",
                     policy=RAY_JOB.within(timedelta(seconds=30)),

@@ -21,6 +21,7 @@ from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
 from tests.activities.counting import Calls
+from tests.activities.head_services import make_head_service
 from tests.activities.kube.test_informer import QuietApi, running
 from tests.eventually import eventually
 
@@ -121,18 +122,41 @@ async def test_create_cluster_is_idempotent_and_recorded(client: KubeClient) -> 
     assert await reasons(client, ref) == ["CreatedRayCluster"]
 
     # The read sees it, with its head Service once the RayCluster workflow made one.
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": f"{params.cluster_name}-head-svc", "namespace": "default"},
-        "spec": {"ports": [{"name": "dashboard", "port": 8265}]},
-    }
-    await client.create(kube.SERVICES, "default", service)
+    await make_head_service(client, "default", params.cluster_name)
     snap = await run(acts.read, contract.ReadJobInput(ref=ref, cluster_name=params.cluster_name))
     assert snap.cluster is not None and snap.cluster.exists and not snap.cluster.ready
     expected = f"{params.cluster_name}-head-svc.default.svc.cluster.local:8265"
     assert snap.cluster.dashboard_url == expected
     assert not snap.cluster.workers_suspended
+
+
+async def test_a_head_service_the_cluster_does_not_own_gives_no_dashboard(
+    client: KubeClient,
+) -> None:
+    """One made under the head Service's name before the cluster (here: an alias elsewhere)."""
+    acts = JobActivities(client, DEFAULT_OPTIONS)
+    ref = await make_rayjob(client)
+    name = f"{ref.name}-abcde"
+    alias = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"{name}-head-svc", "namespace": "default"},
+        "spec": {
+            "type": "ExternalName",
+            "externalName": "victim-head-svc.victim.svc.cluster.local",
+            "ports": [{"name": "dashboard", "port": 8265}],
+        },
+    }
+    await client.create(kube.SERVICES, "default", alias)
+    create = contract.CreateClusterInput(ref=ref, cluster_name=name, job_id="x", attempt=1)
+    await run(acts.create_cluster, create)
+    snap = await run(acts.read, contract.ReadJobInput(ref=ref, cluster_name=name))
+    assert snap.cluster is not None and snap.cluster.dashboard_url is None
+    assert f"not owned by RayCluster {name}" in snap.cluster.head_service_problem
+    # Nor does a submitter get it to submit to.
+    submitter = contract.CreateSubmitterInput(ref=ref, cluster_name=name, job_id="x", attempt=1)
+    assert not (await run(acts.create_submitter, submitter)).created
+    assert await client.get_or_none(kube.JOBS, "default", ref.name) is None
 
 
 async def test_submitter_job_and_head_service(client: KubeClient) -> None:
@@ -143,9 +167,8 @@ async def test_submitter_job_and_head_service(client: KubeClient) -> None:
         acts.create_cluster,
         contract.CreateClusterInput(ref=ref, cluster_name=first, job_id="x", attempt=1),
     )
-    params = contract.CreateSubmitterInput(
-        ref=ref, cluster_name=first, job_id="x", attempt=1, dashboard_url="svc.default.svc:8265"
-    )
+    await make_head_service(client, "default", first)
+    params = contract.CreateSubmitterInput(ref=ref, cluster_name=first, job_id="x", attempt=1)
     assert (await run(acts.create_submitter, params)).created
     assert not (await run(acts.create_submitter, params)).created
     job = await client.get(kube.JOBS, "default", ref.name)

@@ -17,20 +17,23 @@ from typing import Any, cast
 import httpx
 import pytest
 
+from activities.builders import DEFAULT_OPTIONS
+from activities.dashboard.access import DashboardAccess, DashboardConnector
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.informer import Informer
 from activities.rayjob import contract
-from activities.rayjob.dashboard_access import DashboardAccess, DashboardConnector
+from activities.rayjob.kube_effects import JobActivities
 from activities.rayjob.ray_effects import RayJobActivities
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from tests.activities.counting import Calls
+from tests.activities.head_services import make_head_service
 from tests.activities.kube.test_informer import QuietApi, running
-from tests.activities.rayjob.test_kube_effects import make_rayjob, run
+from tests.activities.rayjob.test_kube_effects import make_rayjob as make_bare_rayjob
+from tests.activities.rayjob.test_kube_effects import run
 from tests.eventually import eventually
 
-URL = "job-x-head-svc.default.svc.cluster.local:8265"
 DUPLICATE = (
     "Traceback (most recent call last):\n"
     "ValueError: Job with submission_id job-x-1 already exists. Please use a different "
@@ -87,6 +90,22 @@ def refused(request: httpx.Request) -> httpx.Response:
     raise httpx.ConnectError("connection refused", request=request)
 
 
+async def make_rayjob(client: KubeClient, **spec: Any) -> ObjectRef:
+    """A RayJob with its attempt's RayCluster and that cluster's head Service."""
+    ref = await make_bare_rayjob(client, **spec)
+    create = contract.CreateClusterInput(
+        ref=ref, cluster_name=cluster_of(ref), job_id="x", attempt=1
+    )
+    await run(JobActivities(client, DEFAULT_OPTIONS).create_cluster, create)
+    await make_head_service(client, ref.namespace, cluster_of(ref))
+    return ref
+
+
+def cluster_of(ref: ObjectRef) -> str:
+    """The name of the RayCluster `make_rayjob` made for the RayJob."""
+    return f"{ref.name}-c"
+
+
 def activities(client: KubeClient, dashboard: Dashboard) -> RayJobActivities:
     transport = httpx.MockTransport(dashboard)
     return RayJobActivities(client, DashboardConnector(client, DashboardAccess.PROXY, transport))
@@ -94,8 +113,17 @@ def activities(client: KubeClient, dashboard: Dashboard) -> RayJobActivities:
 
 def wait_input(ref: ObjectRef, known: contract.RayJobView | None = None, **fields: Any) -> Any:
     return contract.WaitRayJobInput(
-        ref=ref, dashboard_url=URL, job_id="job-x-1", known=known, poll_seconds=0.01, **fields
+        ref=ref,
+        cluster_name=cluster_of(ref),
+        job_id="job-x-1",
+        known=known,
+        poll_seconds=0.01,
+        **fields,
     )
+
+
+def submit_input(ref: ObjectRef) -> contract.SubmitRayJobInput:
+    return contract.SubmitRayJobInput(ref=ref, cluster_name=cluster_of(ref), job_id="job-x-1")
 
 
 # --- submit -----------------------------------------------------------------------------------
@@ -104,7 +132,7 @@ def wait_input(ref: ObjectRef, known: contract.RayJobView | None = None, **field
 async def test_submit_posts_the_attempts_submission_id(client: KubeClient) -> None:
     ref = await make_rayjob(client, submissionMode="HTTPMode", metadata={"team": "a"})
     dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
-    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = submit_input(ref)
     result = await run(activities(client, dashboard).submit, params)
     assert (result.submitted, result.duplicate) == (True, False)
     (request,) = dashboard.requests
@@ -116,7 +144,7 @@ async def test_submit_posts_the_attempts_submission_id(client: KubeClient) -> No
 async def test_a_duplicate_submission_is_success_not_a_second_job(client: KubeClient) -> None:
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     dashboard = Dashboard(**{"POST /api/jobs/": [answer(500, text=DUPLICATE)]})
-    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = submit_input(ref)
     result = await run(activities(client, dashboard).submit, params)
     assert (result.submitted, result.duplicate) == (True, True)
     assert dashboard.calls("POST") == 1
@@ -136,7 +164,7 @@ async def test_submission_failures_are_data_not_exceptions(
 ) -> None:
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     dashboard = Dashboard(**{"POST /api/jobs/": [reply]})
-    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = submit_input(ref)
     result = await run(activities(client, dashboard).submit, params)
     assert not result.submitted and fragment in result.error
 
@@ -145,7 +173,7 @@ async def test_submit_for_a_recreated_rayjob_sends_nothing(client: KubeClient) -
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     stale = ref.model_copy(update={"uid": "another-uid"})
     dashboard = Dashboard()
-    params = contract.SubmitRayJobInput(ref=stale, dashboard_url=URL, job_id="job-x-1")
+    params = submit_input(stale)
     result = await run(activities(client, dashboard).submit, params)
     assert not result.submitted and "no longer exists" in result.error
     assert dashboard.requests == []
@@ -188,7 +216,7 @@ async def test_waits_read_the_rayjob_from_the_copy_a_submission_live(
         assert await eventually(lambda: rayjobs.whole)
         view = await run(acts.wait, wait_input(ref))
         assert view.status == JobStatus.SUCCEEDED and gets.count("rayjobs") == 0
-        params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+        params = submit_input(ref)
         assert (await run(acts.submit, params)).submitted
         assert gets.count("rayjobs") == 1
 
@@ -242,7 +270,7 @@ async def test_stop_posts_stop(client: KubeClient) -> None:
             "GET /api/jobs/job-x-1": [answer(200, job("STOPPED"))],
         }
     )
-    params = contract.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.StopRayJobInput(ref=ref, cluster_name=cluster_of(ref), job_id="job-x-1")
     await run(activities(client, dashboard).stop, params)
     assert dashboard.calls("POST") == 1
 
@@ -254,7 +282,7 @@ async def test_stop_of_a_job_ray_does_not_know_is_not_an_error(client: KubeClien
     dashboard = Dashboard(
         **{"POST /api/jobs/job-x-1/stop": [not_found], "GET /api/jobs/job-x-1": [not_found]}
     )
-    params = contract.StopRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = contract.StopRayJobInput(ref=ref, cluster_name=cluster_of(ref), job_id="job-x-1")
     await run(activities(client, dashboard).stop, params)
     assert dashboard.calls("POST") == 1
 
@@ -277,9 +305,53 @@ async def test_dashboard_calls_build_their_tls_settings_once(
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
     rayjob = activities(client, dashboard)
-    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = submit_input(ref)
     for _ in range(3):
         assert (await run(rayjob.submit, params)).submitted
 
     assert dashboard.calls("POST") == 3
     assert len(built) == 1
+
+
+# --- where the dashboard is -------------------------------------------------------------------
+
+
+async def test_a_status_from_before_leads_no_call_anywhere(client: KubeClient) -> None:
+    """A status written by anyone before the workflow ran (a RayJob taken over, a workflow
+    started again) names an address and a cluster of its choosing: neither is followed."""
+    ref = await make_bare_rayjob(client, submissionMode="HTTPMode")
+    forged = {"dashboardURL": "evil.example:80/#", "rayClusterName": "nowhere"}
+    await client.patch(kube.RAYJOBS, "default", ref.name, {"status": forged}, sub="status")
+    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
+    acts = activities(client, dashboard)
+    named = contract.WaitRayJobInput(ref=ref, cluster_name="nowhere", job_id="job-x-1")
+    view = await run(acts.wait, named)
+    assert not view.reachable and view.error == "RayCluster nowhere does not exist"
+    submitted = await run(acts.submit, submit_input(ref).model_copy(update={"cluster_name": ""}))
+    assert not submitted.submitted and "(none named)" in submitted.error
+    assert dashboard.requests == []
+
+
+async def test_a_head_service_made_before_the_cluster_gets_no_call(client: KubeClient) -> None:
+    """The RayJob's own namespace, the cluster's head Service's name, another namespace's Ray."""
+    ref = await make_bare_rayjob(client, submissionMode="HTTPMode")
+    name = cluster_of(ref)
+    alias = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"{name}-head-svc", "namespace": "default"},
+        "spec": {
+            "type": "ExternalName",
+            "externalName": "victim-head-svc.victim.svc.cluster.local",
+            "ports": [{"name": "dashboard", "port": 8265}],
+        },
+    }
+    await client.create(kube.SERVICES, "default", alias)
+    create = contract.CreateClusterInput(ref=ref, cluster_name=name, job_id="x", attempt=1)
+    await run(JobActivities(client, DEFAULT_OPTIONS).create_cluster, create)
+    dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
+    result = await run(activities(client, dashboard).submit, submit_input(ref))
+    assert not result.submitted and "not owned by RayCluster" in result.error
+    view = await run(activities(client, dashboard).wait, wait_input(ref))
+    assert not view.reachable and "not owned by RayCluster" in view.error
+    assert dashboard.requests == []

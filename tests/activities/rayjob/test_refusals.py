@@ -19,8 +19,10 @@ from activities.rayjob import contract
 from activities.rayjob.kube_effects import JobActivities
 from activities.rayjob.ray_effects import job_submission
 from crds.rayjob import RayJobSpec
+from tests.activities.head_services import make_head_service
 from tests.activities.rayjob.test_kube_effects import make_rayjob, run
-from tests.activities.rayjob.test_ray_effects import URL, Dashboard, activities
+from tests.activities.rayjob.test_ray_effects import Dashboard, activities, submit_input
+from tests.activities.rayjob.test_ray_effects import make_rayjob as make_job_with_cluster
 from tests.alias_bombs import BOMB_584, SMALL_BOMB
 
 EXPANDS = "expands to more than 1 MiB through its aliases (*name) (line 6)"
@@ -44,9 +46,8 @@ async def test_create_submitter_refuses_an_alias_bomb(client: KubeClient, bomb: 
     )
     # Edited after the workflow validated it.
     await client.patch(kube.RAYJOBS, "default", ref.name, {"spec": {"runtimeEnvYAML": bomb}})
-    params = contract.CreateSubmitterInput(
-        ref=ref, cluster_name=cluster, job_id="x", attempt=1, dashboard_url="svc.default.svc:8265"
-    )
+    await make_head_service(client, "default", cluster)
+    params = contract.CreateSubmitterInput(ref=ref, cluster_name=cluster, job_id="x", attempt=1)
     with pytest.raises(ApplicationError) as err:
         await run(acts.create_submitter, params)
     assert_refused_for_good(err, REFUSED)
@@ -66,9 +67,9 @@ async def test_create_cluster_refuses_an_alias_bomb_for_the_sidecar(client: Kube
 
 
 async def test_submit_refuses_an_alias_bomb_without_calling_ray(client: KubeClient) -> None:
-    ref = await make_rayjob(client, submissionMode="HTTPMode", runtimeEnvYAML=SMALL_BOMB)
+    ref = await make_job_with_cluster(client, submissionMode="HTTPMode", runtimeEnvYAML=SMALL_BOMB)
     dashboard = Dashboard()
-    params = contract.SubmitRayJobInput(ref=ref, dashboard_url=URL, job_id="job-x-1")
+    params = submit_input(ref)
     with pytest.raises(ApplicationError) as err:
         await run(activities(client, dashboard).submit, params)
     assert_refused_for_good(err, REFUSED)

@@ -13,9 +13,9 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.builders import BuildOptions
 from activities.builders import rayservice as rs
+from activities.dashboard.access import DashboardConnector
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.rayjob.dashboard_access import DashboardConnector
 from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceActivities
 from activities.rayservice.ray_effects import HeadLabeler, ServeActivities

@@ -12,13 +12,16 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.builders import rayservice as rs
+from activities.builders.names import owner_reference
+from activities.dashboard.access import DashboardConnector
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.rayjob.dashboard_access import DashboardConnector
 from activities.rayservice import contract
 from activities.rayservice.kube_effects import ServiceActivities
 from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
+from crds.raycluster import RayCluster
 from crds.refs import ObjectRef
+from tests.activities.head_services import make_head_service
 from tests.activities.rayservice.test_kube_effects import make_service, run
 
 SECRET_CONFIG = (
@@ -41,6 +44,7 @@ async def service_with_cluster(client: KubeClient, **spec: Any) -> tuple[ObjectR
     await run(
         acts.create_cluster, contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
     )
+    await make_head_service(client, ref.namespace, name)
     return ref, name
 
 
@@ -189,18 +193,36 @@ async def test_wait_reports_unhealthy_at_its_bound(client: KubeClient) -> None:
     assert not health.healthy and health.consecutive_healthy == 0
 
 
-async def test_head_serve_label_follows_the_proxy_health(client: KubeClient) -> None:
-    ref, cluster = await service_with_cluster(client)
-    pod = f"{cluster}-head-xxxxx"
+async def running_head(client: KubeClient, cluster: str, name: str, owned: bool = True) -> None:
+    """A Running pod labelled as the cluster's head; owned by the cluster, as its own are."""
     labels = {"ray.io/cluster": cluster, "ray.io/node-type": "head", "ray.io/serve": "false"}
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if owned:
+        obj = await client.get(kube.RAYCLUSTERS, "default", cluster)
+        meta["ownerReferences"] = [owner_reference(RayCluster.model_validate(obj))]
     body = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": pod, "labels": labels},
+        "metadata": meta,
         "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]},
     }
     await client.create(kube.PODS, "default", body)
-    await client.patch(kube.PODS, "default", pod, {"status": {"phase": "Running"}}, sub="status")
+    await client.patch(kube.PODS, "default", name, {"status": {"phase": "Running"}}, sub="status")
+
+
+async def test_a_head_pod_the_cluster_does_not_own_is_never_probed(client: KubeClient) -> None:
+    ref, cluster = await service_with_cluster(client)
+    await running_head(client, cluster, f"{cluster}-head-xxxxx", owned=False)
+    probed: list[httpx.Request] = []
+    labeler = HeadLabeler(client, serve_acts(client, lambda r: probed.append(r) or apps("RUNNING")))
+    assert await labeler.label(ref, cluster, exclude_head=False) is None
+    assert probed == []
+
+
+async def test_head_serve_label_follows_the_proxy_health(client: KubeClient) -> None:
+    ref, cluster = await service_with_cluster(client)
+    pod = f"{cluster}-head-xxxxx"
+    await running_head(client, cluster, pod)
     healthy = {"now": True}
     probed: list[str] = []
 

@@ -507,3 +507,33 @@ def test_a_sidecar_job_ends_with_its_clusters_status_after_the_exit(catch_up: bo
     )
     assert end(exited, 1).status.job_deployment_status == D.COMPLETE
     assert end(head_ready, 5).status.job_deployment_status == D.COMPLETE
+
+
+FORGED = {"dashboard_url": "victim-head-svc.victim.svc.cluster.local:8265"}
+"""A status written before the workflow ran (by anyone), naming an address of its choosing."""
+
+
+def test_a_dashboard_url_in_the_status_from_before_is_not_taken_as_it_is() -> None:
+    http = {"submissionMode": "HTTPMode"}
+    waiting = decide(facts(D.INITIALIZING, http, status=FORGED, cluster=UNREADY))
+    assert waiting.status.job_deployment_status == D.INITIALIZING
+    assert waiting.waiting == "cluster c to be ready (state: provisioning)"
+    step = decide(facts(D.INITIALIZING, http, status=FORGED, cluster=READY, attempt=Attempt()))
+    assert step.status.job_deployment_status == D.RUNNING
+    assert step.status.dashboard_url == "c-svc:8265"
+    # Ray is reached by the cluster's name, through the head Service the cluster owns.
+    running = replace(facts(D.RUNNING, http, cluster=READY, attempt=Attempt()), status=step.status)
+    assert decide(running).actions[-1] == act.SubmitJob(cluster_name="c", job_id="train-abcde")
+
+
+def test_running_shows_the_address_the_clusters_own_head_service_gives() -> None:
+    step = decide(facts(D.RUNNING, status=FORGED, cluster=READY))
+    assert step.status.dashboard_url == "c-svc:8265"
+
+
+def test_a_refused_head_service_is_what_the_job_waits_for() -> None:
+    problem = "not calling Service c-head-svc: it is an ExternalName Service"
+    refused = READY.model_copy(update={"dashboard_url": None, "head_service_problem": problem})
+    step = decide(facts(D.INITIALIZING, cluster=refused))
+    assert step.status.job_deployment_status == D.INITIALIZING
+    assert step.waiting == f"the head Service of cluster c ({problem})"
