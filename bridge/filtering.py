@@ -19,6 +19,10 @@ The rules:
   change (SidecarMode reads the submitter container there; the other modes never look).
 * Nothing more goes to a workflow whose CR is gone: a cascade deletes its pods after it.
 * Objects `managedBy` MultiKueue are left alone, as KubeRay leaves them.
+* An ownerReference is only a claim: whoever creates a pod, a Job or a RayCluster writes it, and
+  may name any kind, name and uid. A nudge goes only to a CR the bridge has seen exist and not
+  yet seen deleted (`Memory.live`), so a forged or stale owner starts no workflow; what names
+  another is dropped and logged at debug level (a tenant could make thousands).
 
 `Memory` holds what was last signalled per object uid; it is a cache, not a source of truth: a
 restarted bridge starts empty and re-signals everything, which workflows shrug off.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +48,8 @@ from crds.constants import (
 from crds.enums import JobSubmissionMode, RayNodeType
 from crds.refs import ObjectRef
 from workflows import messages
+
+logger = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 Signal = messages.SpecChanged | messages.OwnedChanged | messages.Deleted
@@ -72,27 +79,21 @@ class Seen:
 
 @dataclass
 class Memory:
-    """Per-uid `Seen`, plus which workflow owns each RayCluster (for its pods)."""
+    """Per-uid `Seen`, the CRs known to exist, and which workflow owns each RayCluster."""
 
     seen: dict[str, Seen] = field(default_factory=dict)
     cluster_owner: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
     cluster_ref: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
     not_sidecar: set[str] = field(default_factory=set)
     """The uids of RayJobs seen with another submission mode than SidecarMode."""
-    gone: dict[str, None] = field(default_factory=dict)
-    """The uids of CRs seen deleted, latest last (an ordered set, `GONE_KEPT` at most)."""
+    live: dict[str, ObjectRef] = field(default_factory=dict)
+    """The CRs seen and not seen deleted, by uid: the only owners a nudge may go to."""
 
     def forget(self, uid: str) -> None:
-        """Drop what was seen of an object, remembering that it is gone."""
+        """Drop what was seen of a CR: it is gone, and its workflow with it."""
         self.seen.pop(uid, None)
         self.not_sidecar.discard(uid)
-        self.gone[uid] = None
-        if len(self.gone) > GONE_KEPT:
-            del self.gone[next(iter(self.gone))]
-
-
-GONE_KEPT = 4096
-"""Deleted CRs remembered: their pods' cascade comes within seconds, not thousands of CRs."""
+        self.live.pop(uid, None)
 
 
 def ref_of(kind: str, obj: JSON) -> ObjectRef:
@@ -142,15 +143,16 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
     if event == WatchEventType.DELETED:
         memory.forget(ref.uid)
         gone = [Nudge(ref, messages.DELETED, messages.Deleted(gone=True))]
-        if kind == "RayCluster" and owner is not None and owner.kind in ("RayJob", "RayService"):
+        if kind == "RayCluster" and (told := _status_owner(owner, ref, memory)) is not None:
             # The owner may wait on this deletion; its pods' events may come later and
             # then no longer lead to it (the cluster's owner is forgotten just above).
             versions = _version("RayCluster", obj)  # a copy this new has seen it go
             change = messages.OwnedChanged(
                 kinds=["RayCluster"], names=[ref.name], versions=versions
             )
-            gone.append(Nudge(owner, messages.OWNED_CHANGED, change))
+            gone.append(Nudge(told, messages.OWNED_CHANGED, change))
         return gone
+    memory.live[ref.uid] = ref
     nudges = _spec_nudges(ref, obj, seen)
     if meta.get("deletionTimestamp") and not seen.deleting:
         # The API server bumps a custom resource's generation as it marks it deleted: the
@@ -159,7 +161,7 @@ def primary_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nud
         deleted = messages.Deleted(gone=False, version=version_of(obj))
         nudges = [Nudge(ref, messages.DELETED, deleted)]
     if kind == "RayCluster":
-        nudges += _owner_nudges(obj, seen, memory)
+        nudges += _owner_nudges(ref, obj, seen, memory)
     return nudges
 
 
@@ -180,19 +182,39 @@ def _spec_nudges(ref: ObjectRef, obj: JSON, seen: Seen) -> list[Nudge]:
     return nudges
 
 
-def _owner_nudges(obj: JSON, seen: Seen, memory: Memory) -> list[Nudge]:
-    owner = controller_of(obj)
-    if owner is None or owner.kind not in ("RayJob", "RayService"):
+def _owner_nudges(ref: ObjectRef, obj: JSON, seen: Seen, memory: Memory) -> list[Nudge]:
+    owner = _status_owner(controller_of(obj), ref, memory)
+    if owner is None:  # kept unseen: an owner not known yet hears it once it is
         return []
     status = obj.get("status") or {}
     status_digest = digest({k: v for k, v in status.items() if k != "lastUpdateTime"})
     before, seen.status = seen.status, status_digest
     if status_digest == before or not (before or status):  # nothing new; just created
         return []
-    name = (obj.get("metadata") or {}).get("name", "")
     versions = _version("RayCluster", obj)  # the owner reads the cluster at least this new
-    change = messages.OwnedChanged(kinds=["RayCluster"], names=[name], versions=versions)
+    change = messages.OwnedChanged(kinds=["RayCluster"], names=[ref.name], versions=versions)
     return [Nudge(owner, messages.OWNED_CHANGED, change)]
+
+
+def _status_owner(owner: ObjectRef | None, cluster: ObjectRef, memory: Memory) -> ObjectRef | None:
+    """The RayJob or RayService that a RayCluster's news goes to, if the bridge knows it."""
+    if owner is None or owner.kind not in ("RayJob", "RayService"):
+        return None
+    return _live(owner, cluster, memory)
+
+
+def _live(owner: ObjectRef | None, of: ObjectRef, memory: Memory) -> ObjectRef | None:
+    """`owner` if it is a CR the bridge has seen exist and not seen deleted; else None.
+
+    An owner that is not — a forged reference, a kind the bridge does not reconcile, a CR
+    already gone — is logged at debug level only: a tenant may create objects naming it at will.
+    """
+    if owner is None or memory.live.get(owner.uid) == owner:
+        return owner
+    logger.debug(
+        "%s names %s (uid %s) as its owner, a CR not known to exist: ignored", of, owner, owner.uid
+    )
+    return None
 
 
 def _track_cluster(ref: ObjectRef, obj: JSON, memory: Memory, gone: bool) -> None:
@@ -210,13 +232,11 @@ def _track_cluster(ref: ObjectRef, obj: JSON, memory: Memory, gone: bool) -> Non
 def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge]:
     """Nudges caused by an event on a pod or a Job that a ray.io CR owns."""
     ref = ref_of(kind, obj)
-    owner = controller_of(obj) or _cluster_from_label(obj, memory)
-    if owner is None or owner.uid in memory.gone:
+    # Not remembered when its owner is unknown: its next event goes through once it is known.
+    owner = _live(controller_of(obj) or _cluster_from_label(obj, memory), ref, memory)
+    if owner is None:
         return []
-    grand_owner = memory.cluster_owner.get((owner.namespace, owner.name))
-    reads_head = owner.kind == "RayCluster" and _is_head(obj)
-    if not reads_head or (grand_owner is not None and grand_owner.uid in memory.not_sidecar):
-        grand_owner = None
+    grand_owner = _head_reader(owner, ref, obj, memory)
     if event == WatchEventType.DELETED:
         memory.seen.pop(ref.uid, None)
         news, grand_news = True, grand_owner is not None
@@ -235,6 +255,14 @@ def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge
     if grand_news and grand_owner is not None:
         nudges.append(Nudge(grand_owner, messages.OWNED_CHANGED, change))
     return nudges
+
+
+def _head_reader(owner: ObjectRef, ref: ObjectRef, obj: JSON, memory: Memory) -> ObjectRef | None:
+    """Who reads a head pod besides its RayCluster: a RayService or a SidecarMode RayJob."""
+    if owner.kind != "RayCluster" or not _is_head(obj):
+        return None
+    reader = _live(memory.cluster_owner.get((owner.namespace, owner.name)), ref, memory)
+    return None if reader is None or reader.uid in memory.not_sidecar else reader
 
 
 def _version(kind: str, obj: JSON) -> dict[str, int]:

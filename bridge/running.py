@@ -7,6 +7,15 @@ the CRs whose workflows Temporal says are running (a new process remembers nothi
 own). Several replicas are
 safe by idempotence: signal-with-start never starts a second workflow for an id, and a
 duplicate nudge is a no-op in the workflow (tests run two bridges against one cluster).
+
+Nudges go only to CRs the bridge has seen exist (`filtering.Memory.live`), so the watchers of
+pods and Jobs start once every CR watcher has listed: a restarted bridge knows every CR before
+it judges an owned object, and tells each workflow what changed while it was down. A RayCluster
+listed before its RayJob or RayService keeps its news for the owner's next event, and the
+owner's first signal wakes a pass that reads the cluster anyway. Later, a CR is known before
+its workflow runs, and so before the pods that workflow creates. A replica whose CR watch runs
+behind drops the events of a CR it does not know yet and remembers nothing of them, so their
+next event goes through; the replica that started the workflow had seen the CR.
 """
 
 from __future__ import annotations
@@ -73,7 +82,7 @@ class Bridge:
         self.coalescer = Coalescer(
             self.signaller.deliver, concurrency=self.concurrency, window=self.window
         )
-        # Primary kinds first: pods are mapped to workflows through the clusters they belong to.
+        # CR watchers first, as they start first (`_watch`).
         ordered = sorted(self.targets, key=lambda t: not t.primary)
         self.watchers = [
             Watcher(
@@ -94,7 +103,19 @@ class Bridge:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.coalescer.run())
             for watcher in self.watchers:
-                group.create_task(watcher.run())
+                group.create_task(self._watch(watcher))
+
+    async def _watch(self, watcher: Watcher) -> None:
+        """Run one watcher; one of owned objects once every CR watcher has listed.
+
+        Pods and Jobs are mapped to workflows through the CRs they belong to, and one whose CR
+        is not known yet is dropped: listed first, a restarted bridge's pods would be. A CR
+        watcher that cannot list (its CRD missing) holds them back, as it holds readiness.
+        """
+        if not watcher.target.primary:
+            crs = [w.listed.wait() for w in self.watchers if w.target.primary]
+            await asyncio.gather(*crs)
+        await watcher.run()
 
     async def _recall(self) -> None:
         """Know the CRs whose workflows run, so the first list notices those that are gone."""

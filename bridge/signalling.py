@@ -65,6 +65,17 @@ class Signaller:
         if not signals:
             return
         ref = batch.target
+        if ref.kind not in messages.FIRST_HEADLINE:
+            # No workflow of that kind: a retry would fail the same way, forever. The filter
+            # sends only to CRs it has seen exist, so this is a bridge bug; said, not raised.
+            self.refused += 1
+            logger.error(
+                "no workflow for kind %s; dropping %s for %s",
+                ref.kind,
+                ", ".join(name for name, _ in signals),
+                ref.workflow_id,
+            )
+            return
         attributes: dict[str, AttributeValue] = {
             "k8s.namespace.name": ref.namespace,
             "kuberay_temporal.kind": ref.kind,

@@ -297,3 +297,78 @@ async def test_an_ignored_namespace_never_reaches_a_workflow(stack: Stack) -> No
         await eventually(lambda: caught_up(stack, ours), message="our workflow")
     assert len(await executions(stack, ours)) == 1
     assert await executions(stack, theirs) == Counter()
+
+
+def controller(kind: str, name: str, uid: str) -> dict[str, Any]:
+    return {"apiVersion": "ray.io/v1", "kind": kind, "name": name, "uid": uid, "controller": True}
+
+
+def worker_pod(namespace: str, name: str, owner: dict[str, Any]) -> dict[str, Any]:
+    """A Ray worker pod as the bridge watches it, naming `owner` as its controller."""
+    labels = {"ray.io/node-type": "worker"}
+    meta = {"name": name, "namespace": namespace, "labels": labels, "ownerReferences": [owner]}
+    containers = [{"name": "ray-worker", "image": "rayproject/ray"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": containers}}
+
+
+async def pod_come_and_gone(stack: Stack, namespace: str, name: str, owner: dict[str, Any]) -> None:
+    """A Ray worker pod created and deleted: its deletion is news to the CR it names."""
+    await stack.kube.create(kube.PODS, namespace, worker_pod(namespace, name, owner))
+    # The garbage collector may have deleted it already, its owner being nowhere.
+    await stack.kube.delete(kube.PODS, namespace, name, grace_period_seconds=0)
+
+
+async def test_pods_naming_a_cr_that_does_not_exist_start_no_workflow(stack: Stack) -> None:
+    """Anyone who may create a pod in a namespace writes its ownerReferences: one naming a CR
+    the bridge has not seen (another uid, another kind) reaches no workflow, and delivers none
+    that fails forever."""
+    namespace = await new_namespace(stack)
+    real = await stack.create_cluster("real", namespace)
+    uid = real["metadata"]["uid"]
+    real_id = f"raycluster/{namespace}/real/{uid}"
+    async with running_bridge(stack, namespace) as bridge:
+        await eventually(lambda: caught_up(stack, namespace), message="the real workflow")
+        claims = [("RayCluster", "ghost", str(uuid.uuid4())), ("RayCluster", "real", "forged")]
+        claims.append(("RayFoo", "real", uid))
+        for i, claim in enumerate(claims):
+            await pod_come_and_gone(stack, namespace, f"forged-{i}", controller(*claim))
+        # Down the same watch after theirs: once its news is delivered, theirs would be too.
+        await pod_come_and_gone(stack, namespace, "honest", controller("RayCluster", "real", uid))
+
+        async def honest_news_delivered() -> bool:
+            return (await seen(stack, real_id)).owned > 0 and bridge.coalescer.idle
+
+        await eventually(honest_news_delivered, message="the honest pod's news, nothing pending")
+    assert await executions(stack, namespace) == Counter({real_id: 1})
+
+
+# Every list of RayClusters is held back: a restarted bridge's pods would be listed first.
+SLOW_CLUSTER_LISTS = Faults.from_data(
+    {"rules": [{"verbs": ["list"], "resources": ["rayclusters"], "action": "delay", "seconds": 1}]}
+)
+
+
+@pytest.mark.parametrize(
+    "devcluster", [{"faults": SLOW_CLUSTER_LISTS}], indirect=True, ids=["slow-cluster-lists"]
+)
+async def test_a_restarted_bridge_tells_a_cluster_of_its_pods_listed_before_it(
+    stack: Stack,
+) -> None:
+    """A pod that changed while no bridge ran is news to its RayCluster, whichever list of a
+    restarted bridge's comes back first: pods are judged only once every CR is known."""
+    namespace = await new_namespace(stack)
+    created = await stack.create_cluster("c", namespace)
+    uid = created["metadata"]["uid"]
+    workflow_id = f"raycluster/{namespace}/c/{uid}"
+    async with running_bridge(stack, namespace):
+        await eventually(lambda: caught_up(stack, namespace), message="the workflow")
+    owner = controller("RayCluster", "c", uid)
+    await stack.kube.create(kube.PODS, namespace, worker_pod(namespace, "c-worker", owner))
+    running = {"status": {"phase": "Running", "podIP": "10.244.0.9"}}
+    await stack.kube.patch(kube.PODS, namespace, "c-worker", running, sub="status")
+    assert (await seen(stack, workflow_id)).owned == 0
+    async with running_bridge(stack, namespace):
+        await eventually(
+            lambda: when(seen(stack, workflow_id), lambda s: s.owned > 0),
+            message="the running pod's news",
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -20,6 +21,19 @@ def cr(kind: str = "RayCluster", generation: int = 1, **meta: Any) -> dict[str, 
 
 def signals(nudges: list[Any]) -> list[tuple[str, str, Any]]:
     return [(n.target.name, n.signal, n.payload) for n in nudges]
+
+
+def seeing(*crs: dict[str, Any]) -> Memory:
+    """A bridge's memory once it has seen these CRs exist."""
+    memory = Memory()
+    for obj in crs:
+        primary_nudges(obj["kind"], "ADDED", obj, memory)
+    return memory
+
+
+def job(mode: str = "HTTPMode") -> dict[str, Any]:
+    """The RayJob `OWNER` names."""
+    return {**cr("RayJob", name="job", uid="j1"), "spec": {"submissionMode": mode}}
 
 
 def test_first_sight_signals_the_generation() -> None:
@@ -69,14 +83,13 @@ def test_the_generation_a_deletion_bumps_is_not_a_spec_change() -> None:
 
 
 def test_a_head_pod_just_created_is_no_news_to_the_rayjob_either() -> None:
-    memory = Memory()
     cluster = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
-    primary_nudges("RayCluster", "ADDED", cluster, memory)
+    memory = seeing(job("SidecarMode"), cluster)
     assert owned_nudges("Pod", "ADDED", pod(), memory) == []
 
 
 def test_a_cluster_its_owner_just_created_is_no_news_until_it_has_a_status() -> None:
-    memory = Memory()
+    memory = seeing(job())
     created = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
     added = primary_nudges("RayCluster", "ADDED", created, memory)
     assert [n.target.kind for n in added] == ["RayCluster"]  # its own workflow only
@@ -88,11 +101,8 @@ def test_a_cluster_its_owner_just_created_is_no_news_until_it_has_a_status() -> 
 @pytest.mark.parametrize(("mode", "nudged"), [("SidecarMode", True), ("HTTPMode", False)])
 def test_a_head_pod_nudges_only_a_sidecar_mode_rayjob(mode: str, nudged: bool) -> None:
     """Only SidecarMode reads the head pod (its submitter container)."""
-    memory = Memory()
-    job = {**cr("RayJob"), "metadata": {**cr()["metadata"], "name": "job", "uid": "j1"}}
-    primary_nudges("RayJob", "ADDED", {**job, "spec": {"submissionMode": mode}}, memory)
     cluster = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
-    primary_nudges("RayCluster", "ADDED", cluster, memory)
+    memory = seeing(job(mode), cluster)
     targets = [n.target.kind for n in owned_nudges("Pod", "ADDED", pod("Running"), memory)]
     assert targets == (["RayCluster", "RayJob"] if nudged else ["RayCluster"])
 
@@ -112,9 +122,8 @@ OWNER = {
 
 
 def test_owned_cluster_status_nudges_its_owner() -> None:
-    memory = Memory()
     obj = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
-    primary_nudges("RayCluster", "ADDED", obj, memory)
+    memory = seeing(job(), obj)
     ready = {
         **obj,
         "metadata": {**obj["metadata"], "resourceVersion": "42"},
@@ -132,9 +141,8 @@ def test_a_deleted_owned_cluster_nudges_its_owner() -> None:
     """The owner waits on its cluster's deletion; its pods' events may come after the
     cluster's DELETED (separate watches) and then no longer know the owner (found by the
     chaos suite: a RayService kept its finalizer until its 5-minute resync)."""
-    memory = Memory()
     obj = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
-    primary_nudges("RayCluster", "ADDED", obj, memory)
+    memory = seeing(job(), obj)
     gone = {**obj, "metadata": {**obj["metadata"], "resourceVersion": "77"}}
     nudges = primary_nudges("RayCluster", "DELETED", gone, memory)
     # The version: a copy of RayClusters that has reached it has seen the cluster go.
@@ -198,23 +206,21 @@ def addressed(obj: dict[str, Any]) -> dict[str, Any]:
     ],
 )
 def test_pod_changes(before: dict[str, Any], after: dict[str, Any], signalled: bool) -> None:
-    memory = Memory()
+    memory = seeing(cr())
     owned_nudges("Pod", "ADDED", before, memory)
     assert bool(owned_nudges("Pod", "MODIFIED", after, memory)) == signalled
 
 
 def test_a_pod_just_created_is_no_news_but_one_seen_first_running_is() -> None:
     """The workflow created the pod and expects it; a restarted bridge re-signals the rest."""
-    assert owned_nudges("Pod", "ADDED", pod(), Memory()) == []
-    assert [n.target.kind for n in owned_nudges("Pod", "ADDED", pod("Running"), Memory())] == [
-        "RayCluster"
-    ]
+    assert owned_nudges("Pod", "ADDED", pod(), seeing(cr())) == []
+    running = owned_nudges("Pod", "ADDED", pod("Running"), seeing(cr()))
+    assert [n.target.kind for n in running] == ["RayCluster"]
 
 
 def test_pods_of_a_deleted_cluster_reach_nobody() -> None:
     """The cascade after a RayCluster's deletion: its workflow has ended."""
-    memory = Memory()
-    primary_nudges("RayCluster", "ADDED", cr(), memory)
+    memory = seeing(cr())
     owned_nudges("Pod", "ADDED", pod("Running"), memory)
     primary_nudges("RayCluster", "DELETED", cr(), memory)
     terminating = pod("Running")
@@ -224,9 +230,8 @@ def test_pods_of_a_deleted_cluster_reach_nobody() -> None:
 
 
 def test_head_pod_of_a_rayjob_cluster_nudges_both() -> None:
-    memory = Memory()
     cluster = {**cr(), "metadata": {**cr()["metadata"], "ownerReferences": [OWNER]}}
-    primary_nudges("RayCluster", "ADDED", cluster, memory)
+    memory = seeing(job("SidecarMode"), cluster)
     targets = [n.target.kind for n in owned_nudges("Pod", "ADDED", pod("Running"), memory)]
     assert targets == ["RayCluster", "RayJob"]
     sidecar = pod("Running", "True")
@@ -238,13 +243,13 @@ def test_head_pod_of_a_rayjob_cluster_nudges_both() -> None:
 
 
 def test_deleted_pod_nudges_its_cluster() -> None:
-    memory = Memory()
+    memory = seeing(cr())
     owned_nudges("Pod", "ADDED", pod(), memory)
     assert [n.signal for n in owned_nudges("Pod", "DELETED", pod(), memory)] == ["owned_changed"]
 
 
 def test_a_pod_nudge_names_the_version_a_cached_read_must_reach() -> None:
-    memory = Memory()
+    memory = seeing(cr())
     owned_nudges("Pod", "ADDED", pod(), memory)
     running = pod("Running")
     running["metadata"]["resourceVersion"] = "42"
@@ -255,3 +260,86 @@ def test_a_pod_nudge_names_the_version_a_cached_read_must_reach() -> None:
     ready["metadata"]["resourceVersion"] = "not-a-number"  # then no cached read waits for it
     (nudge,) = owned_nudges("Pod", "MODIFIED", ready, memory)
     assert isinstance(nudge.payload, messages.OwnedChanged) and nudge.payload.versions == {}
+
+
+def forged(kind: str = "RayCluster", name: str = "c", uid: str = "u1") -> dict[str, Any]:
+    """A controller reference as anyone who may create an object in the namespace can write."""
+    return {"apiVersion": "ray.io/v1", "kind": kind, "name": name, "uid": uid, "controller": True}
+
+
+def claiming(obj: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner]}}
+
+
+def submitter(owner: dict[str, Any]) -> dict[str, Any]:
+    """A submitter Job as the bridge watches it (created by a RayJob in K8sJobMode)."""
+    meta = {"name": "job-x", "namespace": "ns", "uid": "s1", "ownerReferences": [owner]}
+    return {"metadata": meta, "status": {"active": 1}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "owner"),
+    [
+        pytest.param("Pod", forged(name="ghost", uid="g1"), id="no-such-cr"),
+        pytest.param("Pod", forged(uid="g1"), id="a-cr's-name-another-uid"),
+        pytest.param("Pod", forged(name="other"), id="a-cr's-uid-another-name"),
+        pytest.param("Pod", forged("RayJob"), id="a-cr's-uid-another-kind"),
+        pytest.param("Pod", forged("RayFoo"), id="a-kind-not-reconciled"),
+        pytest.param("Pod", forged(uid="o1"), id="a-cr-of-another-namespace"),
+        pytest.param("Job", forged("RayJob", "job", "g1"), id="submitter-job"),
+    ],
+)
+def test_an_owner_the_bridge_has_not_seen_exist_is_nudged_by_nothing(
+    kind: str, owner: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A forged ownerReference would start a workflow for a CR that does not exist (or, for a
+    kind without one, fail every delivery): it is dropped, and said so only at debug level."""
+    elsewhere = {**cr(uid="o1"), "metadata": {**cr(uid="o1")["metadata"], "namespace": "other"}}
+    memory = seeing(cr(), job(), elsewhere)
+    obj = claiming(pod("Running"), owner) if kind == "Pod" else submitter(owner)
+    caplog.set_level(logging.DEBUG, logger="bridge.filtering")
+    assert owned_nudges(kind, "ADDED", obj, memory) == []
+    assert owned_nudges(kind, "DELETED", obj, memory) == []
+    name = obj["metadata"]["name"]
+    assert [(r.levelname, f"{kind} ns/{name} names" in r.getMessage()) for r in caplog.records] == [
+        ("DEBUG", True),
+        ("DEBUG", True),
+    ]
+
+
+def test_a_forged_owner_of_a_cluster_hears_nothing_of_it() -> None:
+    """A tenant's RayCluster claiming a RayJob or RayService that does not exist nudges none,
+    nor does its head pod."""
+    cluster = claiming(cr(), forged("RayService", "svc", "g1"))
+    memory = seeing(cluster)
+    ready = {**cluster, "status": {"state": "ready"}}
+    assert primary_nudges("RayCluster", "MODIFIED", ready, memory) == []
+    targets = [n.target.kind for n in owned_nudges("Pod", "ADDED", pod("Running"), memory)]
+    assert targets == ["RayCluster"]
+    gone = primary_nudges("RayCluster", "DELETED", ready, memory)
+    assert [n.target.kind for n in gone] == ["RayCluster"]
+
+
+def test_a_cluster_seen_before_its_owner_tells_the_owner_once_it_is_known() -> None:
+    """A restarted bridge may list RayClusters before RayJobs: the news waits, not dropped."""
+    ready = {**claiming(cr(), OWNER), "status": {"state": "ready"}}
+    memory = Memory()
+    added = primary_nudges("RayCluster", "ADDED", ready, memory)
+    assert [n.target.kind for n in added] == ["RayCluster"]  # its own workflow only
+    primary_nudges("RayJob", "ADDED", job(), memory)
+    nudged = primary_nudges("RayCluster", "MODIFIED", ready, memory)
+    assert [n.target.kind for n in nudged] == ["RayJob"]
+
+
+def test_a_pod_seen_before_its_cluster_is_news_once_the_cluster_is_known() -> None:
+    memory = Memory()
+    assert owned_nudges("Pod", "ADDED", pod("Running"), memory) == []
+    primary_nudges("RayCluster", "ADDED", cr(), memory)
+    nudged = owned_nudges("Pod", "MODIFIED", pod("Running"), memory)
+    assert [n.target.kind for n in nudged] == ["RayCluster"]
+
+
+def test_pods_of_a_cluster_left_to_multikueue_reach_nobody() -> None:
+    """Such a cluster has no workflow here; its pods must not start one."""
+    memory = seeing({**cr(), "spec": {"managedBy": "kueue.x-k8s.io/multikueue"}})
+    assert owned_nudges("Pod", "ADDED", pod("Running"), memory) == []

@@ -3,10 +3,10 @@
 // The API server reaches `kubectl exec` and `kubectl port-forward` through the node's kubelet
 // port, speaking SPDY/3.1 (or WebSocket up to v4.channel.k8s.io). No maintained Python library
 // speaks SPDY, so this program fronts that port instead: it serves /exec and /portForward with
-// the server code the real kubelet uses (k8s.io/cri-streaming) and passes every other path
-// (logs, health) to the Python kubelet on loopback. It asks that backend where a container
-// runs (an nsenter prefix and the container's environment) and which IP a pod has; it knows
-// nothing of pods itself.
+// the server code the real kubelet uses (k8s.io/cri-streaming), passes container logs and
+// /healthz to the Python kubelet on loopback and answers 404 to every other path. It asks that
+// backend where a container runs (an nsenter prefix and the container's environment) and which
+// IP a pod has; it knows nothing of pods itself.
 //
 // Once it listens it prints one line, "serving on <host:port>", to standard output, so a
 // launcher that asked for port 0 learns the port and knows the server is up.

@@ -19,14 +19,18 @@ const (
 	idleTimeout = 4 * time.Hour
 )
 
-// streams serves the kubelet's streaming paths and proxies the rest to the backend.
+// streams serves the kubelet's streaming paths and proxies logs and health to the backend.
 type streams struct {
 	backend *backend
 	proxy   http.Handler
 }
 
 // newHandler routes the paths the API server builds for exec and port-forward, with and
-// without the pod UID, as the real kubelet accepts both; everything else is the backend's.
+// without the pod UID, as the real kubelet accepts both, and passes on to the backend only the
+// rest of the kubelet API it serves: container logs and health. Every other path is not found
+// here, whatever the backend has: its /streams/ answers this program alone, and an exec target
+// carries a container's environment, Secrets included. The API server's nodes/proxy passes any
+// path to this port, so whoever may use it would otherwise read them.
 func newHandler(backendURL *url.URL, client *http.Client) http.Handler {
 	s := &streams{
 		backend: &backend{base: backendURL, client: client},
@@ -41,7 +45,9 @@ func newHandler(backendURL *url.URL, client *http.Client) http.Handler {
 	mux.HandleFunc("/exec/{namespace}/{pod}/{uid}/{container}", s.exec)
 	mux.HandleFunc("/portForward/{namespace}/{pod}", s.portForward)
 	mux.HandleFunc("/portForward/{namespace}/{pod}/{uid}", s.portForward)
-	mux.Handle("/", s.proxy)
+	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", s.proxy)
+	mux.Handle("GET /healthz", s.proxy)
+	mux.Handle("/", http.NotFoundHandler())
 	return mux
 }
 

@@ -59,6 +59,12 @@ func fakeBackend(podIP string) http.Handler {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", func(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.WriteString(w, "a log line of "+req.PathValue("container")+"\n")
 	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.WriteString(w, "the backend's answer to "+req.URL.Path)
+	})
 	return mux
 }
 
@@ -247,7 +253,7 @@ func TestOnlyClientsWithACertificateFromTheCAGetIn(t *testing.T) {
 		"certificate of another CA": {stranger.pair},
 	} {
 		t.Run(name, func(t *testing.T) {
-			resp, err := s.get(t, certificates)
+			resp, err := s.get(t, certificates, logPath)
 			if err == nil {
 				resp.Body.Close()
 				t.Fatalf("answered %s", resp.Status)
@@ -267,7 +273,7 @@ func TestOnlyTheAllowedUsersAndGroupsMayCall(t *testing.T) {
 		"another component's client": {pkix.Name{CommonName: "system:kube-scheduler"}, http.StatusForbidden},
 	} {
 		t.Run(name, func(t *testing.T) {
-			resp, err := s.get(t, []tls.Certificate{s.ca.issue(t, tc.subject, false).pair})
+			resp, err := s.get(t, []tls.Certificate{s.ca.issue(t, tc.subject, false).pair}, logPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,29 +285,49 @@ func TestOnlyTheAllowedUsersAndGroupsMayCall(t *testing.T) {
 	}
 }
 
-// get asks for a container's log (a path passed to the backend) with these client certificates.
-func (s *shim) get(t *testing.T, certificates []tls.Certificate) (*http.Response, error) {
+// logPath is a container's log, as the API server asks for it (a path passed to the backend).
+const logPath = "/containerLogs/default/web/main?follow=true"
+
+// get asks for path with these client certificates.
+func (s *shim) get(t *testing.T, certificates []tls.Certificate, path string) (*http.Response, error) {
 	t.Helper()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		RootCAs: s.ca.pool(), Certificates: certificates,
 	}}}
 	t.Cleanup(client.CloseIdleConnections)
-	return client.Get(s.server.URL + "/containerLogs/default/web/main?follow=true")
+	return client.Get(s.server.URL + path)
 }
 
-func TestOtherPathsAreTheBackendsAnswers(t *testing.T) {
+func TestOnlyLogsAndHealthAreTheBackendsAnswers(t *testing.T) {
 	s := startShim(t, "127.0.0.1")
-	resp, err := s.get(t, []tls.Certificate{s.client.pair})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || string(body) != "a log line of main\n" {
-		t.Fatalf("answered %s %q", resp.Status, body)
+	for path, want := range map[string]struct {
+		status int
+		body   string
+	}{
+		logPath:    {http.StatusOK, "a log line of main\n"},
+		"/healthz": {http.StatusOK, "ok"},
+		// The backend's answers to this program: a container's environment, and a pod's IP.
+		"/streams/exec-target/default/web/main":                  {http.StatusNotFound, "404 page not found\n"},
+		"/streams/pod-ip/default/web":                            {http.StatusNotFound, "404 page not found\n"},
+		"/containerLogs/../streams/exec-target/default/web/main": {http.StatusNotFound, "404 page not found\n"},
+		// The rest of a real kubelet's API, which the backend does not serve.
+		"/pods":          {http.StatusNotFound, "404 page not found\n"},
+		"/stats/summary": {http.StatusNotFound, "404 page not found\n"},
+	} {
+		t.Run(path, func(t *testing.T) {
+			resp, err := s.get(t, []tls.Certificate{s.client.pair}, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != want.status || string(body) != want.body {
+				t.Fatalf("answered %s %q, want %d %q", resp.Status, body, want.status, want.body)
+			}
+		})
 	}
 }
 

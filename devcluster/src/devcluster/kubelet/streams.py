@@ -4,8 +4,9 @@ The API server sends `kubectl exec` and `kubectl port-forward` to the kubelet po
 (it translates kubectl's WebSockets; the Python client's v4 WebSocket passes through as it is).
 No maintained Python library speaks SPDY, so `kubelet-streams` (controlplane/cmd/, built with
 the control plane) takes the kubelet port instead. It serves exec and port-forward with
-Kubernetes' own server code and forwards every other path (logs, health) to the kubelet's
-application on loopback, which answers what the shim needs to know:
+Kubernetes' own server code, forwards container logs and `/healthz` to the kubelet's
+application on loopback and answers 404 to every other path. That application also answers
+what the shim needs to know:
 
 - `GET /streams/exec-target/{namespace}/{pod}/{container}`: the host argv prefix that enters
   the running container and the container's environment, or 404;
