@@ -232,13 +232,14 @@ def _track_cluster(ref: ObjectRef, obj: JSON, memory: Memory, gone: bool) -> Non
 def owned_nudges(kind: str, event: str, obj: JSON, memory: Memory) -> list[Nudge]:
     """Nudges caused by an event on a pod or a Job that a ray.io CR owns."""
     ref = ref_of(kind, obj)
+    if event == WatchEventType.DELETED:  # forgotten whoever owned it: a cascade often
+        memory.seen.pop(ref.uid, None)  # comes after its CR is gone, and the CR with it
     # Not remembered when its owner is unknown: its next event goes through once it is known.
     owner = _live(controller_of(obj) or _cluster_from_label(obj, memory), ref, memory)
     if owner is None:
         return []
     grand_owner = _head_reader(owner, ref, obj, memory)
     if event == WatchEventType.DELETED:
-        memory.seen.pop(ref.uid, None)
         news, grand_news = True, grand_owner is not None
     else:
         pod = summarize_pod(obj) if kind == "Pod" else None

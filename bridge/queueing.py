@@ -142,6 +142,7 @@ class Coalescer:
                 asyncio.get_running_loop().call_later(wait, self._queue.put_nowait, key)
                 continue
             batch = self._pending.pop(key)
+            self._due.pop(key, None)  # set again only if something waits for it
             self._in_flight.add(key)
             try:
                 await self.send(batch)

@@ -34,7 +34,7 @@ from bridge import filtering
 from bridge.filtering import Memory, Nudge
 from bridge.queueing import Coalescer
 from bridge.signalling import Signaller
-from bridge.targets import ALL_TARGETS, Target
+from bridge.targets import ALL_TARGETS, OWNER_KINDS, Target
 from bridge.watching import Watcher
 from runtime.settings import Settings
 
@@ -109,12 +109,13 @@ class Bridge:
         """Run one watcher; one of owned objects once every CR watcher has listed.
 
         Pods and Jobs are mapped to workflows through the CRs they belong to, and one whose CR
-        is not known yet is dropped: listed first, a restarted bridge's pods would be. A CR
-        watcher that cannot list (its CRD missing) holds them back, as it holds readiness.
+        is not known yet is dropped: listed first, a restarted bridge's pods would be. Only the
+        kinds that own pods and Jobs are waited for: a RayCronJob owns neither, and a cluster
+        without its (newer) CRD still has its pods watched.
         """
         if not watcher.target.primary:
-            crs = [w.listed.wait() for w in self.watchers if w.target.primary]
-            await asyncio.gather(*crs)
+            owners = [w.listed.wait() for w in self.watchers if w.target.kind in OWNER_KINDS]
+            await asyncio.gather(*owners)
         await watcher.run()
 
     async def _recall(self) -> None:

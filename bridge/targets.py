@@ -29,3 +29,5 @@ POD = Target("Pod", kube.PODS, f"{LABEL_NODE_TYPE} in ({_NODE_TYPES})")
 JOB = Target("Job", kube.JOBS, f"{LABEL_CREATED_BY}={CREATED_BY_VALUE}")
 
 ALL_TARGETS = (RAYCLUSTER, RAYJOB, RAYSERVICE, RAYCRONJOB, POD, JOB)
+OWNER_KINDS = frozenset({RAYCLUSTER.kind, RAYJOB.kind, RAYSERVICE.kind})
+"""The CRs that own pods and Jobs (the bridge maps those to workflows through them)."""

@@ -372,3 +372,39 @@ async def test_a_restarted_bridge_tells_a_cluster_of_its_pods_listed_before_it(
             lambda: when(seen(stack, workflow_id), lambda s: s.owned > 0),
             message="the running pod's news",
         )
+
+
+# RayCronJobs can never be listed, as on a cluster whose CRDs predate the kind.
+NO_CRONJOB_LISTS = Faults.from_data(
+    {"rules": [{"verbs": ["list"], "resources": ["raycronjobs"], "action": "error", "code": 500}]}
+)
+
+
+@pytest.mark.parametrize(
+    "devcluster", [{"faults": NO_CRONJOB_LISTS}], indirect=True, ids=["no-cronjob-lists"]
+)
+async def test_pods_are_watched_while_a_kind_that_owns_none_cannot_be_listed(
+    stack: Stack,
+) -> None:
+    namespace = await new_namespace(stack)
+    created = await stack.create_cluster("c", namespace)
+    uid = created["metadata"]["uid"]
+    workflow_id = f"raycluster/{namespace}/c/{uid}"
+    bridge = Bridge(
+        stack.kube, Signaller(stack.env.client, stack.task_queue), [namespace], window=0.05
+    )
+    task = asyncio.create_task(bridge.run())
+    try:
+        await eventually(lambda: caught_up(stack, namespace), message="the workflow")
+        owner = controller("RayCluster", "c", uid)
+        await stack.kube.create(kube.PODS, namespace, worker_pod(namespace, "c-worker", owner))
+        running = {"status": {"phase": "Running", "podIP": "10.244.0.9"}}
+        await stack.kube.patch(kube.PODS, namespace, "c-worker", running, sub="status")
+        await eventually(
+            lambda: when(seen(stack, workflow_id), lambda s: s.owned > 0),
+            message="the running pod's news",
+        )
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

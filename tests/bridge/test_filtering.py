@@ -227,6 +227,8 @@ def test_pods_of_a_deleted_cluster_reach_nobody() -> None:
     terminating["metadata"]["deletionTimestamp"] = "2026-12-04T00:00:00Z"
     assert owned_nudges("Pod", "MODIFIED", terminating, memory) == []
     assert owned_nudges("Pod", "DELETED", terminating, memory) == []
+    # Nor is anything kept of it: cascades come after their CRs, by the thousand.
+    assert "p1" not in memory.seen
 
 
 def test_head_pod_of_a_rayjob_cluster_nudges_both() -> None:

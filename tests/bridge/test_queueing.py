@@ -115,3 +115,23 @@ def test_a_batch_keeps_the_newest_version_of_each_kind() -> None:
     ((_, merged),) = batch.signals()
     assert isinstance(merged, messages.OwnedChanged)
     assert merged.versions == {"Pod": 7, "Job": 3}
+
+
+async def test_nothing_is_kept_of_workflows_sent_to_and_done_with() -> None:
+    """A bridge sends to one workflow per CR it ever saw: its queue must not grow with them."""
+
+    async def send(batch: Batch) -> None:
+        return None
+
+    queue = Coalescer(send, concurrency=4, window=0.0)
+    runner = asyncio.create_task(queue.run())
+    try:
+        for index in range(200):
+            ref = ObjectRef(kind="RayCluster", namespace="ns", name=f"c{index}", uid=f"u{index}")
+            queue.put(Nudge(ref, messages.SPEC_CHANGED, messages.SpecChanged(generation=1)))
+        await eventually(lambda: queue.idle and queue.delivered == 200, message="delivery")
+        assert queue._due == {}
+    finally:
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
