@@ -9,7 +9,8 @@ that is wrong and the rule it breaks, where robfig only quotes the part.
 
 Two differences from robfig, both KubeRay's: a `TZ=` or `CRON_TZ=` prefix is refused (the
 zone belongs in `timeZone`), and the zone is looked up in the IANA database Python carries
-(`zoneinfo`), not the one the Go binary bundles.
+(`zoneinfo`), not the one the Go binary bundles. One rule is ours, not KubeRay's: a schedule
+must not fire more often than once a minute (`MIN_INTERVAL`, `interval_problem`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from crds.validation import formats
@@ -53,6 +55,16 @@ _FIELDS = (
 )
 _LAYOUT = " ".join(f.name for f in _FIELDS)
 
+MIN_INTERVAL = timedelta(minutes=1)
+"""The shortest time between two ticks we accept; KubeRay has no floor (`@every 1s` passes).
+
+Five cron fields cannot tick more often than once a minute, and KubeRay names each tick's
+RayJob for its minute (`<name>-<minutes since the epoch>`): of ticks closer than that, the
+second in a minute finds the first one's RayJob, so all they add is a firing workflow each,
+a load on the Temporal server and the worker that one RayCronJob could multiply sixty times
+over. Only `@every` can go below it.
+"""
+
 
 def schedule_problem(schedule: str) -> str | None:
     """Why KubeRay refuses a `spec.schedule`; None if it accepts it.
@@ -80,6 +92,35 @@ def schedule_problem(schedule: str) -> str | None:
             if problem is not None:
                 return f"in the {spec.name} field, {item!r} {problem}"
     return None
+
+
+def interval_problem(schedule: str) -> str | None:
+    """Why a schedule KubeRay accepts fires too often for us (`MIN_INTERVAL`); None if not.
+
+    Returns:
+        A sentence about the schedule, e.g. "it fires every 1s, ...", or None.
+    """
+    interval = every_interval(schedule)
+    if interval is None or interval >= MIN_INTERVAL:
+        return None
+    return (
+        f"it fires every {int(interval.total_seconds())}s, more often than once a minute "
+        "(the shortest interval is 1m: each tick's RayJob is named for its minute)"
+    )
+
+
+def every_interval(schedule: str) -> timedelta | None:
+    """The time between the ticks of an `@every` schedule, as robfig/cron keeps it.
+
+    robfig drops the fraction of a second and raises anything under a second (zero and
+    negative durations too) to one second. None for any other schedule, or no duration.
+    """
+    if not schedule.startswith(_EVERY):
+        return None
+    nanos = formats.parse_go_duration(schedule.removeprefix(_EVERY))
+    if nanos is None:
+        return None
+    return timedelta(seconds=max(1, nanos // 1_000_000_000))
 
 
 def time_zone_problem(name: str) -> str | None:

@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.kube import client as kube
@@ -113,11 +114,18 @@ async def test_the_read_carries_the_times_never_the_template(client: KubeClient)
     assert "python x.py" not in snap.model_dump_json()
 
 
-async def test_the_read_reports_an_invalid_schedule(client: KubeClient) -> None:
-    ref = await make_cronjob(client, schedule="61 * * * *")
+@pytest.mark.parametrize(
+    ("schedule", "problem"),
+    [("61 * * * *", "'61' goes above 59"), ("@every 1s", "more often than once a minute")],
+)
+async def test_the_read_reports_an_invalid_schedule(
+    client: KubeClient, schedule: str, problem: str
+) -> None:
+    ref = await make_cronjob(client, schedule=schedule)
     snap = await read(client, ref)
-    assert snap.wanted is None
-    assert len(snap.violations) == 1 and "spec.schedule" in snap.violations[0]
+    assert snap.wanted is None  # nothing to schedule: the workflow pauses it and warns
+    assert len(snap.violations) == 1
+    assert snap.violations[0].startswith("spec.schedule: ") and problem in snap.violations[0]
 
 
 async def test_a_person_s_suspend_is_written_to_the_spec(client: KubeClient) -> None:
