@@ -52,9 +52,10 @@ def catchup_seconds(annotations: Mapping[str, str]) -> int | None:
 
     Ours (`kuberay-temporal.io/catchup-window`: a Go duration such as `10m`, or seconds).
     KubeRay makes up every tick since `lastScheduleTime`, however many: after a week
-    suspended, a RayCronJob that runs every minute would create ten thousand RayJobs. Unset
-    keeps that (up to Temporal's own window of a year); set, the ticks missed longer ago are
-    dropped, both while the Temporal server was down and when the RayCronJob is resumed.
+    suspended, a RayCronJob that runs every minute would create ten thousand RayJobs. Here
+    the newest 100 at most are made up (`activities.raycronjob.schedules.catchup_window`);
+    set, the window narrows that further: the ticks missed longer ago are dropped, both while
+    the Temporal server was down and when the RayCronJob is resumed.
     """
     text = annotations.get(ANNOTATION_CATCHUP_WINDOW)
     if text is None:

@@ -10,6 +10,7 @@ from crds.validation.schedules import (
     every_interval,
     interval_problem,
     schedule_problem,
+    shortest_gap,
     time_zone_problem,
 )
 
@@ -152,6 +153,25 @@ def test_ours_refuses_what_fires_more_than_once_a_minute(schedule: str, seconds:
 )
 def test_ours_accepts_a_minute_or_more(schedule: str) -> None:
     assert interval_problem(schedule) is None
+
+
+@pytest.mark.parametrize(
+    ("schedule", "gap"),
+    [
+        pytest.param("* * * * *", timedelta(minutes=1), id="every-minute"),
+        pytest.param("*/15 9-17 * * MON-FRI", timedelta(minutes=15), id="quarter-hours"),
+        pytest.param("5,50 * * * *", timedelta(minutes=15), id="across-the-hour"),
+        pytest.param("10-12/2,59 3 * * *", timedelta(minutes=2), id="list-of-ranges"),
+        pytest.param("0 9,10 * * *", timedelta(hours=1), id="hours-an-hour-apart"),
+        pytest.param("30 0,12 * * *", timedelta(hours=11), id="twice-a-day-less-an-hour"),
+        pytest.param("0 0 1 1 *", timedelta(hours=23), id="one-time-a-day-at-most"),
+        pytest.param("@hourly", timedelta(hours=1), id="hourly"),
+        pytest.param("@yearly", timedelta(hours=23), id="yearly-read-as-daily"),
+        pytest.param("@every 1h30m", timedelta(minutes=90), id="every"),
+    ],
+)
+def test_the_shortest_gap_between_ticks_is_never_overstated(schedule: str, gap: timedelta) -> None:
+    assert shortest_gap(schedule) == gap
 
 
 @pytest.mark.parametrize(

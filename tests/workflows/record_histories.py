@@ -188,7 +188,8 @@ async def rayservice_lifecycle(client: Client) -> WorkflowHistory:
 
 
 async def raycronjob_lifecycle(client: Client) -> WorkflowHistory:
-    """Schedule created, a firing, suspended, resumed (ticks made up), invalid, deleted.
+    """Schedule created, a firing, suspended, resumed (the newest missed ticks made up, the
+    older ones skipped with a Warning), invalid, deleted.
 
     On a dev server: the time-skipping server has no Schedules.
     """
@@ -226,9 +227,10 @@ async def raycronjob_lifecycle(client: Client) -> WorkflowHistory:
         await eventually(lambda: world.fired)
         await edit(suspend=True)
         await eventually(lambda: paused(True))
-        world.last_schedule_time = datetime.now(UTC) - timedelta(minutes=2)
+        world.last_schedule_time = datetime.now(UTC) - timedelta(hours=3)
         await edit(suspend=False)
         await eventually(lambda: paused(False))
+        await eventually(lambda: world.events[-1:] == ["SkippedMissedTicks"])
         await edit(wanted=None, violations=["spec.schedule: invalid cron schedule"])
         await eventually(lambda: world.events[-1:] == ["InvalidRayCronJobSpec"])
         world.exists = False
