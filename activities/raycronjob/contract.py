@@ -166,6 +166,9 @@ class FiringResult(BaseModel):
     created: bool = False
     skipped: str = ""
     """Why no RayJob was created: the RayCronJob is gone, being deleted or suspended."""
+    refused: str = ""
+    """The API server's refusal of the RayJob (a quota, RBAC, an invalid object), for an
+    Event: no string of the RayJob's spec is quoted in it. Retrying would not change it."""
 
 
 # The activities, as the workflows call them (the names are in recorded histories).

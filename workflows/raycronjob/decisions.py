@@ -11,6 +11,7 @@ KubeRay's, the make-up is bounded (`contract.MAX_MADE_UP`), and what it leaves o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from activities.raycronjob.contract import (
     COUNTED_AT_MOST,
@@ -95,4 +96,24 @@ def skipped_message(ref: ObjectRef, result: SyncScheduleResult) -> str | None:
         f"{format_time(result.made_up)} were skipped; only those since are made up (the newest "
         f"{MAX_MADE_UP} at most, and none older than the {ANNOTATION_CATCHUP_WINDOW} annotation "
         "allows)"
+    )
+
+
+def refused_message(ref: ObjectRef, tick: datetime, rayjob: str, refusal: str) -> str:
+    """The message of a `FailedToCreateRayJob` Warning: the API server refused the tick's RayJob."""
+    return (
+        f"{ref.namespace}/{ref.name}: the RayJob {rayjob} of the tick at {format_time(tick)} "
+        f"was refused, the tick is given up: {refusal}"
+    )
+
+
+def given_up_message(ref: ObjectRef, tick: datetime, attempts: int, failure: str) -> str:
+    """The message of a `FailedToCreateRayJob` Warning: the tick's RayJob could not be created.
+
+    `failure` is the kind of the last failure (`KubeUnavailable`…), not its text: the text of an
+    unexpected failure might quote anything.
+    """
+    return (
+        f"{ref.namespace}/{ref.name}: the RayJob of the tick at {format_time(tick)} was not "
+        f"created in {attempts} attempts (the last failed with {failure}), the tick is given up"
     )

@@ -67,6 +67,12 @@ class Harness:
             found is not None and found.schedule.state.paused and found.schedule.state.note == note
         )
 
+    async def suspended(self) -> None:
+        """Wait for the Schedule, then suspend the RayCronJob and wait for it to pause."""
+        await eventually(self.running, message="the Schedule")
+        await self.edit(suspend=True)
+        await eventually(lambda: self.paused(NOTE_SUSPENDED), message="paused")
+
     async def running(self) -> bool:
         found = await self.schedule()
         return found is not None and not found.schedule.state.paused
@@ -153,9 +159,7 @@ async def test_a_person_suspends_through_the_raycronjob(harness: Harness) -> Non
 
 async def test_the_catchup_window_bounds_what_is_made_up(harness: Harness) -> None:
     world = harness.world
-    await eventually(harness.running, message="the Schedule")
-    await harness.edit(suspend=True)
-    await eventually(lambda: harness.paused(NOTE_SUSPENDED), message="paused")
+    await harness.suspended()
 
     # Suspended for half an hour; the CR makes up two minutes at most.
     world.fired.clear()
@@ -174,9 +178,7 @@ async def test_the_catchup_window_bounds_what_is_made_up(harness: Harness) -> No
 
 async def test_a_year_of_missed_ticks_makes_up_the_newest_hundred(harness: Harness) -> None:
     world = harness.world
-    await eventually(harness.running, message="the Schedule")
-    await harness.edit(suspend=True)
-    await eventually(lambda: harness.paused(NOTE_SUSPENDED), message="paused")
+    await harness.suspended()
 
     # Resumed (or taken over) with a lastScheduleTime a year old: 525,600 ticks missed.
     world.fired.clear()
