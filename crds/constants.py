@@ -109,6 +109,10 @@ MAX_DNS_LABEL_LENGTH: Final = 63
 # RayCronJob: its spec is refused (no RayJob is scheduled), and its scheduling is suspended.
 EVENT_INVALID_RAYCRONJOB_SPEC: Final = "InvalidRayCronJobSpec"
 EVENT_SUSPENDED_RAYCRONJOB: Final = "SuspendedRayCronJob"
+# Ours: missed ticks beyond the catch-up bound were skipped (KubeRay makes every one up).
+EVENT_SKIPPED_MISSED_TICKS: Final = "SkippedMissedTicks"
+# A tick's RayJob was not created: the API server refused it, or did not answer in time.
+EVENT_FAILED_TO_CREATE_RAYJOB: Final = "FailedToCreateRayJob"
 
 # --- defaults and timings ---------------------------------------------------------------------
 DEFAULT_SERVE_APP_NAME: Final = "default"

@@ -35,6 +35,7 @@ inline password could be confirmed by guessing against them: one more reason for
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from crds.common import JSONObject
@@ -43,6 +44,7 @@ from crds.raycluster import HeadGroupSpec, RayClusterSpec, WorkerGroupSpec
 from crds.rayjob import RayJobSpec
 
 REDACTED = "<redacted>"
+_SHORTEST_REDACTED = 4
 
 _SECRET_START_PARAMS = frozenset({"redis-password", "redis-username"})
 _SECRET_SUBSTRINGS = ("PASSWORD", "PASSWD", "SECRET", "CREDENTIAL")
@@ -82,6 +84,30 @@ def is_secret_path(path: str) -> bool:
 def redacted_url_passwords(text: str) -> str:
     """`text` with the password of every `scheme://user:password@` in it replaced."""
     return _URL_PASSWORD.sub(rf"\g<head>:{REDACTED}@", text)
+
+
+def without_values(text: str, values: Iterable[str]) -> str:
+    """`text` with each of `values` of four characters or more replaced by `REDACTED`.
+
+    For an error that may quote what an object holds (an API server's refusal quotes the
+    value it refuses): given the object's strings, none of them is quoted. Shorter values are
+    left, as they would match too much of the text and hide little.
+    """
+    for value in sorted({v for v in values if len(v) >= _SHORTEST_REDACTED}, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
+
+
+def strings_in(data: Any) -> Iterator[str]:
+    """Every string value (not key) anywhere in a JSON document."""
+    if isinstance(data, dict):
+        for value in data.values():
+            yield from strings_in(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from strings_in(item)
+    elif isinstance(data, str):
+        yield data
 
 
 def redacted_cluster_spec(spec: RayClusterSpec) -> RayClusterSpec:

@@ -2,7 +2,8 @@
 
 An activity is named by its `ActivityRef` (its contract module), so mypy holds the argument
 to the activity's input type and the result to its result type. A `CallPolicy` is a timeout
-with a retry policy: Kubernetes calls retry without end (an API server comes back); Ray
+with a retry policy: Kubernetes calls retry without end (an API server comes back), but for a
+RayCronJob firing's, which a later tick replaces; Ray
 dashboard calls retry a few times and then fail to the workflow, which decides what a Ray
 cluster that does not answer means (not healthy yet, a status-check failure) instead of
 blocking on it.
@@ -62,6 +63,18 @@ RAY_JOB = CallPolicy(
     RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3),
 )
 """A Ray dashboard call of a RayJob: three attempts, then the status-check clock decides."""
+FIRING = CallPolicy(
+    timedelta(seconds=60),
+    RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=30),
+        maximum_attempts=10,
+    ),
+)
+"""A RayCronJob firing's RayJob: ten attempts (two and a half minutes of waits between them),
+then the tick is given up; the next tick tries again. Firings retried without end would pile up
+behind an API server that does not answer, one more at every tick."""
 EVENT = CallPolicy(
     timedelta(seconds=60), RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5)
 )

@@ -20,9 +20,11 @@ from activities.raycluster.contract import RECORD_EVENT, EventSpec, RecordEventI
 from crds.refs import ObjectRef
 
 __all__ = [
+    "COUNTED_AT_MOST",
     "CREATE_SCHEDULED_RAYJOB",
     "DELETE_SCHEDULE",
     "INVALID_SCHEDULE_ERROR",
+    "MAX_MADE_UP",
     "READ_RAYCRONJOB",
     "RECORD_EVENT",
     "SET_RAYCRONJOB_SUSPEND",
@@ -39,6 +41,18 @@ __all__ = [
     "SyncScheduleResult",
 ]
 
+
+MAX_MADE_UP = 100
+"""The most missed ticks a RayCronJob makes up at once: its newest ones.
+
+KubeRay makes up every tick since `lastScheduleTime`, however many: a RayCronJob running
+every minute, resumed (or taken over) with a year-old `lastScheduleTime`, would start 525,600
+RayJobs. Kubernetes' CronJob starts none when more than 100 were missed; here the newest 100
+start (for a RayJob each), the older ones are skipped with a Warning Event, and a server
+outage is made up no further back than 100 ticks either.
+"""
+COUNTED_AT_MOST = 1000
+"""Skipped ticks are counted up to this (the Temporal server lists no more times at once)."""
 
 INVALID_SCHEDULE_ERROR = "InvalidSchedule"
 """The error type of a sync the Temporal server refused: reported on the CR, never retried."""
@@ -59,8 +73,8 @@ class ScheduleWanted(BaseModel):
     time_zone: str = ""
     """An IANA zone; empty is UTC (KubeRay uses its operator's local zone)."""
     catchup_seconds: int | None = None
-    """How far back firings missed while Temporal was down are made up; None: the server's
-    default (a year)."""
+    """How far back missed firings may be made up at most (the annotation); None: as far as
+    `MAX_MADE_UP` ticks reach."""
 
 
 class CronJobSnapshot(BaseModel):
@@ -102,7 +116,7 @@ class SyncScheduleInput(BaseModel):
     it had; there is nothing valid to write). Firings after `since` (the last one written to
     the status, else the CR's creation) that are due and within the catch-up window are made
     up when the Schedule is created or unpaused: KubeRay makes up every tick after its
-    `lastScheduleTime` in the same way.
+    `lastScheduleTime` in the same way, here no more than the newest `MAX_MADE_UP`.
     """
 
     ref: ObjectRef
@@ -127,6 +141,9 @@ class SyncScheduleResult(BaseModel):
     action: SyncScheduleAction
     paused: bool = False
     made_up: datetime | None = None
+    skipped: int = 0
+    """Ticks missed after `since` and before `made_up`, not made up (`COUNTED_AT_MOST` means
+    that many or more)."""
 
 
 class FiringInput(BaseModel):
@@ -149,6 +166,9 @@ class FiringResult(BaseModel):
     created: bool = False
     skipped: str = ""
     """Why no RayJob was created: the RayCronJob is gone, being deleted or suspended."""
+    refused: str = ""
+    """The API server's refusal of the RayJob (a quota, RBAC, an invalid object), for an
+    Event: no string of the RayJob's spec is quoted in it. Retrying would not change it."""
 
 
 # The activities, as the workflows call them (the names are in recorded histories).

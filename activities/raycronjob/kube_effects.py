@@ -16,16 +16,20 @@ from temporalio import activity
 from activities.builders.raycronjob import build_scheduled_rayjob
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeNotFound
+from activities.kube.errors import KubeNotFound, KubeRejected
 from activities.kube.spans import stamp_trace_context
 from activities.raycronjob import contract
 from crds.common import format_time
 from crds.loading import parse_ray_object
 from crds.raycronjob import RayCronJob
+from crds.redaction import strings_in, without_values
 from crds.refs import ObjectRef
 from crds.validation import validate
 from crds.validation.cronjobs import catchup_seconds
 from crds.violations import InvalidObjectError
+
+_REFUSAL_CHARS = 500
+"""The most of an API server's refusal an Event quotes (a quota's lists every resource)."""
 
 
 class CronJobActivities:
@@ -83,7 +87,8 @@ class CronJobActivities:
         """Create the tick's RayJob from the RayCronJob as it is now; advance `lastScheduleTime`.
 
         A firing for a RayCronJob that is gone, being deleted or suspended creates nothing:
-        its Schedule is being deleted or paused, and this firing raced that change.
+        its Schedule is being deleted or paused, and this firing raced that change. A create
+        the API server refuses (4xx) is answered, not raised: it is for the workflow to tell.
         """
         ref = params.ref
         obj = await self._own(ref)
@@ -96,9 +101,15 @@ class CronJobActivities:
         manifest = build_scheduled_rayjob(obj, params.scheduled_at)
         # The RayJob's own workflow then continues this trace (`activities.kube.spans`).
         stamp_trace_context(manifest)
-        _, created = await self._kube.create_or_get(kube.RAYJOBS, ref.namespace, manifest)
+        name = manifest["metadata"]["name"]
+        try:
+            _, created = await self._kube.create_or_get(kube.RAYJOBS, ref.namespace, manifest)
+        except KubeRejected as err:
+            # A quota, RBAC or an invalid object: the same create would be refused again.
+            refusal = without_values(str(err), strings_in(manifest["spec"]))
+            return contract.FiringResult(rayjob=name, refused=refusal[:_REFUSAL_CHARS])
         await self._advance(ref, obj, params.scheduled_at)
-        return contract.FiringResult(rayjob=manifest["metadata"]["name"], created=created)
+        return contract.FiringResult(rayjob=name, created=created)
 
     async def _advance(self, ref: ObjectRef, obj: kube.JSON, scheduled_at: datetime) -> None:
         """Write `status.lastScheduleTime` unless a later tick's is already there."""

@@ -6,6 +6,11 @@ short `RayCronJobFiring` workflow on the worker's task queue. The server keeps t
 worker down at a tick finds the firing waiting when it comes back, a Temporal server down at a
 tick makes it up within the catch-up window, and every firing is a workflow in the Temporal UI.
 
+Making up missed ticks is bounded by `contract.MAX_MADE_UP`, both ways it happens: the window
+Temporal makes up an outage in, and the backfill a sync asks for when the RayCronJob starts (or
+starts again) firing, reach back no further than that many ticks of the schedule at their
+closest (`catchup_window`), and no further than the CR's catch-up annotation.
+
 These activities use the worker's own Temporal client (`activity.client()`), and are
 idempotent: a create that finds its Schedule updates it, a delete that finds none is done.
 """
@@ -17,7 +22,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio import activity
+from temporalio.api.workflowservice.v1 import ListScheduleMatchingTimesRequest
 from temporalio.client import (
     Schedule,
     ScheduleActionStartWorkflow,
@@ -38,13 +45,12 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.raycronjob import contract
 from crds.refs import ObjectRef
+from crds.validation.schedules import shortest_gap
 
 FIRING_WORKFLOW = "RayCronJobFiring"
 """The workflow each firing starts (`workflows.raycronjob.firing`)."""
 FIRING_ID_PREFIX = "raycronjob-firing"
 """Firings are `raycronjob-firing/<namespace>/<name>/<uid>-<time>` (Temporal adds the time)."""
-DEFAULT_CATCHUP = timedelta(days=365)
-"""How far back a sync makes up firings when the CR sets no window: Temporal's own default."""
 T = TypeVar("T")
 # The keys the CR workflows are listed by (`workflows.messages`), so a search for a RayCronJob's
 # namespace or name finds its firings too. Not its kind: the bridge takes every workflow of a
@@ -52,6 +58,7 @@ T = TypeVar("T")
 _NAMESPACE_KEY = SearchAttributeKey.for_keyword("RayNamespace")
 _NAME_KEY = SearchAttributeKey.for_keyword("RayName")
 _FIELD_MINIMUMS = (0, 0, 1, 1, 0)  # minute, hour, day of month, month, day of week
+_JUST_BEFORE = timedelta(milliseconds=1)
 
 
 def temporal_cron(schedule: str) -> str:
@@ -83,6 +90,19 @@ def firing_id(ref: ObjectRef) -> str:
     return f"{FIRING_ID_PREFIX}/{ref.namespace}/{ref.name}/{ref.uid}"
 
 
+def catchup_window(wanted: contract.ScheduleWanted) -> timedelta:
+    """How far back missed ticks are made up: `MAX_MADE_UP` ticks at their closest, or less.
+
+    No two ticks are closer than `shortest_gap`, so a window of `MAX_MADE_UP - 1` gaps (both
+    ends count) holds `MAX_MADE_UP` ticks at most: 99 minutes for a schedule every minute,
+    about 95 days for a daily one. The CR's annotation narrows it.
+    """
+    window = (contract.MAX_MADE_UP - 1) * shortest_gap(wanted.cron)
+    if wanted.catchup_seconds is not None:
+        window = min(window, timedelta(seconds=wanted.catchup_seconds))
+    return window
+
+
 def build_schedule(
     ref: ObjectRef, wanted: contract.ScheduleWanted, state: ScheduleState, task_queue: str
 ) -> Schedule:
@@ -93,7 +113,6 @@ def build_schedule(
             SearchAttributePair(_NAME_KEY, ref.name),
         ]
     )
-    catchup = wanted.catchup_seconds
     return Schedule(
         action=ScheduleActionStartWorkflow(
             FIRING_WORKFLOW,
@@ -109,7 +128,7 @@ def build_schedule(
         policy=SchedulePolicy(
             # KubeRay creates each tick's RayJob whether or not the last one still runs.
             overlap=ScheduleOverlapPolicy.ALLOW_ALL,
-            catchup_window=None if catchup is None else timedelta(seconds=catchup),
+            catchup_window=catchup_window(wanted),
         ),
         state=state,
     )
@@ -145,10 +164,10 @@ class ScheduleActivities:
                     raise
         if action == contract.SyncScheduleAction.UPDATED:
             await _refusing(self._update(handle, params))
-        made_up = None
+        result = contract.SyncScheduleResult(action=action, paused=params.paused)
         if not params.paused and was_paused is not False:  # created, or unpaused
-            made_up = await _make_up(handle, params)
-        return contract.SyncScheduleResult(action=action, paused=params.paused, made_up=made_up)
+            await _make_up(handle, params, result)
+        return result
 
     @activity.defn(name=contract.DELETE_SCHEDULE.name)
     async def delete(self, params: contract.ScheduleRef) -> None:
@@ -212,21 +231,42 @@ async def _paused(handle: ScheduleHandle) -> bool | None:
     return None if description is None else description.schedule.state.paused
 
 
-async def _make_up(handle: ScheduleHandle, params: contract.SyncScheduleInput) -> datetime | None:
+async def _make_up(
+    handle: ScheduleHandle, params: contract.SyncScheduleInput, result: contract.SyncScheduleResult
+) -> None:
     """Ask Temporal to fire every tick after `since` up to now, within the catch-up window.
 
     The tick at `since` itself fired already (it is the last written to the status), hence the
     second after it. A tick fired twice makes the RayJob it made before: the name is the tick's.
+    Sets where the made-up ticks begin and how many before them were skipped in `result`.
     """
     if params.since is None or params.wanted is None:
-        return None
+        return
     now = datetime.now(UTC)
-    catchup = params.wanted.catchup_seconds
-    window = DEFAULT_CATCHUP if catchup is None else timedelta(seconds=catchup)
-    start = max(params.since + timedelta(seconds=1), now - window)
+    first = params.since + timedelta(seconds=1)
+    start = max(first, now - catchup_window(params.wanted))
     if start >= now:
-        return None
+        return
     await handle.backfill(
         ScheduleBackfill(start_at=start, end_at=now, overlap=ScheduleOverlapPolicy.ALLOW_ALL)
     )
-    return start
+    result.made_up = start
+    if start > first:
+        # The backfill takes the tick at `start`; those before it are the skipped ones.
+        result.skipped = await _ticks_between(handle.id, params.since, start - _JUST_BEFORE)
+
+
+async def _ticks_between(schedule_id: str, after: datetime, until: datetime) -> int:
+    """How many ticks the Schedule has after `after` up to `until` (`COUNTED_AT_MOST` at most).
+
+    The server's own list, so what is counted is what it would have fired.
+    """
+    after_at, until_at = Timestamp(), Timestamp()
+    after_at.FromDatetime(after)
+    until_at.FromDatetime(until)
+    client = activity.client()
+    request = ListScheduleMatchingTimesRequest(
+        namespace=client.namespace, schedule_id=schedule_id, start_time=after_at, end_time=until_at
+    )
+    found = await client.workflow_service.list_schedule_matching_times(request)
+    return min(len(found.start_time), contract.COUNTED_AT_MOST)

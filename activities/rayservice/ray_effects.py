@@ -39,6 +39,7 @@ from activities.rayservice.kube_effects import ServiceStore
 from crds import constants as k
 from crds import flags
 from crds.raycluster import RayCluster
+from crds.redaction import without_values
 from crds.refs import ObjectRef
 
 _ERROR_CHARS = 300
@@ -220,9 +221,7 @@ def _strings(data: Any, inside: bool) -> Iterator[str]:
 
 def _failure(err: DashboardError, secrets: list[str]) -> ApplicationError:
     """A dashboard failure for the workflow: short, typed, with no secret in it."""
-    message = str(err)
-    for secret in sorted(secrets, key=len, reverse=True):
-        message = message.replace(secret, "<redacted>")
+    message = without_values(str(err), secrets)
     if len(message) > _ERROR_CHARS:
         message = message[:_ERROR_CHARS] + "…"
     return ApplicationError(

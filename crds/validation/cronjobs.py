@@ -1,10 +1,12 @@
 """RayCronJob rules: its schedule, its time zone, and the RayJob it creates at each tick.
 
 KubeRay checks a RayCronJob on every reconcile (`ValidateRayCronJobSpec`) and schedules
-nothing while the check fails. The job template goes through every RayJob rule, as KubeRay
-checks it: as the spec of a RayJob without metadata, which is what each tick's RayJob is
-(the template verbatim, plus KubeRay's own label and annotation; none of the RayCronJob's
-annotations reach it). Its violations point into the RayCronJob, under `spec.jobTemplate`.
+nothing while the check fails. We check the same, and one rule more: no schedule fires more
+often than once a minute (`schedules.MIN_INTERVAL` says why). The job template goes through
+every RayJob rule, as KubeRay checks it: as the spec of a RayJob without metadata, which is
+what each tick's RayJob is (the template verbatim, plus KubeRay's own label and annotation;
+none of the RayCronJob's annotations reach it). Its violations point into the RayCronJob,
+under `spec.jobTemplate`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob, RayJobSpec
 from crds.validation.formats import parse_go_duration, parse_go_int
 from crds.validation.jobs import rayjob_violations
-from crds.validation.schedules import schedule_problem, time_zone_problem
+from crds.validation.schedules import interval_problem, schedule_problem, time_zone_problem
 from crds.validation.scope import key_path
 from crds.violations import Violation
 
@@ -28,7 +30,7 @@ def raycronjob_violations(cronjob: RayCronJob) -> list[Violation]:
     """Every RayCronJob spec rule (the name is checked by the caller)."""
     spec = cronjob.spec
     found: list[Violation] = []
-    problem = schedule_problem(spec.schedule)
+    problem = schedule_problem(spec.schedule) or interval_problem(spec.schedule)
     if problem is not None:
         message = f"invalid cron schedule {spec.schedule!r}: {problem}"
         found.append(Violation("spec.schedule", message))
@@ -50,9 +52,10 @@ def catchup_seconds(annotations: Mapping[str, str]) -> int | None:
 
     Ours (`kuberay-temporal.io/catchup-window`: a Go duration such as `10m`, or seconds).
     KubeRay makes up every tick since `lastScheduleTime`, however many: after a week
-    suspended, a RayCronJob that runs every minute would create ten thousand RayJobs. Unset
-    keeps that (up to Temporal's own window of a year); set, the ticks missed longer ago are
-    dropped, both while the Temporal server was down and when the RayCronJob is resumed.
+    suspended, a RayCronJob that runs every minute would create ten thousand RayJobs. Here
+    the newest 100 at most are made up (`activities.raycronjob.schedules.catchup_window`);
+    set, the window narrows that further: the ticks missed longer ago are dropped, both while
+    the Temporal server was down and when the RayCronJob is resumed.
     """
     text = annotations.get(ANNOTATION_CATCHUP_WINDOW)
     if text is None:

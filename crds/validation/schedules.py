@@ -9,7 +9,8 @@ that is wrong and the rule it breaks, where robfig only quotes the part.
 
 Two differences from robfig, both KubeRay's: a `TZ=` or `CRON_TZ=` prefix is refused (the
 zone belongs in `timeZone`), and the zone is looked up in the IANA database Python carries
-(`zoneinfo`), not the one the Go binary bundles.
+(`zoneinfo`), not the one the Go binary bundles. One rule is ours, not KubeRay's: a schedule
+must not fire more often than once a minute (`MIN_INTERVAL`, `interval_problem`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from crds.validation import formats
 
-_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+# The descriptors robfig knows, as the five fields they stand for.
+_DESCRIPTORS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 _EVERY = "@every "
 
 # Go's unicode.IsSpace, which strings.Fields splits on (Python's own split() also splits on
@@ -53,6 +64,19 @@ _FIELDS = (
 )
 _LAYOUT = " ".join(f.name for f in _FIELDS)
 
+_DST_SHIFT = timedelta(hours=1)
+"""How much closer a change of daylight saving time can bring two ticks than their hours say."""
+
+MIN_INTERVAL = timedelta(minutes=1)
+"""The shortest time between two ticks we accept; KubeRay has no floor (`@every 1s` passes).
+
+Five cron fields cannot tick more often than once a minute, and KubeRay names each tick's
+RayJob for its minute (`<name>-<minutes since the epoch>`): of ticks closer than that, the
+second in a minute finds the first one's RayJob, so all they add is a firing workflow each,
+a load on the Temporal server and the worker that one RayCronJob could multiply sixty times
+over. Only `@every` can go below it.
+"""
+
 
 def schedule_problem(schedule: str) -> str | None:
     """Why KubeRay refuses a `spec.schedule`; None if it accepts it.
@@ -76,10 +100,78 @@ def schedule_problem(schedule: str) -> str | None:
         return f"it has {len(fields)} fields, expected 5 ({_LAYOUT})"
     for spec, text in zip(_FIELDS, fields, strict=True):
         for item in text.split(","):
-            problem = _item_problem(item, spec) if item else None
-            if problem is not None:
-                return f"in the {spec.name} field, {item!r} {problem}"
+            found = _item_range(item, spec) if item else None
+            if isinstance(found, str):
+                return f"in the {spec.name} field, {item!r} {found}"
     return None
+
+
+def interval_problem(schedule: str) -> str | None:
+    """Why a schedule KubeRay accepts fires too often for us (`MIN_INTERVAL`); None if not.
+
+    Returns:
+        A sentence about the schedule, e.g. "it fires every 1s, ...", or None.
+    """
+    interval = every_interval(schedule)
+    if interval is None or interval >= MIN_INTERVAL:
+        return None
+    return (
+        f"it fires every {int(interval.total_seconds())}s, more often than once a minute "
+        "(the shortest interval is 1m: each tick's RayJob is named for its minute)"
+    )
+
+
+def every_interval(schedule: str) -> timedelta | None:
+    """The time between the ticks of an `@every` schedule, as robfig/cron keeps it.
+
+    robfig drops the fraction of a second and raises anything under a second (zero and
+    negative durations too) to one second. None for any other schedule, or no duration.
+    """
+    if not schedule.startswith(_EVERY):
+        return None
+    nanos = formats.parse_go_duration(schedule.removeprefix(_EVERY))
+    if nanos is None:
+        return None
+    return timedelta(seconds=max(1, nanos // 1_000_000_000))
+
+
+def shortest_gap(schedule: str) -> timedelta:
+    """A time no two ticks of a valid schedule are closer than: a lower bound, for a limit.
+
+    Exact for `@every` and for several minutes in an hour; with one minute, it is read from
+    the hours alone, and with one hour too it is a day (the days it runs on are not looked
+    at). A change of daylight saving time can bring two ticks an hour closer than their
+    hours say, so hours and days count one less.
+    """
+    every = every_interval(schedule)
+    if every is not None:
+        return every
+    fields = [part for part in _GO_SPACE.split(_DESCRIPTORS.get(schedule, schedule)) if part]
+    if len(fields) != len(_FIELDS):
+        return MIN_INTERVAL  # not a valid schedule: no better bound than the floor
+    minutes = _field_values(fields[0], _FIELDS[0])
+    hours = _field_values(fields[1], _FIELDS[1])
+    if len(minutes) > 1:
+        return timedelta(minutes=_circular_gap(minutes, 60))
+    if len(hours) > 1:
+        return max(timedelta(hours=_circular_gap(hours, 24)) - _DST_SHIFT, timedelta(hours=1))
+    return timedelta(days=1) - _DST_SHIFT
+
+
+def _field_values(text: str, spec: _Field) -> list[int]:
+    """The values a valid field stands for, in order."""
+    found: set[int] = set()
+    for item in text.split(","):
+        values = _item_range(item, spec) if item else range(0)
+        found.update(values if isinstance(values, range) else ())
+    return sorted(found)
+
+
+def _circular_gap(values: list[int], period: int) -> int:
+    """The least distance between two of `values` (in order) on a clock of `period`."""
+    if not values:
+        return period
+    return min(b - a for a, b in zip(values, [*values[1:], values[0] + period], strict=True))
 
 
 def time_zone_problem(name: str) -> str | None:
@@ -112,10 +204,11 @@ def _descriptor_problem(schedule: str) -> str | None:
     return f"it is not a known descriptor ({known} or '@every <duration>')"
 
 
-def _item_problem(item: str, spec: _Field) -> str | None:
-    """One list item, checked as robfig's getRange does: `*`, `?`, `n` or `a-b`, then `/step`.
+def _item_range(item: str, spec: _Field) -> range | str:
+    """One list item, read as robfig's getRange does: `*`, `?`, `n` or `a-b`, then `/step`.
 
-    Returns the rest of a sentence that starts with the item, or None.
+    Returns the values it stands for, or the rest of a sentence about what is wrong with it
+    that starts with the item.
     """
     range_part, *steps = item.split("/")
     if len(steps) > 1:
@@ -134,10 +227,12 @@ def _item_problem(item: str, spec: _Field) -> str | None:
                 return f"{shown}is {_what_fits(spec)}"
             numbers.append(value)
         low, high = numbers[0], numbers[-1]
+    step = 1
     if steps:
-        step = formats.parse_go_int(steps[0])
-        if step is None or step <= 0:
+        parsed = formats.parse_go_int(steps[0])
+        if parsed is None or parsed <= 0:
             return f"has the step {steps[0]!r}, but a step must be a positive number"
+        step = parsed
         if len(ends) == 1:
             high = spec.high  # `n/step` means n to the end of the field
     bounds = f"(it allows {spec.low}-{spec.high})"
@@ -147,7 +242,7 @@ def _item_problem(item: str, spec: _Field) -> str | None:
         return f"goes above {spec.high} {bounds}"
     if low > high:
         return "is a range that starts after it ends"
-    return None
+    return range(low, high + 1, step)
 
 
 def _value(text: str, spec: _Field) -> int | None:

@@ -19,6 +19,8 @@ from crds.redaction import (
     redacted_cluster_spec,
     redacted_job_spec,
     redacted_url_passwords,
+    strings_in,
+    without_values,
 )
 from crds.validation import validate
 from crds.violations import InvalidObjectError
@@ -299,3 +301,13 @@ def test_validation_decides_the_same_on_the_redacted_spec(doc: dict[str, Any]) -
     except InvalidObjectError:
         pytest.skip("not loadable; the workflow then gets no spec at all")
     assert validate(_redacted(obj)) == validate(obj)
+
+
+def test_an_error_quotes_none_of_the_objects_strings() -> None:
+    manifest = {"spec": {"entrypoint": "python x.py --token=abcd1234", "env": [{"value": "ab"}]}}
+    message = 'spec.entrypoint: Invalid value: "python x.py --token=abcd1234": too long; ab'
+    assert list(strings_in(manifest)) == ["python x.py --token=abcd1234", "ab"]
+    # Shorter than four characters: left, as it would match too much and hides little.
+    assert without_values(message, strings_in(manifest)) == (
+        'spec.entrypoint: Invalid value: "<redacted>": too long; ab'
+    )

@@ -124,6 +124,20 @@ def test_raycronjob_problems_each_get_a_line(
     ]
 
 
+def test_a_raycronjob_firing_every_second_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = RAYCRONJOB.format(schedule="@every 1s", time_zone="UTC", suspend="false")
+    text += "    clusterSelector: {ray.io/cluster: shared}\n"
+    code, out, err = run_cli(capsys, write(tmp_path, text))
+    assert (code, err) == (1, [])
+    assert out == [
+        "INVALID RayCronJob/nightly: spec.schedule: invalid cron schedule '@every 1s': it fires "
+        "every 1s, more often than once a minute (the shortest interval is 1m: each tick's "
+        "RayJob is named for its minute)"
+    ]
+
+
 def test_raycronjob_schema_errors_name_the_template_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -30,6 +30,14 @@ CRON_CLUSTER = "spec.jobTemplate.rayClusterSpec"
         pytest.param({"spec.timeZone": DELETE}, None, None, id="no-time-zone-ok"),
         pytest.param({"spec.suspend": True}, None, None, id="suspended-ok"),
         pytest.param({"spec.schedule": "@every 1h30m"}, None, None, id="every-ok"),
+        pytest.param({"spec.schedule": "@every 1m"}, None, None, id="every-minute-ok"),
+        pytest.param(
+            {"spec.schedule": "@every 1s"},
+            "spec.schedule",
+            "invalid cron schedule '@every 1s': it fires every 1s, more often than once a "
+            "minute (the shortest interval is 1m: each tick's RayJob is named for its minute)",
+            id="every-second",
+        ),
         pytest.param(
             {"spec.schedule": "30 2 * * 7"},
             "spec.schedule",

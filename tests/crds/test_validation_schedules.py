@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from crds.validation.schedules import schedule_problem, time_zone_problem
+from crds.validation.schedules import (
+    every_interval,
+    interval_problem,
+    schedule_problem,
+    shortest_gap,
+    time_zone_problem,
+)
 
 
 @pytest.mark.parametrize(
@@ -118,6 +126,52 @@ def test_kuberay_accepts(schedule: str) -> None:
 def test_kuberay_refuses(schedule: str, problem: str) -> None:
     found = schedule_problem(schedule)
     assert found is not None and problem in found, found
+
+
+@pytest.mark.parametrize(
+    ("schedule", "seconds"),
+    [
+        pytest.param("@every 1s", 1, id="a-second"),
+        pytest.param("@every 59.9s", 59, id="the-fraction-dropped"),
+        pytest.param("@every 500ms", 1, id="under-a-second-is-one"),
+        pytest.param("@every 0s", 1, id="zero-is-one"),
+        pytest.param("@every -1h", 1, id="negative-is-one"),
+    ],
+)
+def test_ours_refuses_what_fires_more_than_once_a_minute(schedule: str, seconds: int) -> None:
+    # KubeRay (robfig/cron) takes them all, each as a tick every `seconds` seconds.
+    assert schedule_problem(schedule) is None
+    assert every_interval(schedule) == timedelta(seconds=seconds)
+    assert interval_problem(schedule) == (
+        f"it fires every {seconds}s, more often than once a minute "
+        "(the shortest interval is 1m: each tick's RayJob is named for its minute)"
+    )
+
+
+@pytest.mark.parametrize(
+    "schedule", ["@every 1m", "@every 60.5s", "@every 90s", "* * * * *", "@hourly", "@every 5"]
+)
+def test_ours_accepts_a_minute_or_more(schedule: str) -> None:
+    assert interval_problem(schedule) is None
+
+
+@pytest.mark.parametrize(
+    ("schedule", "gap"),
+    [
+        pytest.param("* * * * *", timedelta(minutes=1), id="every-minute"),
+        pytest.param("*/15 9-17 * * MON-FRI", timedelta(minutes=15), id="quarter-hours"),
+        pytest.param("5,50 * * * *", timedelta(minutes=15), id="across-the-hour"),
+        pytest.param("10-12/2,59 3 * * *", timedelta(minutes=2), id="list-of-ranges"),
+        pytest.param("0 9,10 * * *", timedelta(hours=1), id="hours-an-hour-apart"),
+        pytest.param("30 0,12 * * *", timedelta(hours=11), id="twice-a-day-less-an-hour"),
+        pytest.param("0 0 1 1 *", timedelta(hours=23), id="one-time-a-day-at-most"),
+        pytest.param("@hourly", timedelta(hours=1), id="hourly"),
+        pytest.param("@yearly", timedelta(hours=23), id="yearly-read-as-daily"),
+        pytest.param("@every 1h30m", timedelta(minutes=90), id="every"),
+    ],
+)
+def test_the_shortest_gap_between_ticks_is_never_overstated(schedule: str, gap: timedelta) -> None:
+    assert shortest_gap(schedule) == gap
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ break, and the change needs `workflow.patched()` instead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -18,11 +19,12 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.raycronjob.contract import FiringInput, FiringResult
 from activities.raycronjob.schedules import described
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
@@ -188,7 +190,8 @@ async def rayservice_lifecycle(client: Client) -> WorkflowHistory:
 
 
 async def raycronjob_lifecycle(client: Client) -> WorkflowHistory:
-    """Schedule created, a firing, suspended, resumed (ticks made up), invalid, deleted.
+    """Schedule created, a firing, suspended, resumed (the newest missed ticks made up, the
+    older ones skipped with a Warning), invalid, deleted.
 
     On a dev server: the time-skipping server has no Schedules.
     """
@@ -226,14 +229,39 @@ async def raycronjob_lifecycle(client: Client) -> WorkflowHistory:
         await eventually(lambda: world.fired)
         await edit(suspend=True)
         await eventually(lambda: paused(True))
-        world.last_schedule_time = datetime.now(UTC) - timedelta(minutes=2)
+        world.last_schedule_time = datetime.now(UTC) - timedelta(hours=3)
         await edit(suspend=False)
         await eventually(lambda: paused(False))
+        await eventually(lambda: world.events[-1:] == ["SkippedMissedTicks"])
         await edit(wanted=None, violations=["spec.schedule: invalid cron schedule"])
         await eventually(lambda: world.events[-1:] == ["InvalidRayCronJobSpec"])
         world.exists = False
         await handle.signal(messages.DELETED, messages.Deleted(gone=True))
         await handle.result()
+        return await handle.fetch_history()
+
+
+async def raycronjob_firing_refused(client: Client) -> WorkflowHistory:
+    """A firing whose RayJob the API server refuses: a Warning on the RayCronJob, given up."""
+    from tests.workflows.raycronjob.test_firing import QUOTA, REF, Creation
+
+    creation = Creation([FiringResult(rayjob="cron-29000000", refused=QUOTA)])
+    queue = f"record-{uuid.uuid4()}"
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[RayCronJobFiringWorkflow],
+        activities=creation.activities(),
+        workflow_runner=strict_sandbox_runner(),
+    ):
+        handle = await client.start_workflow(
+            RayCronJobFiringWorkflow.run,
+            FiringInput(ref=REF),
+            id="raycronjob-firing/ns/cron/u-2026-12-05T01:30:00Z",
+            task_queue=queue,
+        )
+        with contextlib.suppress(WorkflowFailureError):
+            await handle.result()
         return await handle.fetch_history()
 
 
@@ -304,6 +332,7 @@ SCENARIOS = {
         rayjob_lifecycle, patches=messages.COVERING_PATCHES["RayJob"]
     ),
     "rayservice_lifecycle": rayservice_lifecycle,
+    "raycronjob_firing_refused": raycronjob_firing_refused,
 }
 
 

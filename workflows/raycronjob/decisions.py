@@ -4,14 +4,24 @@ KubeRay's controller, per reconcile: an invalid spec gets an `InvalidRayCronJobS
 and no RayJob; a suspended one a `SuspendedRayCronJob` Event and no RayJob; otherwise the
 RayJob of every tick since `lastScheduleTime` (the creation time at first). Here the Temporal
 Schedule keeps the times, so a pass only decides what the Schedule says: its times, paused or
-not, and from when missed ticks are made up when it starts (or starts again) firing.
+not, and from when missed ticks are made up when it starts (or starts again) firing. Unlike
+KubeRay's, the make-up is bounded (`contract.MAX_MADE_UP`), and what it leaves out is told.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from activities.raycronjob.contract import CronJobSnapshot, SyncScheduleInput
+from activities.raycronjob.contract import (
+    COUNTED_AT_MOST,
+    MAX_MADE_UP,
+    CronJobSnapshot,
+    SyncScheduleInput,
+    SyncScheduleResult,
+)
+from crds.common import format_time
+from crds.constants import ANNOTATION_CATCHUP_WINDOW
 from crds.refs import ObjectRef
 from workflows.raycronjob.state import RayCronJobState, Synced
 
@@ -71,4 +81,39 @@ def plan_pass(ref: ObjectRef, snap: CronJobSnapshot, state: RayCronJobState) -> 
         sync=sync,
         invalid_message=invalid,
         suspended_event=word == SUSPENDED and state.headline != SUSPENDED,
+    )
+
+
+def skipped_message(ref: ObjectRef, result: SyncScheduleResult) -> str | None:
+    """The message of a `SkippedMissedTicks` Warning, if a sync left missed ticks out."""
+    if not result.skipped or result.made_up is None:
+        return None
+    count = f"{result.skipped:,}"
+    if result.skipped >= COUNTED_AT_MOST:
+        count += " or more"
+    return (
+        f"{ref.namespace}/{ref.name}: {count} missed ticks before "
+        f"{format_time(result.made_up)} were skipped; only those since are made up (the newest "
+        f"{MAX_MADE_UP} at most, and none older than the {ANNOTATION_CATCHUP_WINDOW} annotation "
+        "allows)"
+    )
+
+
+def refused_message(ref: ObjectRef, tick: datetime, rayjob: str, refusal: str) -> str:
+    """The message of a `FailedToCreateRayJob` Warning: the API server refused the tick's RayJob."""
+    return (
+        f"{ref.namespace}/{ref.name}: the RayJob {rayjob} of the tick at {format_time(tick)} "
+        f"was refused, the tick is given up: {refusal}"
+    )
+
+
+def given_up_message(ref: ObjectRef, tick: datetime, attempts: int, failure: str) -> str:
+    """The message of a `FailedToCreateRayJob` Warning: the tick's RayJob could not be created.
+
+    `failure` is the kind of the last failure (`KubeUnavailable`…), not its text: the text of an
+    unexpected failure might quote anything.
+    """
+    return (
+        f"{ref.namespace}/{ref.name}: the RayJob of the tick at {format_time(tick)} was not "
+        f"created in {attempts} attempts (the last failed with {failure}), the tick is given up"
     )

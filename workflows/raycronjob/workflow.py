@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_calls import execute
     from workflows.entity import CrWorkflow
     from workflows.raycronjob import decisions
-    from workflows.raycronjob.state import RayCronJobInput, RayCronJobState
+    from workflows.raycronjob.state import RayCronJobInput, RayCronJobState, Synced
 
 
 @workflow.defn(name="RayCronJob")
@@ -89,29 +89,8 @@ class RayCronJobWorkflow(CrWorkflow[RayCronJobState]):
             await self._event(
                 EventType.WARNING, constants.EVENT_INVALID_RAYCRONJOB_SPEC, step.invalid_message
             )
-        if step.sync is not None:
-            try:
-                result = await execute(
-                    contract.SYNC_SCHEDULE, step.sync, summary=_sync_summary(step.sync)
-                )
-            except ActivityError as err:
-                refusal = _refusal(err)
-                if refusal is None:
-                    raise
-                # Not again for this spec: the next edit or resync tries again.
-                state.synced, state.resync, state.headline = step.synced, False, decisions.INVALID
-                state.reported_generation = snap.generation
-                state.remember(refusal)
-                await self._event(
-                    EventType.WARNING,
-                    constants.EVENT_INVALID_RAYCRONJOB_SPEC,
-                    f"{self._ref.namespace}/{self._ref.name}: {refusal}",
-                )
-                self._publish_state()
-                return
-            state.remember(_sync_decision(result))
-            state.synced = step.synced
-            state.resync = False
+        if step.sync is not None and not await self._sync(step.sync, step.synced, snap):
+            return
         if step.suspended_event:
             await self._event(
                 EventType.NORMAL, constants.EVENT_SUSPENDED_RAYCRONJOB, decisions.SUSPENDED_MESSAGE
@@ -119,6 +98,35 @@ class RayCronJobWorkflow(CrWorkflow[RayCronJobState]):
         state.headline = step.headline
         self._publish_state()
         workflow.set_current_details(self._summary())
+
+    async def _sync(
+        self, sync: contract.SyncScheduleInput, synced: Synced, snap: contract.CronJobSnapshot
+    ) -> bool:
+        """Write the Schedule; False when the Temporal server refused it (reported here)."""
+        state = self._state
+        try:
+            result = await execute(contract.SYNC_SCHEDULE, sync, summary=_sync_summary(sync))
+        except ActivityError as err:
+            refusal = _refusal(err)
+            if refusal is None:
+                raise
+            # Not again for this spec: the next edit or resync tries again.
+            state.synced, state.resync, state.headline = synced, False, decisions.INVALID
+            state.reported_generation = snap.generation
+            state.remember(refusal)
+            await self._event(
+                EventType.WARNING,
+                constants.EVENT_INVALID_RAYCRONJOB_SPEC,
+                f"{self._ref.namespace}/{self._ref.name}: {refusal}",
+            )
+            self._publish_state()
+            return False
+        state.remember(_sync_decision(result))
+        state.synced, state.resync = synced, False
+        skipped = decisions.skipped_message(self._ref, result)
+        if skipped is not None:
+            await self._event(EventType.WARNING, constants.EVENT_SKIPPED_MISSED_TICKS, skipped)
+        return True
 
     async def _delete_schedule(self) -> None:
         await execute(
@@ -171,4 +179,6 @@ def _sync_decision(result: contract.SyncScheduleResult) -> str:
     text = f"Schedule {result.action.value}, {'paused' if result.paused else 'firing'}"
     if result.made_up is not None:
         text += f"; ticks since {result.made_up.isoformat()} made up"
+    if result.skipped:
+        text += f", {result.skipped} before them skipped"
     return text

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.kube import client as kube
+from activities.kube import errors
 from activities.kube.client import KubeClient
 from activities.raycronjob import contract
 from activities.raycronjob.kube_effects import CronJobActivities
@@ -113,11 +116,18 @@ async def test_the_read_carries_the_times_never_the_template(client: KubeClient)
     assert "python x.py" not in snap.model_dump_json()
 
 
-async def test_the_read_reports_an_invalid_schedule(client: KubeClient) -> None:
-    ref = await make_cronjob(client, schedule="61 * * * *")
+@pytest.mark.parametrize(
+    ("schedule", "problem"),
+    [("61 * * * *", "'61' goes above 59"), ("@every 1s", "more often than once a minute")],
+)
+async def test_the_read_reports_an_invalid_schedule(
+    client: KubeClient, schedule: str, problem: str
+) -> None:
+    ref = await make_cronjob(client, schedule=schedule)
     snap = await read(client, ref)
-    assert snap.wanted is None
-    assert len(snap.violations) == 1 and "spec.schedule" in snap.violations[0]
+    assert snap.wanted is None  # nothing to schedule: the workflow pauses it and warns
+    assert len(snap.violations) == 1
+    assert snap.violations[0].startswith("spec.schedule: ") and problem in snap.violations[0]
 
 
 async def test_a_person_s_suspend_is_written_to_the_spec(client: KubeClient) -> None:
@@ -126,3 +136,56 @@ async def test_a_person_s_suspend_is_written_to_the_spec(client: KubeClient) -> 
     await ActivityEnvironment().run(CronJobActivities(client).set_suspend, request)
     cronjob = await client.get(kube.RAYCRONJOBS, "default", ref.name)
     assert cronjob["spec"]["suspend"] is True
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        pytest.param(
+            403,
+            {
+                "reason": "Forbidden",
+                "message": 'rayjobs.ray.io "x" is forbidden: exceeded quota: rayjobs, requested:'
+                " count/rayjobs.ray.io=1, used: count/rayjobs.ray.io=2, limited: "
+                "count/rayjobs.ray.io=2",
+            },
+            '403 Forbidden: rayjobs.ray.io "x" is forbidden: exceeded quota: rayjobs, requested:'
+            " count/rayjobs.ray.io=1, used: count/rayjobs.ray.io=2, limited: "
+            "count/rayjobs.ray.io=2",
+            id="quota",
+        ),
+        pytest.param(
+            422,
+            {
+                "reason": "Invalid",
+                "message": 'RayJob.ray.io "x" is invalid: spec.rayClusterSpec.headGroupSpec'
+                '.template.spec.containers[0].env[0].value: Invalid value: "hunter2-token"',
+            },
+            '422 Invalid: RayJob.ray.io "x" is invalid: spec.rayClusterSpec.headGroupSpec'
+            '.template.spec.containers[0].env[0].value: Invalid value: "<redacted>"',
+            id="invalid-quoting-a-secret",
+        ),
+    ],
+)
+async def test_a_refused_rayjob_is_answered_not_raised(
+    client: KubeClient,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    body: dict[str, str],
+    expected: str,
+) -> None:
+    env = [{"name": "HF_TOKEN", "value": "hunter2-token"}]
+    template = copy.deepcopy(TEMPLATE)
+    template["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = env
+    ref = await make_cronjob(client, jobTemplate=template)
+
+    async def refuse(resource: kube.Resource, namespace: str | None, obj: kube.JSON) -> kube.JSON:
+        raise errors.from_status(status, json.dumps(body))
+
+    monkeypatch.setattr(client, "create", refuse)
+    result = await fire(client, ref, TICK)
+    minute = int(TICK.timestamp()) // 60
+    assert result == contract.FiringResult(rayjob=f"{ref.name}-{minute}", refused=expected)
+    # Nothing was created, so the tick is not the last scheduled one.
+    cronjob = await client.get(kube.RAYCRONJOBS, "default", ref.name)
+    assert "lastScheduleTime" not in (cronjob.get("status") or {})

@@ -16,7 +16,7 @@ from temporalio.client import (
 from temporalio.testing import WorkflowEnvironment
 
 from activities.raycronjob.contract import ScheduleWanted
-from activities.raycronjob.schedules import build_schedule, temporal_cron
+from activities.raycronjob.schedules import build_schedule, catchup_window, temporal_cron
 from crds.refs import ObjectRef
 
 ROBFIG_ONLY = ["0 0 ? * MON", "?/10 * * * *", "*-5 * * * *", "0 0 ?-3 * *", "1,,2 * * * *"]
@@ -73,3 +73,25 @@ def test_the_schedule_holds_the_times_as_temporal_reads_them() -> None:
         "raycronjob-firing/ns/nightly/u",
         "kuberay",
     )
+
+
+@pytest.mark.parametrize(
+    ("cron", "annotation", "window"),
+    [
+        # 100 ticks at most, both ends of the window counted: 99 gaps.
+        pytest.param("* * * * *", None, timedelta(minutes=99), id="every-minute"),
+        pytest.param("@every 90s", None, timedelta(seconds=99 * 90), id="every-90s"),
+        pytest.param("0 3 * * *", None, timedelta(hours=99 * 23), id="daily"),
+        pytest.param("* * * * *", 600, timedelta(minutes=10), id="the-annotation-narrows"),
+        pytest.param("* * * * *", 86_400, timedelta(minutes=99), id="but-never-widens"),
+    ],
+)
+def test_missed_ticks_are_made_up_a_hundred_at_most(
+    cron: str, annotation: int | None, window: timedelta
+) -> None:
+    wanted = ScheduleWanted(cron=cron, catchup_seconds=annotation)
+    assert catchup_window(wanted) == window
+    # Temporal's own catch-up after an outage is held to the same window.
+    ref = ObjectRef(kind="RayCronJob", namespace="ns", name="c", uid="u")
+    schedule = build_schedule(ref, wanted, ScheduleState(), "kuberay")
+    assert schedule.policy.catchup_window == window

@@ -32,6 +32,8 @@ class CronWorld:
     last_schedule_time: datetime | None = None
     fired: list[datetime] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    """The reasons of the Events recorded, in order (`messages` holds their messages)."""
+    messages: list[str] = field(default_factory=list)
     suspend_writes: list[bool] = field(default_factory=list)
 
     def activities(self) -> list[Any]:
@@ -60,5 +62,6 @@ class CronWorld:
         @activity.defn(name=RECORD_EVENT.name)
         async def record(params: RecordEventInput) -> None:
             self.events.append(params.event.reason)
+            self.messages.append(params.event.message)
 
         return [read, fire, set_suspend, record, *ScheduleActivities().activities()]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from activities.raycronjob.contract import CronJobSnapshot, ScheduleWanted
+from activities.raycronjob.contract import (
+    CronJobSnapshot,
+    ScheduleWanted,
+    SyncScheduleAction,
+    SyncScheduleResult,
+)
 from crds.refs import ObjectRef
 from workflows.raycronjob.decisions import (
     INVALID,
@@ -13,6 +18,7 @@ from workflows.raycronjob.decisions import (
     SCHEDULED,
     SUSPENDED,
     plan_pass,
+    skipped_message,
 )
 from workflows.raycronjob.state import RayCronJobState, Synced
 
@@ -85,3 +91,18 @@ def test_an_invalid_spec_pauses_the_old_times_and_warns_once_per_generation() ->
     assert again.sync is None and again.invalid_message is None
     fixed = plan_pass(REF, snap(generation=4), state)
     assert fixed.sync is not None and not fixed.sync.paused and fixed.sync.wanted == EVERY_MINUTE
+
+
+def test_skipped_ticks_are_told_with_where_the_made_up_ones_begin() -> None:
+    made_up = datetime(2026, 12, 5, 0, 21, 30, 250000, tzinfo=UTC)
+    result = SyncScheduleResult(action=SyncScheduleAction.UPDATED, made_up=made_up, skipped=80)
+    assert skipped_message(REF, result) == (
+        "ns/cron: 80 missed ticks before 2026-12-05T00:21:30Z were skipped; only those since "
+        "are made up (the newest 100 at most, and none older than the "
+        "kuberay-temporal.io/catchup-window annotation allows)"
+    )
+    counted_out = result.model_copy(update={"skipped": 1000})
+    assert "ns/cron: 1,000 or more missed ticks before" in (skipped_message(REF, counted_out) or "")
+    # Every missed tick made up, or nothing to make up: nothing to tell.
+    assert skipped_message(REF, result.model_copy(update={"skipped": 0})) is None
+    assert skipped_message(REF, SyncScheduleResult(action=SyncScheduleAction.CREATED)) is None

@@ -24,6 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.raycronjob import contract
+from activities.raycronjob.contract import MAX_MADE_UP
 from activities.raycronjob.schedules import FIRING_WORKFLOW, described
 from crds.refs import ObjectRef
 from tests.eventually import eventually
@@ -36,6 +37,7 @@ from workflows.raycronjob.state import RayCronJobInput
 from workflows.raycronjob.workflow import RayCronJobWorkflow
 
 pytestmark = pytest.mark.timeout(120)
+SKIPPED = "SkippedMissedTicks"
 
 
 @dataclass
@@ -64,6 +66,12 @@ class Harness:
         return (
             found is not None and found.schedule.state.paused and found.schedule.state.note == note
         )
+
+    async def suspended(self) -> None:
+        """Wait for the Schedule, then suspend the RayCronJob and wait for it to pause."""
+        await eventually(self.running, message="the Schedule")
+        await self.edit(suspend=True)
+        await eventually(lambda: self.paused(NOTE_SUSPENDED), message="paused")
 
     async def running(self) -> bool:
         found = await self.schedule()
@@ -151,9 +159,7 @@ async def test_a_person_suspends_through_the_raycronjob(harness: Harness) -> Non
 
 async def test_the_catchup_window_bounds_what_is_made_up(harness: Harness) -> None:
     world = harness.world
-    await eventually(harness.running, message="the Schedule")
-    await harness.edit(suspend=True)
-    await eventually(lambda: harness.paused(NOTE_SUSPENDED), message="paused")
+    await harness.suspended()
 
     # Suspended for half an hour; the CR makes up two minutes at most.
     world.fired.clear()
@@ -168,6 +174,23 @@ async def test_the_catchup_window_bounds_what_is_made_up(harness: Harness) -> No
     recent = resumed_at.replace(second=0, microsecond=0)
     await eventually(lambda: recent in world.fired, message=f"the firing at {recent}")
     assert all(t >= resumed_at - timedelta(minutes=2, seconds=1) for t in world.fired), world.fired
+
+
+async def test_a_year_of_missed_ticks_makes_up_the_newest_hundred(harness: Harness) -> None:
+    world = harness.world
+    await harness.suspended()
+
+    # Resumed (or taken over) with a lastScheduleTime a year old: 525,600 ticks missed.
+    world.fired.clear()
+    world.last_schedule_time = datetime.now(UTC) - timedelta(days=365)
+    resumed_at = datetime.now(UTC)
+    await harness.edit(suspend=False)
+    await eventually(lambda: SKIPPED in world.events, message="the Warning")
+    message = world.messages[world.events.index(SKIPPED)]
+    assert message.startswith("ns/cron: 1,000 or more missed ticks before "), message
+    # The newest 100 at most: the ticks of the last 99 minutes, none older.
+    await eventually(lambda: len(set(world.fired)) >= MAX_MADE_UP - 1, within=60, message="made up")
+    assert min(world.fired) >= resumed_at - timedelta(minutes=MAX_MADE_UP - 1), min(world.fired)
 
 
 async def test_a_schedule_the_server_refuses_is_reported_not_retried(harness: Harness) -> None:
