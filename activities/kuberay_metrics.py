@@ -5,11 +5,12 @@ Existing KubeRay Grafana dashboards query `count(kuberay_job_info) by (namespace
 exist exactly while KubeRay's would. KubeRay has two kinds of metric, and so do we:
 
 * **State gauges** (`*_info`, `kuberay_job_deployment_status`, `*_condition_*`): one series of
-  value 1 per existing CR, with its current state as a label, computed at scrape time from a
-  list of the CRs (`state_samples`). A deleted CR's series vanish and a changed state leaves
-  no stale series behind, which a push-style gauge (the Temporal SDK's metric meter) cannot
-  do. The bridge serves them: it lists these kinds anyway, and it runs once where workers
-  run as several replicas, each of which would count every CR again.
+  value 1 per existing CR, with its current state as a label, rendered at scrape time from
+  what the bridge's watchers last saw of each CR (`bridge.state_gauges`). A deleted CR's
+  series vanish and a changed state leaves no stale series behind, which a push-style gauge
+  (the Temporal SDK's metric meter) cannot do. The bridge serves them: it watches these kinds
+  anyway, and it runs once where workers run as several replicas, each of which would count
+  every CR again.
 * **Duration gauges** (`kuberay_job_execution_duration_seconds`,
   `kuberay_cluster_provisioned_duration_seconds`): set once when the status a controller
   writes makes a transition. The status-writing activities see the old and the new status,
@@ -33,12 +34,10 @@ from typing import Any
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError
-from crds.constants import LABEL_ORIGINATED_FROM_CRD
 from crds.enums import (
     ConditionStatus,
     JobDeploymentStatus,
     RayClusterConditionType,
-    RayServiceConditionType,
 )
 
 logger = logging.getLogger(__name__)
@@ -75,8 +74,6 @@ HELP: dict[str, str] = {
 _CLUSTER_DURATION = "kuberay_cluster_provisioned_duration_seconds"
 _JOB_DURATION = "kuberay_job_execution_duration_seconds"
 _PROVISIONED = RayClusterConditionType.PROVISIONED
-_READY = RayServiceConditionType.READY
-_UPGRADE_IN_PROGRESS = RayServiceConditionType.UPGRADE_IN_PROGRESS
 
 
 @dataclass(frozen=True)
@@ -97,10 +94,16 @@ def _identity(obj: Mapping[str, Any]) -> Labels:
     )
 
 
-def _condition_true(status: Mapping[str, Any] | None, kind: str) -> bool:
-    """Whether condition `kind` is True; absent is not True (`meta.IsStatusConditionTrue`)."""
-    for condition in (status or {}).get("conditions") or []:
-        if condition.get("type") == kind:
+def condition_true(status: object, kind: str) -> bool:
+    """Whether condition `kind` is True; absent is not True (`meta.IsStatusConditionTrue`).
+
+    Args:
+        status: A CR's status as the API server sent it; not a mapping: no conditions.
+        kind: The condition type.
+    """
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
             return bool(condition.get("status") == ConditionStatus.TRUE)
     return False
 
@@ -168,51 +171,10 @@ def cluster_provisioned_duration(
     Returns:
         Seconds since creation, or None when nothing is observed.
     """
-    if _condition_true(old, _PROVISIONED) or not _condition_true(new, _PROVISIONED):
+    if condition_true(old, _PROVISIONED) or not condition_true(new, _PROVISIONED):
         return None
     since = _timestamp(created)
     return None if since is None else (now - since).total_seconds()
-
-
-def cluster_samples(cluster: Mapping[str, Any]) -> list[Sample]:
-    """`kuberay_cluster_info` and `kuberay_cluster_condition_provisioned` of one RayCluster."""
-    ident = _identity(cluster)
-    labels = (cluster.get("metadata") or {}).get("labels") or {}
-    owner = str(labels.get(LABEL_ORIGINATED_FROM_CRD) or "None")
-    provisioned = _condition_true(cluster.get("status"), _PROVISIONED)
-    return [
-        Sample("kuberay_cluster_info", (*ident, ("owner_kind", owner)), 1),
-        Sample(
-            "kuberay_cluster_condition_provisioned",
-            (*ident, ("condition", str(provisioned).lower())),
-            1,
-        ),
-    ]
-
-
-def job_samples(job: Mapping[str, Any]) -> list[Sample]:
-    """`kuberay_job_info` and `kuberay_job_deployment_status` of one RayJob."""
-    ident = _identity(job)
-    status = _deployment_status(job.get("status"))
-    return [
-        Sample("kuberay_job_info", ident, 1),
-        Sample("kuberay_job_deployment_status", (*ident, ("deployment_status", status)), 1),
-    ]
-
-
-def service_samples(service: Mapping[str, Any]) -> list[Sample]:
-    """`kuberay_service_info` and the two condition gauges of one RayService."""
-    ident = _identity(service)
-    status = service.get("status")
-    ready = str(_condition_true(status, _READY)).lower()
-    upgrading = str(_condition_true(status, _UPGRADE_IN_PROGRESS)).lower()
-    return [
-        Sample("kuberay_service_info", ident, 1),
-        Sample("kuberay_service_condition_ready", (*ident, ("condition", ready)), 1),
-        Sample(
-            "kuberay_service_condition_upgrade_in_progress", (*ident, ("condition", upgrading)), 1
-        ),
-    ]
 
 
 def render(samples: Iterable[Sample]) -> str:
@@ -340,22 +302,6 @@ class KubeRayMetrics:
             jobs = (client.list_all(kube.RAYJOBS, ns) for ns in namespaces)
             await self._forget_gone(_JOB_DURATION, asyncio.gather(*jobs))
         return render(self.duration_samples())
-
-
-def state_samples(
-    clusters: Iterable[Mapping[str, Any]],
-    jobs: Iterable[Mapping[str, Any]],
-    services: Iterable[Mapping[str, Any]],
-) -> list[Sample]:
-    """KubeRay's state gauges for every listed RayCluster, RayJob and RayService."""
-    samples: list[Sample] = []
-    for cluster in clusters:
-        samples += cluster_samples(cluster)
-    for job in jobs:
-        samples += job_samples(job)
-    for service in services:
-        samples += service_samples(service)
-    return samples
 
 
 def _names(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:

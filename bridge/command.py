@@ -13,7 +13,6 @@ from pydantic import ValidationError
 from activities.kube.client import connect as connect_kube
 from bridge.running import Bridge
 from bridge.signalling import Signaller
-from bridge.state_gauges import cr_state
 from runtime.health import serving_health
 from runtime.logs import configure_logging
 from runtime.prometheus import build_telemetry, serving_metrics
@@ -95,7 +94,6 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
         telemetry = build_telemetry(settings.metrics_port, settings.log_format)
         client = await connect(settings, telemetry.runtime, tracing.interceptors())
         kube = await connect_kube(settings.kubeconfig, tracing.kube_tracer)
-        state = [lambda: cr_state(kube, settings.namespaces)]
         try:
             signaller = Signaller(client, settings.task_queue, tracing.tracer)
             bridge = Bridge.configured(kube, signaller, settings)
@@ -103,7 +101,11 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
             logger.info(
                 "bridge watching %s", ", ".join(n or "all namespaces" for n in settings.namespaces)
             )
-            async with serving_metrics(settings.metrics_port, telemetry, state):
+
+            async def state() -> str:
+                return bridge.gauges.text()
+
+            async with serving_metrics(settings.metrics_port, telemetry, [state]):
                 await bridge.run()
         finally:
             await kube.close()

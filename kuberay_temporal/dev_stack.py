@@ -23,7 +23,7 @@ from activities.kube.client import connect as connect_kube
 from activities.registry import watching
 from bridge.running import Bridge
 from bridge.signalling import Signaller
-from bridge.state_gauges import cr_state
+from bridge.state_gauges import StateGauges
 from devcluster.faults import Faults
 from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
@@ -69,6 +69,8 @@ class DevStack:
     """The client's runtime and KubeRay's metrics, once the Temporal component is up."""
     tracing: Tracing = field(default_factory=Tracing)
     """Traces of the bridge, the workflows and the activities (`runtime.telemetry`)."""
+    gauges: StateGauges = field(default_factory=StateGauges)
+    """KubeRay's state gauges: kept by the bridge, served on the worker's `/metrics`."""
     running: list[str] = field(default_factory=list)
     """One line per running thing, printed once everything is up."""
     failure: str | None = None
@@ -184,7 +186,11 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
     settings, telemetry = stack.settings, stack.telemetry or build_telemetry(None)
     kube, durations, namespaces = stack.kube, telemetry.kuberay, settings.namespaces
-    sources: list[SeriesSource] = [] if kube is None else [lambda: cr_state(kube, namespaces)]
+
+    async def state() -> str:
+        return stack.gauges.text()
+
+    sources: list[SeriesSource] = [state]
     if durations is not None:
         sources.append(lambda: durations.collect(kube, namespaces))
     # One process: the bridge's state gauges join the worker's endpoint.
@@ -211,6 +217,7 @@ async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
         stack.bridge_kube or stack.require_kube(),
         Signaller(stack.require_client(), settings.task_queue, stack.tracing.tracer),
         settings,
+        stack.gauges,
     )
     task = asyncio.create_task(bridge.run())
 

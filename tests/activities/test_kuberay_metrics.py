@@ -1,5 +1,7 @@
-"""KubeRay's metrics: the transitions that set the duration gauges, and the scrape-time state
-gauges (`bridge.state_gauges`) listed from devcluster (real HTTP, real API semantics)."""
+"""KubeRay's metrics: the transitions that set the duration gauges, the exposition text, and
+the duration series of a status write against devcluster (real HTTP, real API semantics).
+
+The state gauges the bridge keeps are in `tests/bridge/test_state_gauges.py`."""
 
 from __future__ import annotations
 
@@ -22,7 +24,6 @@ from activities.kuberay_metrics import (
 )
 from activities.rayjob import contract
 from activities.rayjob.kube_effects import JobActivities
-from bridge.state_gauges import cr_state
 from crds.enums import JobDeploymentStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
@@ -129,59 +130,6 @@ def series(text: str) -> dict[str, float]:
             key, value = line.rsplit(" ", 1)
             found[key] = float(value)
     return found
-
-
-async def test_state_gauges_are_listed_per_scrape(client: KubeClient) -> None:
-    cluster = await create(
-        client,
-        kube.RAYCLUSTERS,
-        "RayCluster",
-        {"headGroupSpec": HEAD},
-        status={"conditions": [PROVISIONED | {"lastTransitionTime": START, "reason": "r"}]},
-        labels={"ray.io/originated-from-crd": "RayJob"},
-    )
-    job = await create(
-        client,
-        kube.RAYJOBS,
-        "RayJob",
-        {"entrypoint": "python x.py", "rayClusterSpec": {"headGroupSpec": HEAD}},
-        status={"jobDeploymentStatus": "Running"},
-    )
-    service = await create(
-        client,
-        kube.RAYSERVICES,
-        "RayService",
-        {"rayClusterConfig": {"headGroupSpec": HEAD}},
-        status={
-            "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": START, "reason": "r"}
-            ]
-        },
-    )
-
-    def ident(obj: dict[str, Any]) -> str:
-        meta = obj["metadata"]
-        return f'name="{meta["name"]}",namespace="default",uid="{meta["uid"]}"'
-
-    found = series(await cr_state(client))
-    assert found == {
-        f'kuberay_cluster_info{{{ident(cluster)},owner_kind="RayJob"}}': 1,
-        f'kuberay_cluster_condition_provisioned{{{ident(cluster)},condition="true"}}': 1,
-        f"kuberay_job_info{{{ident(job)}}}": 1,
-        f'kuberay_job_deployment_status{{{ident(job)},deployment_status="Running"}}': 1,
-        f"kuberay_service_info{{{ident(service)}}}": 1,
-        f'kuberay_service_condition_ready{{{ident(service)},condition="true"}}': 1,
-        f'kuberay_service_condition_upgrade_in_progress{{{ident(service)},condition="false"}}': 1,
-    }
-
-    # A state change replaces the series; a deleted CR's series are gone.
-    name = job["metadata"]["name"]
-    patch = {"status": {"jobDeploymentStatus": "Complete"}}
-    await client.patch(kube.RAYJOBS, "default", name, patch, sub="status")
-    await client.delete(kube.RAYSERVICES, "default", service["metadata"]["name"])
-    found = series(await cr_state(client, ["default"]))
-    assert f'kuberay_job_deployment_status{{{ident(job)},deployment_status="Complete"}}' in found
-    assert not [key for key in found if "Running" in key or "kuberay_service" in key]
 
 
 async def test_the_status_write_sets_the_duration_until_the_rayjob_is_gone(

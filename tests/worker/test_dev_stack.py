@@ -127,9 +127,8 @@ async def test_dev_with_a_taken_port_exits_1_with_one_line(tmp_path: Path) -> No
     ]
 
 
-async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _bridges_started(monkeypatch: pytest.MonkeyPatch) -> list[Bridge]:
+    """The bridges `run_bridge` starts from now on; each runs at once and lists nothing."""
     started: list[Bridge] = []
 
     async def run(self: Bridge) -> None:
@@ -140,6 +139,13 @@ async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
 
     monkeypatch.setattr(Bridge, "run", run)
     monkeypatch.setattr(Bridge, "wait_listed", listed)
+    return started
+
+
+async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = _bridges_started(monkeypatch)
     settings = Settings.model_validate(
         {"KUBERAY_TEMPORAL_WATCH_NAMESPACES": "a,kr", "KUBERAY_TEMPORAL_IGNORE_NAMESPACES": "kr"}
     )
@@ -152,6 +158,20 @@ async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
     (bridge,) = started
     assert list(bridge.namespaces) == ["a", "kr"] and bridge.ignored == {"kr"}
     assert stack.running == ["bridge    watching ray.io CRs in a, kr but kr"]
+
+
+async def test_the_dev_bridge_keeps_the_state_gauges_the_worker_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = _bridges_started(monkeypatch)
+    stack = DevStack(DevServerOptions(state_dir=tmp_path), Settings())
+    stack.kube, stack.client = cast(KubeClient, object()), cast(Client, object())
+
+    async with run_bridge(stack):
+        await asyncio.sleep(0)  # the bridge's task runs once
+
+    (bridge,) = started
+    assert bridge.gauges is stack.gauges
 
 
 async def _dev_refuses(tmp_path: Path, *args: str) -> tuple[int | None, str]:
