@@ -16,31 +16,24 @@ exist exactly while KubeRay's would. KubeRay has two kinds of metric, and so do 
   writes makes a transition. The status-writing activities see the old and the new status,
   so they call `job_status_written` / `cluster_status_written` after a successful write (a
   retried write sees no transition and records nothing); the worker that ran the write
-  serves the series. As in KubeRay, a CR's duration series are dropped once it is gone.
+  serves the series. As in KubeRay, a CR's duration series are dropped once it is gone: the
+  worker's watched copies of the RayClusters and RayJobs tell, at scrape time, without a
+  request to the API server.
 
 Workflows stay out of this: they decide statuses; the metrics follow the writes.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import math
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.kube import client as kube
-from activities.kube.client import KubeClient
-from activities.kube.errors import KubeError
-from crds.enums import (
-    ConditionStatus,
-    JobDeploymentStatus,
-    RayClusterConditionType,
-)
-
-logger = logging.getLogger(__name__)
+from activities.kube.informer import Informer
+from activities.kube.recent import version_number
+from crds.enums import ConditionStatus, JobDeploymentStatus, RayClusterConditionType
 
 Labels = tuple[tuple[str, str], ...]
 """Label pairs in KubeRay's order."""
@@ -106,6 +99,11 @@ def condition_true(status: object, kind: str) -> bool:
         if isinstance(condition, Mapping) and condition.get("type") == kind:
             return bool(condition.get("status") == ConditionStatus.TRUE)
     return False
+
+
+def _version(obj: Mapping[str, Any]) -> int:
+    """The resourceVersion `obj` was read at, as a number (0: none)."""
+    return version_number(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
 
 
 def _timestamp(value: object) -> datetime | None:
@@ -214,8 +212,9 @@ class KubeRayMetrics:
     """
 
     def __init__(self) -> None:
-        # (family, labels) -> value; a dict keeps one series per label set, as a GaugeVec.
-        self._durations: dict[tuple[str, Labels], float] = {}
+        # (family, labels) -> (value, the CR's resourceVersion when it was read); a dict keeps
+        # one series per label set, as a GaugeVec.
+        self._durations: dict[tuple[str, Labels], tuple[float, int]] = {}
 
     def job_status_written(
         self, obj: Mapping[str, Any], new: Mapping[str, Any], now: datetime | None = None
@@ -232,7 +231,7 @@ class KubeRayMetrics:
             status, retries, seconds = seen
             labels = (*_identity(obj), ("job_deployment_status", status))
             labels += (("retry_count", str(retries)),)
-            self._durations[(_JOB_DURATION, labels)] = seconds
+            self._durations[(_JOB_DURATION, labels)] = (seconds, _version(obj))
 
     def cluster_status_written(
         self, obj: Mapping[str, Any], new: Mapping[str, Any], now: datetime | None = None
@@ -250,62 +249,34 @@ class KubeRayMetrics:
         )
         if seconds is not None:
             key = (_CLUSTER_DURATION, _identity(obj))
-            self._durations[key] = seconds
+            self._durations[key] = (seconds, _version(obj))
 
     def duration_samples(self) -> list[Sample]:
         """The duration gauges recorded so far."""
-        return [Sample(name, labels, value) for (name, labels), value in self._durations.items()]
+        return [
+            Sample(name, labels, value) for (name, labels), (value, _) in self._durations.items()
+        ]
 
-    def _has(self, family: str) -> bool:
-        return any(key[0] == family for key in self._durations)
+    def collect(self, clusters: Informer | None = None, rayjobs: Informer | None = None) -> str:
+        """The duration series in the text format, less those of CRs the worker saw go.
 
-    async def _forget_gone(self, family: str, listings: Awaitable[list[list[kube.JSON]]]) -> None:
-        try:
-            existing = [item for listing in await listings for item in listing]
-        except KubeError as err:
-            logger.warning("metrics: listing for %s failed: %s", family, err)
-            return
-        self.forget_missing(family, _names(existing))
-
-    def forget_missing(self, family: str, existing: set[tuple[str, str]]) -> None:
-        """Drop `family`'s series of CRs that no longer exist (KubeRay does on NotFound).
+        KubeRay drops a CR's series once it finds the CR gone; here the worker's copies tell,
+        so a scrape sends no request to the API server. A copy that cannot tell yet (behind
+        the version the series was recorded at, or not whole while its stream is broken)
+        keeps the series until it can.
 
         Args:
-            family: A duration family.
-            existing: (namespace, name) of the CRs that exist.
-        """
-        for key in [k for k in self._durations if k[0] == family]:
-            labels = dict(key[1])
-            if (labels["namespace"], labels["name"]) not in existing:
-                del self._durations[key]
-
-    async def collect(
-        self, client: KubeClient | None, namespaces: Sequence[str | None] = (None,)
-    ) -> str:
-        """The duration series in the text format, without those of CRs that are gone.
-
-        Args:
-            client: The Kubernetes API, to see which CRs still exist; None keeps every series.
-            namespaces: Where the worker's CRs are (None: every namespace); listed one by one,
-                as a namespaced install may list nowhere else.
+            clusters: The worker's copy of the RayClusters; None keeps every cluster series.
+            rayjobs: Its copy of the RayJobs; None keeps every job series.
 
         Returns:
-            The exposition text. With the API unreachable nothing is dropped (the failure is
-            logged) and the series are served as they are.
+            The exposition text.
         """
-        # One explicit call per kind (not a loop over resources): the RBAC scan of
-        # tests/deploy/usage.py reads each call's resource where it stands.
-        if client is not None and self._has(_CLUSTER_DURATION):
-            clusters = (client.list_all(kube.RAYCLUSTERS, ns) for ns in namespaces)
-            await self._forget_gone(_CLUSTER_DURATION, asyncio.gather(*clusters))
-        if client is not None and self._has(_JOB_DURATION):
-            jobs = (client.list_all(kube.RAYJOBS, ns) for ns in namespaces)
-            await self._forget_gone(_JOB_DURATION, asyncio.gather(*jobs))
+        copies = {_CLUSTER_DURATION: clusters, _JOB_DURATION: rayjobs}
+        for key, (_, as_of) in list(self._durations.items()):
+            copy, ident = copies[key[0]], dict(key[1])
+            if copy is not None and copy.gone(
+                ident["namespace"], ident["name"], ident["uid"], as_of
+            ):
+                del self._durations[key]
         return render(self.duration_samples())
-
-
-def _names(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
-    return {
-        (str(o["metadata"].get("namespace", "")), str(o["metadata"].get("name", "")))
-        for o in objects
-    }

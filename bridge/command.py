@@ -101,11 +101,7 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
             logger.info(
                 "bridge watching %s", ", ".join(n or "all namespaces" for n in settings.namespaces)
             )
-
-            async def state() -> str:
-                return bridge.gauges.text()
-
-            async with serving_metrics(settings.metrics_port, telemetry, [state]):
+            async with serving_metrics(settings.metrics_port, telemetry, [bridge.gauges.text]):
                 await bridge.run()
         finally:
             await kube.close()

@@ -20,7 +20,8 @@ from temporalio.client import Client
 
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
-from activities.registry import watching
+from activities.kuberay_metrics import KubeRayMetrics
+from activities.registry import Copies, duration_series, watching
 from bridge.running import Bridge
 from bridge.signalling import Signaller
 from bridge.state_gauges import StateGauges
@@ -185,18 +186,12 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
 async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
     settings, telemetry = stack.settings, stack.telemetry or build_telemetry(None)
-    kube, durations, namespaces = stack.kube, telemetry.kuberay, settings.namespaces
-
-    async def state() -> str:
-        return stack.gauges.text()
-
-    sources: list[SeriesSource] = [state]
-    if durations is not None:
-        sources.append(lambda: durations.collect(kube, namespaces))
-    # One process: the bridge's state gauges join the worker's endpoint.
+    kube, durations = stack.kube, telemetry.kuberay
     async with (
         watching(kube, settings.namespaces) as copies,
-        serving_metrics(settings.metrics_port, telemetry, sources) as metrics,
+        serving_metrics(
+            settings.metrics_port, telemetry, _worker_series(stack, durations, copies)
+        ) as metrics,
         build_worker(
             stack.require_client(),
             settings,
@@ -207,6 +202,16 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
         if metrics is not None:
             stack.running.append(f"metrics   http://127.0.0.1:{metrics.port}/metrics")
         yield
+
+
+def _worker_series(
+    stack: DevStack, durations: KubeRayMetrics | None, copies: Copies | None
+) -> list[SeriesSource]:
+    """One process: the bridge's state gauges join the worker's endpoint."""
+    sources: list[SeriesSource] = [stack.gauges.text]
+    if durations is not None:
+        sources.append(duration_series(durations, copies))
+    return sources
 
 
 @asynccontextmanager

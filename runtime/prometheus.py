@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -45,8 +45,9 @@ SDK_SCRAPE_TIMEOUT = 5.0
 
 _BIND_ATTEMPTS = 5
 
-SeriesSource = Callable[[], Awaitable[str]]
-"""Renders more series (Prometheus text format) per scrape, appended after the SDK's."""
+SeriesSource = Callable[[], str]
+"""Renders more series (Prometheus text format) per scrape, appended after the SDK's, from
+memory: a scrape sends no request to the API server, whoever sends it and however often."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ class MetricsServer:
 
     async def _metrics(self, _: web.Request) -> web.Response:
         parts = [await self._sdk_text()]
-        parts += [await source() for source in self._sources]
+        parts += [source() for source in self._sources]
         body = "".join(part if part.endswith("\n") else f"{part}\n" for part in parts if part)
         return web.Response(body=body.encode(), headers={"Content-Type": CONTENT_TYPE})
 

@@ -19,7 +19,7 @@ from temporalio.worker import Worker
 
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
-from activities.registry import watching
+from activities.registry import duration_series, watching
 from runtime.health import serving_health
 from runtime.logs import configure_logging
 from runtime.prometheus import build_telemetry, serving_metrics
@@ -162,11 +162,13 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
             await ensure_search_attributes(client, settings.temporal_namespace)
             kube = await connect_kube_or_none(settings, tracing)
             durations = telemetry.kuberay
-            namespaces = settings.namespaces
-            sources = [] if durations is None else [lambda: durations.collect(kube, namespaces)]
             async with (
                 watching(kube, settings.namespaces) as copies,
-                serving_metrics(settings.metrics_port, telemetry, sources),
+                serving_metrics(
+                    settings.metrics_port,
+                    telemetry,
+                    [] if durations is None else [duration_series(durations, copies)],
+                ),
                 build_worker(
                     client,
                     settings,

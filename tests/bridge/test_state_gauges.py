@@ -22,6 +22,7 @@ from runtime.prometheus import Telemetry, serving_metrics
 from tests.bridge.conftest import Stack
 from tests.bridge.test_bridge import new_namespace, running_bridge
 from tests.eventually import eventually
+from tests.exposition import series
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -32,16 +33,6 @@ HEAD = {"rayStartParams": {}, "template": {"spec": {"containers": []}}}
 def cr(name: str, status: Any = None, labels: dict[str, str] | None = None) -> JSON:
     meta = {"name": name, "namespace": "ns", "uid": f"u-{name}", "labels": labels or {}}
     return {"metadata": meta, "spec": {}, "status": status}
-
-
-def series(text: str) -> dict[str, float]:
-    """`name{labels}` -> value for every sample line."""
-    found = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            key, value = line.rsplit(" ", 1)
-            found[key] = float(value)
-    return found
 
 
 def ident(name: str, namespace: str = "ns", uid: str | None = None) -> str:
@@ -154,12 +145,11 @@ async def test_the_series_follow_watch_events_and_a_scrape_reaches_no_api(
     namespace = await new_namespace(stack)
     job = await create(stack, kube.RAYJOBS, "RayJob", namespace)
     async with running_bridge(stack, namespace) as bridge:
-
-        async def state() -> str:
-            return bridge.gauges.text()
-
         telemetry = Telemetry(runtime=None, sdk_address=None, kuberay=None)
-        async with serving_metrics(0, telemetry, [state]) as server, httpx.AsyncClient() as http:
+        async with (
+            serving_metrics(0, telemetry, [bridge.gauges.text]) as server,
+            httpx.AsyncClient() as http,
+        ):
             assert server is not None
 
             async def scrape() -> dict[str, float]:

@@ -56,9 +56,8 @@ async def test_sdk_and_kuberay_series_on_one_endpoint(
         job, {"jobDeploymentStatus": "Complete", "startTime": started}
     )
 
-    durations = telemetry.kuberay
     async with (
-        serving_metrics(0, telemetry, [lambda: durations.collect(None)]) as server,
+        serving_metrics(0, telemetry, [telemetry.kuberay.collect]) as server,
         build_worker(client, settings),
     ):
         assert server is not None
