@@ -190,7 +190,10 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     async with (
         watching(kube, settings.namespaces) as copies,
         serving_metrics(
-            settings.metrics_port, telemetry, _worker_series(stack, durations, copies)
+            settings.metrics_port,
+            telemetry,
+            _worker_series(stack, durations, copies),
+            address=settings.metrics_address,
         ) as metrics,
         build_worker(
             stack.require_client(),
@@ -200,7 +203,7 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     ):
         stack.running.append(f"worker    task queue {settings.task_queue}")
         if metrics is not None:
-            stack.running.append(f"metrics   http://127.0.0.1:{metrics.port}/metrics")
+            stack.running.append(f"metrics   {metrics.url}")
         yield
 
 

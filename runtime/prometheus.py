@@ -114,16 +114,16 @@ def _free_loopback_port() -> int:
 
 
 class MetricsServer:
-    """`/metrics` on all interfaces: the SDK's series followed by the process's own."""
+    """`/metrics` on one address: the SDK's series followed by the process's own.
+
+    It names every CR the process knows of, in every namespace, to whoever reaches it: the
+    address is the pod's IP in a cluster (where a NetworkPolicy admits Prometheus alone) and
+    loopback on a workstation.
+    """
 
     def __init__(
-        self,
-        sdk_address: str | None,
-        sources: Sequence[SeriesSource],
-        port: int,
-        host: str = "0.0.0.0",
+        self, sdk_address: str | None, sources: Sequence[SeriesSource], port: int, host: str
     ) -> None:
-        # All interfaces by default: Prometheus scrapes the pod's IP.
         self._sdk_address = sdk_address
         self._sources = list(sources)
         self._host, self._port = host, port
@@ -134,6 +134,12 @@ class MetricsServer:
     def port(self) -> int:
         """The port served on; the real one once started, even when asked for port 0."""
         return self._port
+
+    @property
+    def url(self) -> str:
+        """Where to scrape."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._port}/metrics"
 
     async def start(self) -> None:
         """Start serving."""
@@ -147,7 +153,7 @@ class MetricsServer:
         await web.TCPSite(self._runner, self._host, self._port).start()
         if self._port == 0:
             self._port = int(self._runner.addresses[0][1])
-        logger.info("Prometheus metrics on %s:%d/metrics", self._host, self._port)
+        logger.info("Prometheus metrics on %s", self.url)
 
     async def stop(self) -> None:
         """Stop serving."""
@@ -179,7 +185,11 @@ class MetricsServer:
 
 @asynccontextmanager
 async def serving_metrics(
-    port: int | None, telemetry: Telemetry, sources: Sequence[SeriesSource] = ()
+    port: int | None,
+    telemetry: Telemetry,
+    sources: Sequence[SeriesSource] = (),
+    *,
+    address: str,
 ) -> AsyncIterator[MetricsServer | None]:
     """Serve `/metrics` for the duration of the block, if a port is configured.
 
@@ -187,6 +197,7 @@ async def serving_metrics(
         port: Port to listen on (0: any free one); None serves nothing.
         telemetry: What `build_telemetry` built for this process.
         sources: The process's own series, after the SDK's.
+        address: The IP address to listen on (`KUBERAY_TEMPORAL_METRICS_ADDRESS`).
 
     Yields:
         The running server, or None without a port.
@@ -194,7 +205,7 @@ async def serving_metrics(
     if port is None:
         yield None
         return
-    server = MetricsServer(telemetry.sdk_address, sources, port)
+    server = MetricsServer(telemetry.sdk_address, sources, port, address)
     await server.start()
     try:
         yield server

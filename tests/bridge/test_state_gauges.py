@@ -19,6 +19,7 @@ from activities.kube.client import JSON
 from bridge.state_gauges import StateGauges
 from bridge.targets import JOB, POD, RAYCLUSTER, RAYCRONJOB, RAYJOB, RAYSERVICE
 from runtime.prometheus import Telemetry, serving_metrics
+from runtime.settings import LOOPBACK
 from tests.bridge.conftest import Stack
 from tests.bridge.test_bridge import new_namespace, running_bridge
 from tests.eventually import eventually
@@ -147,7 +148,7 @@ async def test_the_series_follow_watch_events_and_a_scrape_reaches_no_api(
     async with running_bridge(stack, namespace) as bridge:
         telemetry = Telemetry(runtime=None, sdk_address=None, kuberay=None)
         async with (
-            serving_metrics(0, telemetry, [bridge.gauges.text]) as server,
+            serving_metrics(0, telemetry, [bridge.gauges.text], address=LOOPBACK) as server,
             httpx.AsyncClient() as http,
         ):
             assert server is not None

@@ -12,16 +12,22 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import cast
 
+import httpx
 import pytest
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 from activities.kube.client import KubeClient
 from bridge.running import Bridge
+from bridge.targets import RAYJOB
 from devcluster.ports import free_port
 from kuberay_temporal.dev import run_stack
-from kuberay_temporal.dev_stack import Component, DevStack, run_bridge
+from kuberay_temporal.dev_stack import Component, DevStack, run_bridge, run_worker
 from kuberay_temporal.temporal_server import DevServerOptions
-from runtime.settings import Settings
+from runtime.prometheus import build_telemetry
+from runtime.settings import LOOPBACK, Settings
+from runtime.temporal_client import connect
+from tests.listeners import OTHER_LOCAL_ADDRESS, refused
 
 
 def recording(
@@ -211,3 +217,23 @@ async def test_kuberay_namespace_must_be_a_namespace_name(tmp_path: Path) -> Non
         "kuberay-temporal dev: invalid --kuberay-namespace: must be lower-case letters, "
         "digits and '-', starting and ending with a letter or digit"
     ]
+
+
+async def test_the_dev_worker_serves_the_bridges_gauges_on_loopback_only(
+    tmp_path: Path, local_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    """`/metrics` names every CR: the local stack keeps it on this machine unless told."""
+    target = local_env.client.service_client.config.target_host
+    settings = Settings(temporal_address=target, task_queue=task_queue, metrics_port=0)
+    stack = DevStack(DevServerOptions(state_dir=tmp_path), settings)
+    stack.telemetry = build_telemetry(0)
+    stack.client = await connect(settings, stack.telemetry.runtime)
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}, "status": {}}
+    stack.gauges.observe(RAYJOB, "ADDED", job)
+
+    async with run_worker(stack), httpx.AsyncClient() as http:
+        (url,) = [line.split()[-1] for line in stack.running if line.startswith("metrics")]
+        port = int(url.removeprefix(f"http://{LOOPBACK}:").removesuffix("/metrics"))
+        assert await refused(OTHER_LOCAL_ADDRESS, port)
+        response = await http.get(url)
+    assert 'kuberay_job_info{name="j",namespace="ns",uid="u"} 1\n' in response.text
