@@ -57,7 +57,8 @@ def test_kustomize_renders_namespace_crds_rbac_settings_workloads_and_budgets() 
     ):
         assert {n for k, n in kinds if k == kind} == set(names), kind
     for doc in kustomize_docs():
-        if doc["kind"] in ("ServiceAccount", "Deployment", "PodDisruptionBudget", "ConfigMap"):
+        namespaced = ("ServiceAccount", "Deployment", "PodDisruptionBudget", "NetworkPolicy")
+        if doc["kind"] in (*namespaced, "ConfigMap"):
             assert doc["metadata"]["namespace"] == NAMESPACE
 
 
