@@ -5,43 +5,35 @@ Existing KubeRay Grafana dashboards query `count(kuberay_job_info) by (namespace
 exist exactly while KubeRay's would. KubeRay has two kinds of metric, and so do we:
 
 * **State gauges** (`*_info`, `kuberay_job_deployment_status`, `*_condition_*`): one series of
-  value 1 per existing CR, with its current state as a label, computed at scrape time from a
-  list of the CRs (`state_samples`). A deleted CR's series vanish and a changed state leaves
-  no stale series behind, which a push-style gauge (the Temporal SDK's metric meter) cannot
-  do. The bridge serves them: it lists these kinds anyway, and it runs once where workers
-  run as several replicas, each of which would count every CR again.
+  value 1 per existing CR, with its current state as a label, rendered at scrape time from
+  what the bridge's watchers last saw of each CR (`bridge.state_gauges`). A deleted CR's
+  series vanish and a changed state leaves no stale series behind, which a push-style gauge
+  (the Temporal SDK's metric meter) cannot do. The bridge serves them: it watches these kinds
+  anyway, and it runs once where workers run as several replicas, each of which would count
+  every CR again.
 * **Duration gauges** (`kuberay_job_execution_duration_seconds`,
   `kuberay_cluster_provisioned_duration_seconds`): set once when the status a controller
   writes makes a transition. The status-writing activities see the old and the new status,
   so they call `job_status_written` / `cluster_status_written` after a successful write (a
   retried write sees no transition and records nothing); the worker that ran the write
-  serves the series. As in KubeRay, a CR's duration series are dropped once it is gone.
+  serves the series. As in KubeRay, a CR's duration series are dropped once it is gone: the
+  worker's watched copies of the RayClusters and RayJobs tell, at scrape time, without a
+  request to the API server.
 
 Workflows stay out of this: they decide statuses; the metrics follow the writes.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import math
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.kube import client as kube
-from activities.kube.client import KubeClient
-from activities.kube.errors import KubeError
-from crds.constants import LABEL_ORIGINATED_FROM_CRD
-from crds.enums import (
-    ConditionStatus,
-    JobDeploymentStatus,
-    RayClusterConditionType,
-    RayServiceConditionType,
-)
-
-logger = logging.getLogger(__name__)
+from activities.kube.informer import Informer
+from activities.kube.recent import version_number
+from crds.enums import ConditionStatus, JobDeploymentStatus, RayClusterConditionType
 
 Labels = tuple[tuple[str, str], ...]
 """Label pairs in KubeRay's order."""
@@ -75,8 +67,6 @@ HELP: dict[str, str] = {
 _CLUSTER_DURATION = "kuberay_cluster_provisioned_duration_seconds"
 _JOB_DURATION = "kuberay_job_execution_duration_seconds"
 _PROVISIONED = RayClusterConditionType.PROVISIONED
-_READY = RayServiceConditionType.READY
-_UPGRADE_IN_PROGRESS = RayServiceConditionType.UPGRADE_IN_PROGRESS
 
 
 @dataclass(frozen=True)
@@ -97,12 +87,23 @@ def _identity(obj: Mapping[str, Any]) -> Labels:
     )
 
 
-def _condition_true(status: Mapping[str, Any] | None, kind: str) -> bool:
-    """Whether condition `kind` is True; absent is not True (`meta.IsStatusConditionTrue`)."""
-    for condition in (status or {}).get("conditions") or []:
-        if condition.get("type") == kind:
+def condition_true(status: object, kind: str) -> bool:
+    """Whether condition `kind` is True; absent is not True (`meta.IsStatusConditionTrue`).
+
+    Args:
+        status: A CR's status as the API server sent it; not a mapping: no conditions.
+        kind: The condition type.
+    """
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
             return bool(condition.get("status") == ConditionStatus.TRUE)
     return False
+
+
+def _version(obj: Mapping[str, Any]) -> int:
+    """The resourceVersion `obj` was read at, as a number (0: none)."""
+    return version_number(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
 
 
 def _timestamp(value: object) -> datetime | None:
@@ -168,51 +169,10 @@ def cluster_provisioned_duration(
     Returns:
         Seconds since creation, or None when nothing is observed.
     """
-    if _condition_true(old, _PROVISIONED) or not _condition_true(new, _PROVISIONED):
+    if condition_true(old, _PROVISIONED) or not condition_true(new, _PROVISIONED):
         return None
     since = _timestamp(created)
     return None if since is None else (now - since).total_seconds()
-
-
-def cluster_samples(cluster: Mapping[str, Any]) -> list[Sample]:
-    """`kuberay_cluster_info` and `kuberay_cluster_condition_provisioned` of one RayCluster."""
-    ident = _identity(cluster)
-    labels = (cluster.get("metadata") or {}).get("labels") or {}
-    owner = str(labels.get(LABEL_ORIGINATED_FROM_CRD) or "None")
-    provisioned = _condition_true(cluster.get("status"), _PROVISIONED)
-    return [
-        Sample("kuberay_cluster_info", (*ident, ("owner_kind", owner)), 1),
-        Sample(
-            "kuberay_cluster_condition_provisioned",
-            (*ident, ("condition", str(provisioned).lower())),
-            1,
-        ),
-    ]
-
-
-def job_samples(job: Mapping[str, Any]) -> list[Sample]:
-    """`kuberay_job_info` and `kuberay_job_deployment_status` of one RayJob."""
-    ident = _identity(job)
-    status = _deployment_status(job.get("status"))
-    return [
-        Sample("kuberay_job_info", ident, 1),
-        Sample("kuberay_job_deployment_status", (*ident, ("deployment_status", status)), 1),
-    ]
-
-
-def service_samples(service: Mapping[str, Any]) -> list[Sample]:
-    """`kuberay_service_info` and the two condition gauges of one RayService."""
-    ident = _identity(service)
-    status = service.get("status")
-    ready = str(_condition_true(status, _READY)).lower()
-    upgrading = str(_condition_true(status, _UPGRADE_IN_PROGRESS)).lower()
-    return [
-        Sample("kuberay_service_info", ident, 1),
-        Sample("kuberay_service_condition_ready", (*ident, ("condition", ready)), 1),
-        Sample(
-            "kuberay_service_condition_upgrade_in_progress", (*ident, ("condition", upgrading)), 1
-        ),
-    ]
 
 
 def render(samples: Iterable[Sample]) -> str:
@@ -252,8 +212,9 @@ class KubeRayMetrics:
     """
 
     def __init__(self) -> None:
-        # (family, labels) -> value; a dict keeps one series per label set, as a GaugeVec.
-        self._durations: dict[tuple[str, Labels], float] = {}
+        # (family, labels) -> (value, the CR's resourceVersion when it was read); a dict keeps
+        # one series per label set, as a GaugeVec.
+        self._durations: dict[tuple[str, Labels], tuple[float, int]] = {}
 
     def job_status_written(
         self, obj: Mapping[str, Any], new: Mapping[str, Any], now: datetime | None = None
@@ -270,7 +231,7 @@ class KubeRayMetrics:
             status, retries, seconds = seen
             labels = (*_identity(obj), ("job_deployment_status", status))
             labels += (("retry_count", str(retries)),)
-            self._durations[(_JOB_DURATION, labels)] = seconds
+            self._durations[(_JOB_DURATION, labels)] = (seconds, _version(obj))
 
     def cluster_status_written(
         self, obj: Mapping[str, Any], new: Mapping[str, Any], now: datetime | None = None
@@ -288,78 +249,34 @@ class KubeRayMetrics:
         )
         if seconds is not None:
             key = (_CLUSTER_DURATION, _identity(obj))
-            self._durations[key] = seconds
+            self._durations[key] = (seconds, _version(obj))
 
     def duration_samples(self) -> list[Sample]:
         """The duration gauges recorded so far."""
-        return [Sample(name, labels, value) for (name, labels), value in self._durations.items()]
+        return [
+            Sample(name, labels, value) for (name, labels), (value, _) in self._durations.items()
+        ]
 
-    def _has(self, family: str) -> bool:
-        return any(key[0] == family for key in self._durations)
+    def collect(self, clusters: Informer | None = None, rayjobs: Informer | None = None) -> str:
+        """The duration series in the text format, less those of CRs the worker saw go.
 
-    async def _forget_gone(self, family: str, listings: Awaitable[list[list[kube.JSON]]]) -> None:
-        try:
-            existing = [item for listing in await listings for item in listing]
-        except KubeError as err:
-            logger.warning("metrics: listing for %s failed: %s", family, err)
-            return
-        self.forget_missing(family, _names(existing))
-
-    def forget_missing(self, family: str, existing: set[tuple[str, str]]) -> None:
-        """Drop `family`'s series of CRs that no longer exist (KubeRay does on NotFound).
+        KubeRay drops a CR's series once it finds the CR gone; here the worker's copies tell,
+        so a scrape sends no request to the API server. A copy that cannot tell yet (behind
+        the version the series was recorded at, or not whole while its stream is broken)
+        keeps the series until it can.
 
         Args:
-            family: A duration family.
-            existing: (namespace, name) of the CRs that exist.
-        """
-        for key in [k for k in self._durations if k[0] == family]:
-            labels = dict(key[1])
-            if (labels["namespace"], labels["name"]) not in existing:
-                del self._durations[key]
-
-    async def collect(
-        self, client: KubeClient | None, namespaces: Sequence[str | None] = (None,)
-    ) -> str:
-        """The duration series in the text format, without those of CRs that are gone.
-
-        Args:
-            client: The Kubernetes API, to see which CRs still exist; None keeps every series.
-            namespaces: Where the worker's CRs are (None: every namespace); listed one by one,
-                as a namespaced install may list nowhere else.
+            clusters: The worker's copy of the RayClusters; None keeps every cluster series.
+            rayjobs: Its copy of the RayJobs; None keeps every job series.
 
         Returns:
-            The exposition text. With the API unreachable nothing is dropped (the failure is
-            logged) and the series are served as they are.
+            The exposition text.
         """
-        # One explicit call per kind (not a loop over resources): the RBAC scan of
-        # tests/deploy/usage.py reads each call's resource where it stands.
-        if client is not None and self._has(_CLUSTER_DURATION):
-            clusters = (client.list_all(kube.RAYCLUSTERS, ns) for ns in namespaces)
-            await self._forget_gone(_CLUSTER_DURATION, asyncio.gather(*clusters))
-        if client is not None and self._has(_JOB_DURATION):
-            jobs = (client.list_all(kube.RAYJOBS, ns) for ns in namespaces)
-            await self._forget_gone(_JOB_DURATION, asyncio.gather(*jobs))
+        copies = {_CLUSTER_DURATION: clusters, _JOB_DURATION: rayjobs}
+        for key, (_, as_of) in list(self._durations.items()):
+            copy, ident = copies[key[0]], dict(key[1])
+            if copy is not None and copy.gone(
+                ident["namespace"], ident["name"], ident["uid"], as_of
+            ):
+                del self._durations[key]
         return render(self.duration_samples())
-
-
-def state_samples(
-    clusters: Iterable[Mapping[str, Any]],
-    jobs: Iterable[Mapping[str, Any]],
-    services: Iterable[Mapping[str, Any]],
-) -> list[Sample]:
-    """KubeRay's state gauges for every listed RayCluster, RayJob and RayService."""
-    samples: list[Sample] = []
-    for cluster in clusters:
-        samples += cluster_samples(cluster)
-    for job in jobs:
-        samples += job_samples(job)
-    for service in services:
-        samples += service_samples(service)
-    return samples
-
-
-def _names(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
-    return {
-        (str(o["metadata"].get("namespace", "")), str(o["metadata"].get("name", "")))
-        for o in objects
-    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -141,3 +142,10 @@ async def watching(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def duration_series(metrics: KubeRayMetrics, copies: Copies | None) -> Callable[[], str]:
+    """KubeRay's duration gauges per scrape, less the CRs `copies` saw go (none without)."""
+    if copies is None:
+        return metrics.collect
+    return functools.partial(metrics.collect, copies.clusters, copies.rayjobs)

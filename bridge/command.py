@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from activities.kube.client import connect as connect_kube
 from bridge.running import Bridge
 from bridge.signalling import Signaller
-from bridge.state_gauges import cr_state
+from runtime.flags import add_listener_flags, listener_overrides
 from runtime.health import serving_health
 from runtime.logs import configure_logging
 from runtime.prometheus import build_telemetry, serving_metrics
@@ -36,16 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG)")
-    parser.add_argument(
-        "--health-port",
-        type=int,
-        help="serve /healthz and /readyz on this port (env KUBERAY_TEMPORAL_HEALTH_PORT)",
-    )
-    parser.add_argument(
-        "--metrics-port",
-        type=int,
-        help="serve Prometheus /metrics on this port (env KUBERAY_TEMPORAL_METRICS_PORT)",
-    )
+    add_listener_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -53,10 +44,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the bridge until interrupted."""
     try:
         settings = Settings.from_env()
-        given = {"health_port": args.health_port, "metrics_port": args.metrics_port}
-        ports = {name: port for name, port in given.items() if port is not None}
-        if ports:
-            settings = Settings.model_validate(settings.model_dump() | ports)
+        given = listener_overrides(args)
+        if given:
+            settings = Settings.model_validate(settings.model_dump() | given)
     except ValidationError as err:
         print(
             f"kuberay-temporal bridge: invalid settings: {describe_invalid(err)}", file=sys.stderr
@@ -91,11 +81,10 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
     async def listed() -> bool:
         return bool(bridges) and all(w.listed.is_set() for w in bridges[0].watchers)
 
-    async with serving_health(settings.health_port, listed):
+    async with serving_health(settings.health_port, listed, address=settings.health_address):
         telemetry = build_telemetry(settings.metrics_port, settings.log_format)
         client = await connect(settings, telemetry.runtime, tracing.interceptors())
         kube = await connect_kube(settings.kubeconfig, tracing.kube_tracer)
-        state = [lambda: cr_state(kube, settings.namespaces)]
         try:
             signaller = Signaller(client, settings.task_queue, tracing.tracer)
             bridge = Bridge.configured(kube, signaller, settings)
@@ -103,7 +92,12 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
             logger.info(
                 "bridge watching %s", ", ".join(n or "all namespaces" for n in settings.namespaces)
             )
-            async with serving_metrics(settings.metrics_port, telemetry, state):
+            async with serving_metrics(
+                settings.metrics_port,
+                telemetry,
+                [bridge.gauges.text],
+                address=settings.metrics_address,
+            ):
                 await bridge.run()
         finally:
             await kube.close()

@@ -34,6 +34,7 @@ from bridge import filtering
 from bridge.filtering import Memory, Nudge
 from bridge.queueing import Coalescer
 from bridge.signalling import Signaller
+from bridge.state_gauges import StateGauges
 from bridge.targets import ALL_TARGETS, OWNER_KINDS, Target
 from bridge.watching import Watcher
 from runtime.settings import Settings
@@ -58,16 +59,25 @@ class Bridge:
     """Seconds after a send to a workflow in which what comes for it waits and is sent as one:
     a cluster's pods turning ready one by one under load reach it in one or two signals."""
     memory: Memory = field(default_factory=Memory)
+    gauges: StateGauges = field(default_factory=StateGauges)
+    """KubeRay's state gauges, kept from the watch events for `/metrics`."""
     watchers: list[Watcher] = field(default_factory=list)
     _known: dict[tuple[str, str | None], dict[str, JSON]] = field(default_factory=dict)
     coalescer: Coalescer = field(init=False)
 
     @classmethod
-    def configured(cls, kube: KubeClient, signaller: Signaller, settings: Settings) -> Bridge:
+    def configured(
+        cls,
+        kube: KubeClient,
+        signaller: Signaller,
+        settings: Settings,
+        gauges: StateGauges | None = None,
+    ) -> Bridge:
         """The bridge `settings` describe: namespaces watched and left alone, pace, concurrency.
 
         Every process that runs a bridge (`kuberay-temporal bridge`, `dev`) builds it here, so
-        no setting is honoured by one and forgotten by another.
+        no setting is honoured by one and forgotten by another. `gauges`: where to keep the
+        state gauges, when another part of the process serves them (`dev`); else its own.
         """
         return cls(
             kube,
@@ -76,6 +86,7 @@ class Bridge:
             ignored=settings.ignored_namespaces,
             relist_period=settings.relist_seconds,
             concurrency=settings.bridge_concurrency,
+            gauges=StateGauges() if gauges is None else gauges,
         )
 
     def __post_init__(self) -> None:
@@ -148,6 +159,7 @@ class Bridge:
             known.pop(uid, None)
         else:
             known[uid] = _skeleton(obj)
+        self.gauges.observe(target, event, obj)
         # Only a CR's own annotation names the trace of its workflow, not its pods'.
         traceparent = traceparent_of(obj) if target.primary else None
         for nudge in self._nudges(target, event, obj):

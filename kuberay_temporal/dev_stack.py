@@ -20,10 +20,11 @@ from temporalio.client import Client
 
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
-from activities.registry import watching
+from activities.kuberay_metrics import KubeRayMetrics
+from activities.registry import Copies, duration_series, watching
 from bridge.running import Bridge
 from bridge.signalling import Signaller
-from bridge.state_gauges import cr_state
+from bridge.state_gauges import StateGauges
 from devcluster.faults import Faults
 from devcluster.server import DevCluster
 from kuberay_temporal.binaries import temporal_cli
@@ -69,6 +70,8 @@ class DevStack:
     """The client's runtime and KubeRay's metrics, once the Temporal component is up."""
     tracing: Tracing = field(default_factory=Tracing)
     """Traces of the bridge, the workflows and the activities (`runtime.telemetry`)."""
+    gauges: StateGauges = field(default_factory=StateGauges)
+    """KubeRay's state gauges: kept by the bridge, served on the worker's `/metrics`."""
     running: list[str] = field(default_factory=list)
     """One line per running thing, printed once everything is up."""
     failure: str | None = None
@@ -183,14 +186,15 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
 async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     """Run the worker in this process until the stack stops, then drain it."""
     settings, telemetry = stack.settings, stack.telemetry or build_telemetry(None)
-    kube, durations, namespaces = stack.kube, telemetry.kuberay, settings.namespaces
-    sources: list[SeriesSource] = [] if kube is None else [lambda: cr_state(kube, namespaces)]
-    if durations is not None:
-        sources.append(lambda: durations.collect(kube, namespaces))
-    # One process: the bridge's state gauges join the worker's endpoint.
+    kube, durations = stack.kube, telemetry.kuberay
     async with (
         watching(kube, settings.namespaces) as copies,
-        serving_metrics(settings.metrics_port, telemetry, sources) as metrics,
+        serving_metrics(
+            settings.metrics_port,
+            telemetry,
+            _worker_series(stack, durations, copies),
+            address=settings.metrics_address,
+        ) as metrics,
         build_worker(
             stack.require_client(),
             settings,
@@ -199,8 +203,18 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     ):
         stack.running.append(f"worker    task queue {settings.task_queue}")
         if metrics is not None:
-            stack.running.append(f"metrics   http://127.0.0.1:{metrics.port}/metrics")
+            stack.running.append(f"metrics   {metrics.url}")
         yield
+
+
+def _worker_series(
+    stack: DevStack, durations: KubeRayMetrics | None, copies: Copies | None
+) -> list[SeriesSource]:
+    """One process: the bridge's state gauges join the worker's endpoint."""
+    sources: list[SeriesSource] = [stack.gauges.text]
+    if durations is not None:
+        sources.append(duration_series(durations, copies))
+    return sources
 
 
 @asynccontextmanager
@@ -211,6 +225,7 @@ async def run_bridge(stack: DevStack) -> AsyncIterator[None]:
         stack.bridge_kube or stack.require_kube(),
         Signaller(stack.require_client(), settings.task_queue, stack.tracing.tracer),
         settings,
+        stack.gauges,
     )
     task = asyncio.create_task(bridge.run())
 

@@ -28,8 +28,8 @@ logger = logging.getLogger(__name__)
 class HealthServer:
     """A tiny aiohttp server with the two probe endpoints."""
 
-    def __init__(self, ready: ReadyProbe, port: int, host: str = "0.0.0.0") -> None:
-        # All interfaces by default: the kubelet probes the pod's IP, not loopback.
+    def __init__(self, ready: ReadyProbe, port: int, host: str) -> None:
+        # In a pod, `host` is the pod's IP: the kubelet probes there, not on loopback.
         self._ready = ready
         self._host, self._port = host, port
         self._runner: web.AppRunner | None = None
@@ -72,12 +72,15 @@ class HealthServer:
 
 
 @asynccontextmanager
-async def serving_health(port: int | None, ready: ReadyProbe) -> AsyncIterator[HealthServer | None]:
+async def serving_health(
+    port: int | None, ready: ReadyProbe, *, address: str
+) -> AsyncIterator[HealthServer | None]:
     """Serve the probe endpoints for the duration of the block, if a port is configured.
 
     Args:
         port: Port to listen on (0: any free one); None serves nothing.
         ready: The readiness question.
+        address: The IP address to listen on (`KUBERAY_TEMPORAL_HEALTH_ADDRESS`).
 
     Yields:
         The running server, or None without a port.
@@ -85,7 +88,7 @@ async def serving_health(port: int | None, ready: ReadyProbe) -> AsyncIterator[H
     if port is None:
         yield None
         return
-    server = HealthServer(ready, port)
+    server = HealthServer(ready, port, address)
     await server.start()
     try:
         yield server

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -45,8 +45,9 @@ SDK_SCRAPE_TIMEOUT = 5.0
 
 _BIND_ATTEMPTS = 5
 
-SeriesSource = Callable[[], Awaitable[str]]
-"""Renders more series (Prometheus text format) per scrape, appended after the SDK's."""
+SeriesSource = Callable[[], str]
+"""Renders more series (Prometheus text format) per scrape, appended after the SDK's, from
+memory: a scrape sends no request to the API server, whoever sends it and however often."""
 
 
 @dataclass(frozen=True)
@@ -113,16 +114,16 @@ def _free_loopback_port() -> int:
 
 
 class MetricsServer:
-    """`/metrics` on all interfaces: the SDK's series followed by the process's own."""
+    """`/metrics` on one address: the SDK's series followed by the process's own.
+
+    It names every CR the process knows of, in every namespace, to whoever reaches it: the
+    address is the pod's IP in a cluster (where a NetworkPolicy admits Prometheus alone) and
+    loopback on a workstation.
+    """
 
     def __init__(
-        self,
-        sdk_address: str | None,
-        sources: Sequence[SeriesSource],
-        port: int,
-        host: str = "0.0.0.0",
+        self, sdk_address: str | None, sources: Sequence[SeriesSource], port: int, host: str
     ) -> None:
-        # All interfaces by default: Prometheus scrapes the pod's IP.
         self._sdk_address = sdk_address
         self._sources = list(sources)
         self._host, self._port = host, port
@@ -133,6 +134,12 @@ class MetricsServer:
     def port(self) -> int:
         """The port served on; the real one once started, even when asked for port 0."""
         return self._port
+
+    @property
+    def url(self) -> str:
+        """Where to scrape."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._port}/metrics"
 
     async def start(self) -> None:
         """Start serving."""
@@ -146,7 +153,7 @@ class MetricsServer:
         await web.TCPSite(self._runner, self._host, self._port).start()
         if self._port == 0:
             self._port = int(self._runner.addresses[0][1])
-        logger.info("Prometheus metrics on %s:%d/metrics", self._host, self._port)
+        logger.info("Prometheus metrics on %s", self.url)
 
     async def stop(self) -> None:
         """Stop serving."""
@@ -159,7 +166,7 @@ class MetricsServer:
 
     async def _metrics(self, _: web.Request) -> web.Response:
         parts = [await self._sdk_text()]
-        parts += [await source() for source in self._sources]
+        parts += [source() for source in self._sources]
         body = "".join(part if part.endswith("\n") else f"{part}\n" for part in parts if part)
         return web.Response(body=body.encode(), headers={"Content-Type": CONTENT_TYPE})
 
@@ -178,7 +185,11 @@ class MetricsServer:
 
 @asynccontextmanager
 async def serving_metrics(
-    port: int | None, telemetry: Telemetry, sources: Sequence[SeriesSource] = ()
+    port: int | None,
+    telemetry: Telemetry,
+    sources: Sequence[SeriesSource] = (),
+    *,
+    address: str,
 ) -> AsyncIterator[MetricsServer | None]:
     """Serve `/metrics` for the duration of the block, if a port is configured.
 
@@ -186,6 +197,7 @@ async def serving_metrics(
         port: Port to listen on (0: any free one); None serves nothing.
         telemetry: What `build_telemetry` built for this process.
         sources: The process's own series, after the SDK's.
+        address: The IP address to listen on (`KUBERAY_TEMPORAL_METRICS_ADDRESS`).
 
     Yields:
         The running server, or None without a port.
@@ -193,7 +205,7 @@ async def serving_metrics(
     if port is None:
         yield None
         return
-    server = MetricsServer(telemetry.sdk_address, sources, port)
+    server = MetricsServer(telemetry.sdk_address, sources, port, address)
     await server.start()
     try:
         yield server

@@ -7,6 +7,7 @@ settings without touching `os.environ`.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from datetime import timedelta
@@ -31,6 +32,9 @@ from crds.constants import (
     DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
 )
 from runtime.codec import PAYLOAD_KEY_VARIABLE, parse_keys
+
+LOOPBACK = "127.0.0.1"
+"""Where the health and metrics ports listen unless told: reachable from this machine only."""
 
 
 class Settings(BaseModel):
@@ -140,8 +144,16 @@ class Settings(BaseModel):
         ge=0,
         le=65535,
         description=(
-            "Port (all interfaces) serving `/healthz` and `/readyz` for Kubernetes probes; "
-            "unset: no health server."
+            "Port on `KUBERAY_TEMPORAL_HEALTH_ADDRESS` serving `/healthz` and `/readyz` for "
+            "Kubernetes probes; unset: no health server."
+        ),
+    )
+    health_address: str = Field(
+        default=LOOPBACK,
+        validation_alias="KUBERAY_TEMPORAL_HEALTH_ADDRESS",
+        description=(
+            "IP address the health port listens on: loopback unless set; the manifests set the "
+            "pod's IP, which the kubelet probes. `0.0.0.0` or `::`: every address."
         ),
     )
     metrics_port: int | None = Field(
@@ -150,10 +162,19 @@ class Settings(BaseModel):
         ge=0,
         le=65535,
         description=(
-            "Port (all interfaces) serving Prometheus `/metrics`: the Temporal SDK's "
-            "`temporal_*` metrics, plus KubeRay's: the duration gauges from the worker, the "
-            "per-CR state gauges (`kuberay_*_info`, `kuberay_job_deployment_status`, "
+            "Port on `KUBERAY_TEMPORAL_METRICS_ADDRESS` serving Prometheus `/metrics`: the "
+            "Temporal SDK's `temporal_*` metrics, plus KubeRay's: the duration gauges from the "
+            "worker, the per-CR state gauges (`kuberay_*_info`, `kuberay_job_deployment_status`, "
             "`kuberay_*_condition_*`) from the bridge; unset: no metrics."
+        ),
+    )
+    metrics_address: str = Field(
+        default=LOOPBACK,
+        validation_alias="KUBERAY_TEMPORAL_METRICS_ADDRESS",
+        description=(
+            "IP address the metrics port listens on: loopback unless set (`kuberay-temporal "
+            "dev`); the manifests set the pod's IP, which Prometheus scrapes. `/metrics` names "
+            "every watched CR and its namespace: see the README's Security section."
         ),
     )
     log_format: Literal["text", "json"] = Field(
@@ -363,6 +384,16 @@ class Settings(BaseModel):
             raise ValueError(
                 "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together"
             )
+        return value
+
+    @field_validator("health_address", "metrics_address")
+    @classmethod
+    def _an_ip_address(cls, value: str) -> str:
+        """A literal address: a host name would listen wherever it happens to resolve."""
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise ValueError("not an IP address such as 127.0.0.1 or 0.0.0.0") from None
         return value
 
     @field_validator("payload_key")

@@ -19,7 +19,8 @@ from temporalio.worker import Worker
 
 from activities.kube.client import KubeClient
 from activities.kube.client import connect as connect_kube
-from activities.registry import watching
+from activities.registry import duration_series, watching
+from runtime.flags import add_listener_flags, listener_overrides
 from runtime.health import serving_health
 from runtime.logs import configure_logging
 from runtime.prometheus import build_telemetry, serving_metrics
@@ -48,12 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     add_connection_flags(parser)
-    add_health_flag(parser)
-    parser.add_argument(
-        "--metrics-port",
-        type=int,
-        help="serve Prometheus /metrics on this port (env KUBERAY_TEMPORAL_METRICS_PORT)",
-    )
+    add_listener_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -68,25 +64,13 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-queue", help="task queue to poll (env KUBERAY_TEMPORAL_TASK_QUEUE)")
 
 
-def add_health_flag(parser: argparse.ArgumentParser) -> None:
-    """Add `--health-port`, which overrides KUBERAY_TEMPORAL_HEALTH_PORT.
-
-    Args:
-        parser: The subcommand's parser.
-    """
-    parser.add_argument(
-        "--health-port",
-        type=int,
-        help="serve /healthz and /readyz on this port (env KUBERAY_TEMPORAL_HEALTH_PORT)",
-    )
-
-
 def settings_from(args: argparse.Namespace) -> Settings:
     """Return the environment's settings with the flags given on the command line applied.
 
     Args:
-        args: Parsed flags; `address`, `namespace`, `task_queue`, `health_port` and
-            `metrics_port` are read if present.
+        args: Parsed flags; `address`, `namespace`, `task_queue` and the listener flags
+            (`health_port`, `health_address`, `metrics_port`, `metrics_address`) are read if
+            present.
 
     Returns:
         The settings to run with.
@@ -98,10 +82,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
         "temporal_address": getattr(args, "address", None),
         "temporal_namespace": getattr(args, "namespace", None),
         "task_queue": getattr(args, "task_queue", None),
-        "health_port": getattr(args, "health_port", None),
-        "metrics_port": getattr(args, "metrics_port", None),
     }
     overrides = {name: value for name, value in flags.items() if value is not None}
+    overrides |= listener_overrides(args)
     settings = Settings.from_env()
     return Settings.model_validate(settings.model_dump() | overrides)
 
@@ -156,17 +139,20 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
         return any(worker.is_running and not worker.is_shutdown for worker in running)
 
     with stop_on_signals() as stop:
-        async with serving_health(settings.health_port, polling):
+        async with serving_health(settings.health_port, polling, address=settings.health_address):
             telemetry = build_telemetry(settings.metrics_port, settings.log_format)
             client = await connect(settings, telemetry.runtime, tracing.interceptors())
             await ensure_search_attributes(client, settings.temporal_namespace)
             kube = await connect_kube_or_none(settings, tracing)
             durations = telemetry.kuberay
-            namespaces = settings.namespaces
-            sources = [] if durations is None else [lambda: durations.collect(kube, namespaces)]
             async with (
                 watching(kube, settings.namespaces) as copies,
-                serving_metrics(settings.metrics_port, telemetry, sources),
+                serving_metrics(
+                    settings.metrics_port,
+                    telemetry,
+                    [] if durations is None else [duration_series(durations, copies)],
+                    address=settings.metrics_address,
+                ),
                 build_worker(
                     client,
                     settings,

@@ -67,6 +67,8 @@ class Informer:
         self._keep_of = keep
         self._objects: dict[Key, bytes] = {}
         self._labelled: dict[Key, str] = {}
+        self._uids: dict[Key, str] = {}
+        """Whose object each name is now, so `gone` need not decode it."""
         self._index: dict[Key, set[str]] = {}
         """(namespace, label value) -> names."""
         self._versions: dict[str | None, int] = {}
@@ -144,6 +146,22 @@ class Informer:
         """
         return bool(version) and await self.reached(namespace, version, CATCH_UP)
 
+    def gone(self, namespace: str, name: str, uid: str, as_of: int) -> bool:
+        """Whether the copy saw the object `uid` go from under `name`.
+
+        `as_of` is a version at which the object existed (its resourceVersion when read): a
+        copy of `namespace` that is whole, has reached it and holds no object `uid` under
+        `name` saw it deleted, or re-created under its name, since. False when the copy cannot
+        tell: behind `as_of` (it may not have seen the object yet), not whole, a namespace
+        nobody watches, or version 0.
+        """
+        stream = namespace if namespace in self._loops else None
+        if not as_of or stream not in self._loops or not self._answers(stream):
+            return False
+        if self._versions.get(stream, 0) < as_of:
+            return False
+        return self._uids.get((namespace, name)) != uid
+
     def version(self, namespace: str) -> int:
         """The version the copy of `namespace` has reached: every event up to it is in the copy."""
         return self._versions.get(namespace if namespace in self._loops else None, 0)
@@ -184,6 +202,9 @@ class Informer:
         self._forget(key)
         kept = self._keep_of(obj)
         self._objects[key] = json.dumps(kept, separators=(",", ":")).encode()
+        uid = obj["metadata"].get("uid")
+        if isinstance(uid, str):
+            self._uids[key] = uid
         value = (obj["metadata"].get("labels") or {}).get(self._label)
         if isinstance(value, str):
             self._labelled[key] = value
@@ -191,6 +212,7 @@ class Informer:
 
     def _forget(self, key: Key) -> None:
         self._objects.pop(key, None)
+        self._uids.pop(key, None)
         value = self._labelled.pop(key, None)
         if value is not None:
             names = self._index.get((key[0], value), set())

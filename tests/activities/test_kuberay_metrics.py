@@ -1,11 +1,14 @@
-"""KubeRay's metrics: the transitions that set the duration gauges, and the scrape-time state
-gauges (`bridge.state_gauges`) listed from devcluster (real HTTP, real API semantics)."""
+"""KubeRay's metrics: the transitions that set the duration gauges, the exposition text, and
+the duration series of a status write against devcluster (real HTTP, real API semantics),
+forgotten once the worker's copy of their kind sees the CR go.
+
+The state gauges the bridge keeps are in `tests/bridge/test_state_gauges.py`."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from temporalio.testing import ActivityEnvironment
@@ -13,6 +16,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.builders import DEFAULT_OPTIONS
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
+from activities.kube.informer import Informer
 from activities.kuberay_metrics import (
     KubeRayMetrics,
     Sample,
@@ -22,10 +26,14 @@ from activities.kuberay_metrics import (
 )
 from activities.rayjob import contract
 from activities.rayjob.kube_effects import JobActivities
-from bridge.state_gauges import cr_state
+from crds.constants import LABEL_CLUSTER
 from crds.enums import JobDeploymentStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
+from tests.activities.counting import Calls
+from tests.activities.kube.test_informer import QuietApi, running
+from tests.eventually import eventually
+from tests.exposition import series
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 START = "2026-01-01T11:59:00Z"
@@ -98,6 +106,7 @@ HEAD = {
     "rayStartParams": {},
     "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}},
 }
+JOB = {"entrypoint": "python x.py", "rayClusterSpec": {"headGroupSpec": HEAD}}
 
 
 async def create(
@@ -121,81 +130,14 @@ async def create(
     return created
 
 
-def series(text: str) -> dict[str, float]:
-    """`name{labels}` -> value for every sample line."""
-    found = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            key, value = line.rsplit(" ", 1)
-            found[key] = float(value)
-    return found
-
-
-async def test_state_gauges_are_listed_per_scrape(client: KubeClient) -> None:
-    cluster = await create(
-        client,
-        kube.RAYCLUSTERS,
-        "RayCluster",
-        {"headGroupSpec": HEAD},
-        status={"conditions": [PROVISIONED | {"lastTransitionTime": START, "reason": "r"}]},
-        labels={"ray.io/originated-from-crd": "RayJob"},
-    )
-    job = await create(
-        client,
-        kube.RAYJOBS,
-        "RayJob",
-        {"entrypoint": "python x.py", "rayClusterSpec": {"headGroupSpec": HEAD}},
-        status={"jobDeploymentStatus": "Running"},
-    )
-    service = await create(
-        client,
-        kube.RAYSERVICES,
-        "RayService",
-        {"rayClusterConfig": {"headGroupSpec": HEAD}},
-        status={
-            "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": START, "reason": "r"}
-            ]
-        },
-    )
-
-    def ident(obj: dict[str, Any]) -> str:
-        meta = obj["metadata"]
-        return f'name="{meta["name"]}",namespace="default",uid="{meta["uid"]}"'
-
-    found = series(await cr_state(client))
-    assert found == {
-        f'kuberay_cluster_info{{{ident(cluster)},owner_kind="RayJob"}}': 1,
-        f'kuberay_cluster_condition_provisioned{{{ident(cluster)},condition="true"}}': 1,
-        f"kuberay_job_info{{{ident(job)}}}": 1,
-        f'kuberay_job_deployment_status{{{ident(job)},deployment_status="Running"}}': 1,
-        f"kuberay_service_info{{{ident(service)}}}": 1,
-        f'kuberay_service_condition_ready{{{ident(service)},condition="true"}}': 1,
-        f'kuberay_service_condition_upgrade_in_progress{{{ident(service)},condition="false"}}': 1,
-    }
-
-    # A state change replaces the series; a deleted CR's series are gone.
-    name = job["metadata"]["name"]
-    patch = {"status": {"jobDeploymentStatus": "Complete"}}
-    await client.patch(kube.RAYJOBS, "default", name, patch, sub="status")
-    await client.delete(kube.RAYSERVICES, "default", service["metadata"]["name"])
-    found = series(await cr_state(client, ["default"]))
-    assert f'kuberay_job_deployment_status{{{ident(job)},deployment_status="Complete"}}' in found
-    assert not [key for key in found if "Running" in key or "kuberay_service" in key]
-
-
 async def test_the_status_write_sets_the_duration_until_the_rayjob_is_gone(
-    client: KubeClient,
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     metrics = KubeRayMetrics()
     acts = JobActivities(client, DEFAULT_OPTIONS, metrics)
     started = datetime.now(UTC) - timedelta(seconds=30)
     job = await create(
-        client,
-        kube.RAYJOBS,
-        "RayJob",
-        {"entrypoint": "python x.py", "rayClusterSpec": {"headGroupSpec": HEAD}},
-        status={"jobDeploymentStatus": "Running"},
+        client, kube.RAYJOBS, "RayJob", JOB, status={"jobDeploymentStatus": "Running"}
     )
     meta = job["metadata"]
     ref = ObjectRef(kind="RayJob", namespace="default", name=meta["name"], uid=meta["uid"])
@@ -209,28 +151,54 @@ async def test_the_status_write_sets_the_duration_until_the_rayjob_is_gone(
         f'kuberay_job_execution_duration_seconds{{name="{meta["name"]}",namespace="default",'
         f'uid="{meta["uid"]}",job_deployment_status="Complete",retry_count="0"}}'
     )
-    found = series(await metrics.collect(client))
-    assert 29 <= found[key] <= 60
-    assert len([k for k in found if k.startswith("kuberay_job_execution")]) == 1
+    rayjobs = Informer(client, kube.RAYJOBS, LABEL_CLUSTER, "")
+    async with running(rayjobs):
+        await eventually(lambda: rayjobs.whole, message="the copy of the RayJobs")
+        requests = Calls(client, "list_versioned", monkeypatch)
+        found = series(metrics.collect(rayjobs=rayjobs))
+        assert requests.resources == []  # the copy tells, not a list per scrape
+        assert 29 <= found[key] <= 60
+        assert len([k for k in found if k.startswith("kuberay_job_execution")]) == 1
 
-    await client.delete(kube.RAYJOBS, "default", meta["name"])
-    assert "kuberay_job" not in await metrics.collect(client)
+        await client.delete(kube.RAYJOBS, "default", meta["name"])
+        await eventually(
+            lambda: "kuberay_job" not in metrics.collect(rayjobs=rayjobs),
+            message="the deleted RayJob's series to go",
+        )
 
 
-async def test_a_namespaced_worker_lists_only_its_namespaces() -> None:
-    """A namespaced install may list nowhere else: the gone-CR check stays inside its own."""
-    listed: list[tuple[str, str | None]] = []
-
-    class Recording:
-        async def list_all(self, resource: kube.Resource, namespace: str | None) -> list[Any]:
-            listed.append((resource.plural, namespace))
-            return []
-
+async def test_a_cr_recreated_under_its_name_loses_the_old_ones_series(client: KubeClient) -> None:
     metrics = KubeRayMetrics()
-    meta = {"name": "c", "namespace": "a", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z"}
-    provisioned = {"conditions": [{"type": "RayClusterProvisioned", "status": "True"}]}
-    metrics.cluster_status_written({"metadata": meta}, provisioned)
-    assert metrics.duration_samples()
-    await metrics.collect(cast(KubeClient, Recording()), ["a", "b"])
-    assert sorted(listed) == [("rayclusters", "a"), ("rayclusters", "b")]
-    assert metrics.duration_samples() == []  # listed in both, found in neither: gone
+    old = await create(client, kube.RAYCLUSTERS, "RayCluster", {"headGroupSpec": HEAD})
+    metrics.cluster_status_written(old, {"conditions": [PROVISIONED]})
+    name = old["metadata"]["name"]
+    clusters = Informer(client, kube.RAYCLUSTERS, LABEL_CLUSTER, "")
+    async with running(clusters):
+        await eventually(lambda: clusters.whole, message="the copy of the RayClusters")
+        assert old["metadata"]["uid"] in metrics.collect(clusters=clusters)
+        await client.delete(kube.RAYCLUSTERS, "default", name)
+        body = {key: old[key] for key in ("apiVersion", "kind", "spec")}
+        new = await client.create(kube.RAYCLUSTERS, "default", body | {"metadata": {"name": name}})
+        await eventually(
+            lambda: clusters.get("default", name) == new, message="the new cluster copied"
+        )
+        assert metrics.collect(clusters=clusters) == ""
+
+
+async def test_a_copy_that_cannot_tell_keeps_the_series() -> None:
+    """No copy, one not listed yet, or one behind the version the series was recorded at."""
+    metrics = KubeRayMetrics()
+    for name, version in (("seen-go", "2"), ("not-seen-yet", "5")):
+        meta = {"name": name, "namespace": "a", "uid": name, "resourceVersion": version}
+        metrics.cluster_status_written(
+            {"metadata": meta | {"creationTimestamp": START}}, {"conditions": [PROVISIONED]}, NOW
+        )
+    metrics.collect()
+    api = QuietApi([], {"a": "3"})  # lists no RayCluster at version 3, then hears nothing
+    clusters = Informer(api, kube.RAYCLUSTERS, LABEL_CLUSTER, "", namespaces=["a"])  # type: ignore[arg-type]
+    metrics.collect(clusters=clusters)
+    assert len(metrics.duration_samples()) == 2
+    async with running(clusters):
+        await eventually(lambda: clusters.whole, message="the copy listed")
+        text = metrics.collect(clusters=clusters)
+    assert 'name="not-seen-yet"' in text and "seen-go" not in text

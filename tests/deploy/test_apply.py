@@ -3,7 +3,8 @@
 Real kubectl 1.37 applies both renderings to a real v1.37 control plane, which judges them as
 a cluster would: the CRDs' schemas, the PodDisruptionBudgets (`policy/v1`), the RBAC objects,
 and, through the Deployment and ReplicaSet controllers, the pod templates, created as pods
-running as their ServiceAccounts (they stay Pending: the control plane has no node). Each test
+running as their ServiceAccounts (they stay Pending: the control plane has no node), and the
+NetworkPolicies (their named ports, selectors and peers). Each test
 gets a control plane of its own, since both install the same cluster-wide objects; what the
 rules grant is tested by test_rbac.py and test_rbac_enforced.py.
 """
@@ -25,6 +26,12 @@ from tests.eventually import eventually
 from tests.real_cluster import running_control_plane
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.kubernetes]
+
+POLICIES = {
+    "NetworkPolicy/kuberay-temporal",
+    "NetworkPolicy/kuberay-temporal-worker-ray-heads",
+}
+"""The worker's and the bridge's NetworkPolicies (test_network_policy.py checks their rules)."""
 
 
 class Kubectl:
@@ -79,6 +86,7 @@ async def test_apply_k_deploy_is_accepted(kubectl: Kubectl) -> None:
     assert "namespace/kuberay-temporal created" in out
     assert "customresourcedefinition.apiextensions.k8s.io/rayclusters.ray.io created" in out
     assert "poddisruptionbudget.policy/kuberay-temporal-bridge created" in out
+    assert await _names(kubectl, "networkpolicies", "-n", NAMESPACE) == POLICIES
     names = {"kuberay-temporal-worker", "kuberay-temporal-bridge"}
     assert await _names(kubectl, "deployments,serviceaccounts", "-n", NAMESPACE) >= {
         f"{kind}/{name}" for kind in ("Deployment", "ServiceAccount") for name in names
@@ -103,4 +111,5 @@ async def test_the_helm_rendering_is_accepted_too(kubectl: Kubectl) -> None:
     out = await kubectl("apply", "--server-side", "-f", "-", stdin=manifest)
     assert "deployment.apps/kuberay-temporal-worker serverside-applied" in out
     assert "poddisruptionbudget.policy/kuberay-temporal-bridge serverside-applied" in out
+    assert await _names(kubectl, "networkpolicies", "-n", NAMESPACE) == POLICIES
     await _pods_run_as_their_accounts(kubectl)

@@ -102,6 +102,9 @@ def test_worker_and_bridge_get_only_variables_they_read(name: str) -> None:
     # The health check asks the port the process serves on.
     assert f":{settings.health_port}/readyz" in " ".join(SERVICES[name]["healthcheck"]["test"])
     assert settings.health_port in {c for _, _, c in _published(SERVICES[name])}
+    assert settings.metrics_port in {c for _, _, c in _published(SERVICES[name])}
+    # Docker forwards a published port to the container's address, not to its loopback.
+    assert settings.health_address == settings.metrics_address == "0.0.0.0"
     # Traces go to the collector's OTLP/HTTP receiver (the only OTLP protocol built in).
     assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
 

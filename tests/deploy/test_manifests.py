@@ -57,7 +57,8 @@ def test_kustomize_renders_namespace_crds_rbac_settings_workloads_and_budgets() 
     ):
         assert {n for k, n in kinds if k == kind} == set(names), kind
     for doc in kustomize_docs():
-        if doc["kind"] in ("ServiceAccount", "Deployment", "PodDisruptionBudget", "ConfigMap"):
+        namespaced = ("ServiceAccount", "Deployment", "PodDisruptionBudget", "NetworkPolicy")
+        if doc["kind"] in (*namespaced, "ConfigMap"):
             assert doc["metadata"]["namespace"] == NAMESPACE
 
 
@@ -142,11 +143,22 @@ def test_the_settings_are_variables_the_processes_read_with_valid_values(render:
         grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
         if component == "worker":  # running activities get their time before the SIGKILL
             assert settings.graceful_shutdown_timeout.total_seconds() < grace
+        refs = {e["name"]: e["valueFrom"] for e in container(deployment)["env"]}
         secret_refs = {
-            e["name"]: e["valueFrom"]["secretKeyRef"] for e in container(deployment)["env"]
+            name: ref["secretKeyRef"] for name, ref in refs.items() if "secretKeyRef" in ref
         }
         assert set(secret_refs) == {"TEMPORAL_API_KEY", "KUBERAY_TEMPORAL_PAYLOAD_KEY"}
         assert all(ref["optional"] is True for ref in secret_refs.values())
+        # The pod's own IP, where the kubelet probes and Prometheus scrapes: not loopback,
+        # where the setting would leave them, nor every address.
+        pod_ip = {"fieldRef": {"fieldPath": "status.podIP"}}
+        for variable in ("KUBERAY_TEMPORAL_HEALTH_ADDRESS", "KUBERAY_TEMPORAL_METRICS_ADDRESS"):
+            assert refs[variable] == pod_ip, variable
+        assert set(refs) == {
+            *secret_refs,
+            "KUBERAY_TEMPORAL_HEALTH_ADDRESS",
+            "KUBERAY_TEMPORAL_METRICS_ADDRESS",
+        }
 
 
 def test_helm_values_for_cloud_mtls_and_namespaces_reach_the_settings() -> None:

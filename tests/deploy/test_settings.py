@@ -9,6 +9,8 @@ import pytest
 from pydantic import ValidationError
 from temporalio.service import TLSConfig
 
+from kuberay_temporal.cli import build_parser
+from runtime.flags import listener_overrides
 from tests.deploy.tables import END, START, settings_table
 from tests.reference import REPO_ROOT
 from runtime.temporal_client import tls_config
@@ -86,3 +88,28 @@ def test_a_health_port_out_of_range_names_the_variable() -> None:
     with pytest.raises(ValidationError) as caught:
         Settings.from_env({"KUBERAY_TEMPORAL_HEALTH_PORT": "70000"})
     assert "KUBERAY_TEMPORAL_HEALTH_PORT='70000'" in describe_invalid(caught.value)
+
+
+def test_the_health_and_metrics_ports_listen_on_loopback_unless_told() -> None:
+    settings = Settings.from_env({})
+    assert (settings.health_address, settings.metrics_address) == ("127.0.0.1", "127.0.0.1")
+
+
+@pytest.mark.parametrize("address", ["localhost", "10.0.0.7:9090", "", "pod-ip"])
+def test_a_listener_address_must_be_an_ip_address(address: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings.from_env({"KUBERAY_TEMPORAL_METRICS_ADDRESS": address})
+    assert describe_invalid(caught.value) == (
+        f"KUBERAY_TEMPORAL_METRICS_ADDRESS={address!r}: "
+        "not an IP address such as 127.0.0.1 or 0.0.0.0"
+    )
+
+
+@pytest.mark.parametrize("command", ["worker", "bridge"])
+def test_the_listener_flags_override_their_variables(command: str) -> None:
+    flags = ["--health-address", "0.0.0.0", "--metrics-address", "::", "--metrics-port", "9"]
+    args = build_parser().parse_args([command, *flags])
+    given = Settings.from_env({"KUBERAY_TEMPORAL_METRICS_ADDRESS": "10.0.0.7"}).model_dump()
+    settings = Settings.model_validate(given | listener_overrides(args))
+    assert (settings.health_address, settings.metrics_address) == ("0.0.0.0", "::")
+    assert settings.metrics_port == 9 and settings.health_port is None

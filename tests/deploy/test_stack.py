@@ -9,7 +9,8 @@ proxy, which the component grants), and each process authenticates as its Servic
 deploy/ with a token (`kuberay_temporal.service_accounts`), so RBAC holds it to deploy/'s
 rules. Only what says *where* things are is replaced: the Temporal address (a dev server
 started for this test, so the manifests' task queue `kuberay` is ours alone) and the health
-and metrics ports (two processes on one host). The control plane is a real v1.37 one with
+and metrics ports (two processes on one host); their addresses, which the manifests take from
+the pod's IP, keep their default, loopback. The control plane is a real v1.37 one with
 devcluster's kubelet as its node, simulated runtime: pods turn Running and Ready without
 processes, and a head's dashboard is devcluster's Ray simulator, reached on the head's pod IP
 as the API server's proxy dials it. With the manifests' settings the processes log JSON lines

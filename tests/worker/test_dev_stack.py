@@ -12,16 +12,22 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import cast
 
+import httpx
 import pytest
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 from activities.kube.client import KubeClient
 from bridge.running import Bridge
+from bridge.targets import RAYJOB
 from devcluster.ports import free_port
 from kuberay_temporal.dev import run_stack
-from kuberay_temporal.dev_stack import Component, DevStack, run_bridge
+from kuberay_temporal.dev_stack import Component, DevStack, run_bridge, run_worker
 from kuberay_temporal.temporal_server import DevServerOptions
-from runtime.settings import Settings
+from runtime.prometheus import build_telemetry
+from runtime.settings import LOOPBACK, Settings
+from runtime.temporal_client import connect
+from tests.listeners import OTHER_LOCAL_ADDRESS, refused
 
 
 def recording(
@@ -127,9 +133,8 @@ async def test_dev_with_a_taken_port_exits_1_with_one_line(tmp_path: Path) -> No
     ]
 
 
-async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _bridges_started(monkeypatch: pytest.MonkeyPatch) -> list[Bridge]:
+    """The bridges `run_bridge` starts from now on; each runs at once and lists nothing."""
     started: list[Bridge] = []
 
     async def run(self: Bridge) -> None:
@@ -140,6 +145,13 @@ async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
 
     monkeypatch.setattr(Bridge, "run", run)
     monkeypatch.setattr(Bridge, "wait_listed", listed)
+    return started
+
+
+async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = _bridges_started(monkeypatch)
     settings = Settings.model_validate(
         {"KUBERAY_TEMPORAL_WATCH_NAMESPACES": "a,kr", "KUBERAY_TEMPORAL_IGNORE_NAMESPACES": "kr"}
     )
@@ -152,6 +164,20 @@ async def test_the_dev_bridge_leaves_the_ignored_namespaces_alone(
     (bridge,) = started
     assert list(bridge.namespaces) == ["a", "kr"] and bridge.ignored == {"kr"}
     assert stack.running == ["bridge    watching ray.io CRs in a, kr but kr"]
+
+
+async def test_the_dev_bridge_keeps_the_state_gauges_the_worker_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = _bridges_started(monkeypatch)
+    stack = DevStack(DevServerOptions(state_dir=tmp_path), Settings())
+    stack.kube, stack.client = cast(KubeClient, object()), cast(Client, object())
+
+    async with run_bridge(stack):
+        await asyncio.sleep(0)  # the bridge's task runs once
+
+    (bridge,) = started
+    assert bridge.gauges is stack.gauges
 
 
 async def _dev_refuses(tmp_path: Path, *args: str) -> tuple[int | None, str]:
@@ -191,3 +217,23 @@ async def test_kuberay_namespace_must_be_a_namespace_name(tmp_path: Path) -> Non
         "kuberay-temporal dev: invalid --kuberay-namespace: must be lower-case letters, "
         "digits and '-', starting and ending with a letter or digit"
     ]
+
+
+async def test_the_dev_worker_serves_the_bridges_gauges_on_loopback_only(
+    tmp_path: Path, local_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    """`/metrics` names every CR: the local stack keeps it on this machine unless told."""
+    target = local_env.client.service_client.config.target_host
+    settings = Settings(temporal_address=target, task_queue=task_queue, metrics_port=0)
+    stack = DevStack(DevServerOptions(state_dir=tmp_path), settings)
+    stack.telemetry = build_telemetry(0)
+    stack.client = await connect(settings, stack.telemetry.runtime)
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}, "status": {}}
+    stack.gauges.observe(RAYJOB, "ADDED", job)
+
+    async with run_worker(stack), httpx.AsyncClient() as http:
+        (url,) = [line.split()[-1] for line in stack.running if line.startswith("metrics")]
+        port = int(url.removeprefix(f"http://{LOOPBACK}:").removesuffix("/metrics"))
+        assert await refused(OTHER_LOCAL_ADDRESS, port)
+        response = await http.get(url)
+    assert 'kuberay_job_info{name="j",namespace="ns",uid="u"} 1\n' in response.text

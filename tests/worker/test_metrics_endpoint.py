@@ -13,18 +13,32 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
-from runtime.prometheus import build_telemetry, serving_metrics
-from runtime.settings import Settings
+from runtime.prometheus import Telemetry, build_telemetry, serving_metrics
+from runtime.settings import LOOPBACK, Settings
 from runtime.temporal_client import connect
+from tests.listeners import OTHER_LOCAL_ADDRESS, refused
 from worker.running import build_worker
 from workflows.diagnostics import PingInput, PingWorkflow
 
 
-async def scrape(port: int) -> str:
+async def scrape(port: int, address: str = LOOPBACK) -> str:
     async with httpx.AsyncClient() as http:
-        response = await http.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+        response = await http.get(f"http://{address}:{port}/metrics", timeout=10)
     response.raise_for_status()
     return response.text
+
+
+async def test_metrics_are_served_on_their_address_only() -> None:
+    """They name every CR: on loopback, another address of the same machine has nothing."""
+    telemetry = Telemetry(runtime=None, sdk_address=None, kuberay=None)
+    text = 'kuberay_cluster_info{name="c"} 1\n'
+    async with serving_metrics(0, telemetry, [lambda: text], address=LOOPBACK) as server:
+        assert server is not None and server.url == f"http://127.0.0.1:{server.port}/metrics"
+        assert await refused(OTHER_LOCAL_ADDRESS, server.port)
+        assert await scrape(server.port) == text
+    async with serving_metrics(0, telemetry, [lambda: text], address=OTHER_LOCAL_ADDRESS) as server:
+        assert server is not None
+        assert await scrape(server.port, OTHER_LOCAL_ADDRESS) == text
 
 
 def test_no_port_no_runtime() -> None:
@@ -56,9 +70,8 @@ async def test_sdk_and_kuberay_series_on_one_endpoint(
         job, {"jobDeploymentStatus": "Complete", "startTime": started}
     )
 
-    durations = telemetry.kuberay
     async with (
-        serving_metrics(0, telemetry, [lambda: durations.collect(None)]) as server,
+        serving_metrics(0, telemetry, [telemetry.kuberay.collect], address=LOOPBACK) as server,
         build_worker(client, settings),
     ):
         assert server is not None

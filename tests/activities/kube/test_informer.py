@@ -205,3 +205,19 @@ async def test_an_empty_selector_keeps_every_object(client: KubeClient) -> None:
         assert await eventually(lambda: informer.whole)
         kept = informer.get("default", "bare")
         assert kept is not None and kept["metadata"]["labels"] == {}
+
+
+async def test_gone_only_when_a_whole_copy_at_the_version_lacks_that_uid() -> None:
+    kept = pod("p", "c") | {"metadata": {"name": "p", "namespace": "a", "uid": "u1"}}
+    informer = Informer(
+        QuietApi([kept], {"a": "10"}), kube.PODS, "ray.io/cluster", namespaces=["a"]
+    )  # type: ignore[arg-type]
+    assert not informer.gone("a", "q", "u2", 5)  # not listed yet: it cannot tell
+    async with running(informer):
+        assert await eventually(lambda: informer.whole)
+        assert not informer.gone("a", "p", "u1", 5)  # holds it
+        assert informer.gone("a", "p", "u0", 5)  # another object under its name now
+        assert informer.gone("a", "q", "u2", 10)  # existed at 10, which the copy has reached
+        assert not informer.gone("a", "q", "u2", 11)  # the copy may not have seen it yet
+        assert not informer.gone("a", "q", "u2", 0)  # no version known
+        assert not informer.gone("b", "q", "u2", 5)  # nobody watches b
