@@ -42,6 +42,9 @@ ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 COPY --from=build /venv /venv
 # A numeric, unprivileged user, so `runAsNonRoot` can verify it without a passwd lookup.
 USER 65532:65532
+# The container's own network is its boundary: the probe port answers on its every address
+# (the manifests narrow it to the pod's IP).
+ENV KUBERAY_TEMPORAL_HEALTH_ADDRESS=0.0.0.0
 EXPOSE 8080
 ENTRYPOINT ["kuberay-temporal"]
 CMD ["worker", "--health-port", "8080"]

@@ -151,3 +151,8 @@ def test_every_pip_install_from_an_index_requires_hashes() -> None:
         (target,) = re.findall(r"-r (\S+)", command)
         assert REPO_ROOT / copied[target] in (REQUIREMENTS, BUILD_REQUIREMENTS), command
     assert {"build", "setuptools"} <= set(_pins(BUILD_REQUIREMENTS))
+
+
+def test_the_probe_port_answers_on_the_containers_addresses() -> None:
+    """The default is loopback; in a container, `docker run -p` reaches only its interfaces."""
+    assert "ENV KUBERAY_TEMPORAL_HEALTH_ADDRESS=0.0.0.0" in INSTRUCTIONS
