@@ -27,7 +27,11 @@ from activities.kube.recent import patch_version, replace_status, version_of
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
-from activities.raycluster.observation import ClusterObserver, stale_policies
+from activities.raycluster.observation import (
+    ClusterObserver,
+    labelled_policies,
+    stale_policies,
+)
 from activities.raycluster.owned_objects import (
     CREATED_REASONS,
     UPDATED_REASONS,
@@ -100,19 +104,25 @@ class ClusterActivities:
                 await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
             )
         wanted = wanted_objects(cluster, self._options, ips)
-        # The LIST of policies goes out while the objects are made (one round trip fewer).
-        stale = asyncio.ensure_future(stale_policies(self._kube, cluster, wanted))
+        # The LIST of policies goes out while the objects before them are made (one round trip
+        # fewer); the policies it finds need no create.
+        policies = asyncio.ensure_future(labelled_policies(self._kube, cluster))
         try:
-            await self._make(cluster, wanted)
+            await self._make(cluster, wanted, policies)
         except BaseException:
-            stale.cancel()
+            policies.cancel()
             raise
-        for name in await stale:
+        for name in stale_policies(cluster, await policies, wanted):
             if await self._kube.delete(kube.NETWORK_POLICIES, ns, name):
                 message = f"Deleted NetworkPolicy {ns}/{name}"
                 await self._event(cluster, EventType.NORMAL, "DeletedNetworkPolicy", message, name)
 
-    async def _make(self, cluster: RayCluster, wanted: list[Owned]) -> None:
+    async def _make(
+        self,
+        cluster: RayCluster,
+        wanted: list[Owned],
+        policies: asyncio.Future[dict[str, kube.JSON]],
+    ) -> None:
         """Create each wanted object, or bring ours back to what it should be."""
         ns = cluster.namespace
         for owned in wanted:
@@ -123,6 +133,9 @@ class ClusterActivities:
                     cluster, EventType.WARNING, _failed_reason(kind), message, owned.key
                 )
                 raise ValueError(message)  # retried, as KubeRay requeues, until the CR changes
+            if owned.resource is kube.NETWORK_POLICIES and name in await policies:
+                await self._update(cluster, owned, (await policies)[name])
+                continue
             try:
                 existing, created = await self._kube.create_or_get(
                     owned.resource, ns, owned.manifest
