@@ -32,7 +32,7 @@ from activities.kube.informer import Informer, cached_or_live, same_as_of
 from activities.kube.recent import RecentReads, version_number
 from activities.kube.vocabulary import JobConditionType
 from activities.raycluster import contract
-from activities.raycluster.owned_objects import Owned, PodIps, wanted_objects
+from activities.raycluster.owned_objects import Owned, PodIps, binds_foreign, wanted_objects
 from crds.constants import LABEL_CLUSTER
 from crds.enums import ConditionStatus, RayNodeType
 from crds.loading import parse_ray_object
@@ -186,8 +186,13 @@ class ClusterObserver:
             known = {**known, **{f"NetworkPolicy/{n}": p for n, p in policies.items()}}
         found = await self._existing(cluster, [o for o in wanted if o.key not in known])
         found.update(known)
+        # Another's Role or ServiceAccount of the name: the RoleBinding is never made (the
+        # apply step's Warning says why), so it is not missing either.
+        unbound = any(binds_foreign(o, found[o.key], cluster) for o in wanted)
         for owned in wanted:
             current = found[owned.key]
+            if unbound and owned.manifest["kind"] == "RoleBinding":
+                continue
             # "Missing" covers objects to rewrite too: the same apply step fixes both. A foreign
             # object of the same name is never rewritten, so it would only cause idle passes.
             if current is None or (
