@@ -23,8 +23,11 @@ def desired_replicas(group: WorkerGroupSpec) -> int:
     A missing `replicas` counts as `minReplicas` (the API server defaults it to 0 and KubeRay
     clamps that up to the minimum).
     """
-    if group.suspend:
-        return 0
+    return 0 if group.suspend else requested_replicas(group)
+
+
+def requested_replicas(group: WorkerGroupSpec) -> int:
+    """Replicas the group asks for, suspended or not: `replicas` clamped to [min, max]."""
     low = group.min_replicas or 0
     high = group.max_replicas if group.max_replicas is not None else MAX_REPLICAS_DEFAULT
     # The minimum wins over the maximum when they conflict, as in KubeRay.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import activity
 
@@ -27,12 +27,17 @@ from activities.kube.recent import patch_version, replace_status, version_of
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
-from activities.raycluster.observation import ClusterObserver, stale_policies
+from activities.raycluster.observation import (
+    ClusterObserver,
+    labelled_policies,
+    stale_policies,
+)
 from activities.raycluster.owned_objects import (
     CREATED_REASONS,
     UPDATED_REASONS,
     Owned,
     PodIps,
+    binds_foreign,
     collision,
     created_message,
     updated_message,
@@ -100,50 +105,81 @@ class ClusterActivities:
                 await self._kube.list_all(kube.PODS, ns, f"{LABEL_CLUSTER}={cluster.name}")
             )
         wanted = wanted_objects(cluster, self._options, ips)
-        # The LIST of policies goes out while the objects are made (one round trip fewer).
-        stale = asyncio.ensure_future(stale_policies(self._kube, cluster, wanted))
+        # The LIST of policies goes out while the objects before them are made (one round trip
+        # fewer); the policies it finds need no create.
+        policies = asyncio.ensure_future(labelled_policies(self._kube, cluster))
         try:
-            await self._make(cluster, wanted)
+            await self._make(cluster, wanted, policies)
         except BaseException:
-            stale.cancel()
+            policies.cancel()
             raise
-        for name in await stale:
+        for name in stale_policies(cluster, await policies, wanted):
             if await self._kube.delete(kube.NETWORK_POLICIES, ns, name):
                 message = f"Deleted NetworkPolicy {ns}/{name}"
                 await self._event(cluster, EventType.NORMAL, "DeletedNetworkPolicy", message, name)
 
-    async def _make(self, cluster: RayCluster, wanted: list[Owned]) -> None:
-        """Create each wanted object, or bring ours back to what it should be."""
-        ns = cluster.namespace
+    async def _make(
+        self,
+        cluster: RayCluster,
+        wanted: list[Owned],
+        policies: asyncio.Future[dict[str, kube.JSON]],
+    ) -> None:
+        """Create each wanted object, or bring ours back to what it should be.
+
+        The RoleBinding only while the ServiceAccount and Role before it are this cluster's
+        (`binds_foreign`): else a Warning says why, and nothing is bound.
+        """
+        unbound = False
         for owned in wanted:
-            kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
             if owned.problem:
-                message = f"Failed to create {kind} {ns}/{name}: {owned.problem}"
+                await self._refuse(cluster, owned)
+            if unbound and owned.manifest["kind"] == "RoleBinding":
+                continue
+            existing = await self._existing_or_created(cluster, owned, policies)
+            if binds_foreign(owned, existing, cluster):
+                unbound = True
+                await self._collision(cluster, owned)
+            elif existing is not None:
+                await self._update(cluster, owned, existing)
+
+    async def _refuse(self, cluster: RayCluster, owned: Owned) -> NoReturn:
+        """Say why an object cannot be made as the CR stands, and fail the apply."""
+        kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+        message = f"Failed to create {kind} {cluster.namespace}/{name}: {owned.problem}"
+        await self._event(cluster, EventType.WARNING, _failed_reason(kind), message, owned.key)
+        raise ValueError(message)  # retried, as KubeRay requeues, until the CR changes
+
+    async def _existing_or_created(
+        self, cluster: RayCluster, owned: Owned, policies: asyncio.Future[dict[str, kube.JSON]]
+    ) -> kube.JSON | None:
+        """The object as it exists, or None once this call has created it."""
+        ns = cluster.namespace
+        kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+        if owned.resource is kube.NETWORK_POLICIES and name in await policies:
+            return (await policies)[name]
+        try:
+            existing, created = await self._kube.create_or_get(owned.resource, ns, owned.manifest)
+        except KubeRejected as err:
+            # Retrying cannot help until someone fixes the RBAC or the spec, and a retry
+            # alone shows nowhere in Kubernetes: say so where `kubectl describe` looks.
+            message = f"Failed to create {kind} {ns}/{name}: {err}"
+            with contextlib.suppress(KubeError):  # the refusal is what gets reported
                 await self._event(
                     cluster, EventType.WARNING, _failed_reason(kind), message, owned.key
                 )
-                raise ValueError(message)  # retried, as KubeRay requeues, until the CR changes
-            try:
-                existing, created = await self._kube.create_or_get(
-                    owned.resource, ns, owned.manifest
-                )
-            except KubeRejected as err:
-                # Retrying cannot help until someone fixes the RBAC or the spec, and a retry
-                # alone shows nowhere in Kubernetes: say so where `kubectl describe` looks.
-                message = f"Failed to create {kind} {ns}/{name}: {err}"
-                with contextlib.suppress(KubeError):  # the refusal is what gets reported
-                    await self._event(
-                        cluster, EventType.WARNING, _failed_reason(kind), message, owned.key
-                    )
-                raise
-            if created:
-                if kind in CREATED_REASONS:  # cert-manager objects get none in KubeRay either
-                    message = created_message(kind, ns, name)
-                    await self._event(
-                        cluster, EventType.NORMAL, CREATED_REASONS[kind], message, owned.key
-                    )
-                continue
-            await self._update(cluster, owned, existing)
+            raise
+        if not created:
+            return existing
+        if kind in CREATED_REASONS:  # cert-manager objects get none in KubeRay either
+            message = created_message(kind, ns, name)
+            await self._event(cluster, EventType.NORMAL, CREATED_REASONS[kind], message, owned.key)
+        return None
+
+    async def _collision(self, cluster: RayCluster, owned: Owned) -> None:
+        """Warn of an object of the wanted name that another owns (it is left alone)."""
+        kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
+        reason, message = collision(kind, cluster.namespace, name)
+        await self._event(cluster, EventType.WARNING, reason, message, owned.key)
 
     async def _update(self, cluster: RayCluster, owned: Owned, existing: kube.JSON) -> None:
         """Rewrite an object KubeRay keeps in line with the spec; never one it does not own."""
@@ -152,8 +188,7 @@ class ClusterActivities:
             return
         kind, name = owned.manifest["kind"], owned.manifest["metadata"]["name"]
         if not is_controlled_by(existing, cluster):
-            reason, message = collision(kind, cluster.namespace, name)
-            await self._event(cluster, EventType.WARNING, reason, message, owned.key)
+            await self._collision(cluster, owned)
             return
         await self._kube.request("PUT", owned.resource.path(cluster.namespace, name), body=new)
         if kind not in UPDATED_REASONS:  # KubeRay records none for a PodGroup

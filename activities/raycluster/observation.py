@@ -3,14 +3,20 @@
 What the workflow decides on, reduced to views (`activities.contract`): the history carries the
 spec (secrets redacted) only when its generation changed, and never a pod template. The
 RayCluster comes from the worker's copy when it is as new as the workflow knows it (its own
-writes, the bridge's news), pods when they are as new as the bridge's news, the head Service
-when the copy holds it; each read is kept (`recent`) for the pass's later steps.
+writes, the bridge's news), pods when they are as new as the bridge's news, Services when the
+copy holds them; each read is kept (`recent`) for the pass's later steps.
+
+Every pass reads the other owned objects too, so their reads must not grow with the spec: the
+NetworkPolicies, one per worker group, come from one LIST by the cluster's label, and a spec
+too large to be valid (`crds.validation.sizes`) gets none of these reads at all.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Iterable
 from datetime import datetime
+from typing import TypeVar
 
 from temporalio import activity
 
@@ -27,22 +33,34 @@ from activities.kube.informer import Informer, cached_or_live, same_as_of
 from activities.kube.recent import RecentReads, version_number
 from activities.kube.vocabulary import JobConditionType
 from activities.raycluster import contract
-from activities.raycluster.owned_objects import Owned, PodIps, wanted_objects
+from activities.raycluster.owned_objects import Owned, PodIps, binds_foreign, wanted_objects
 from crds.constants import LABEL_CLUSTER
 from crds.enums import ConditionStatus, RayNodeType
 from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
 from crds.redaction import redacted_cluster_spec
+from crds.validation.sizes import oversized
 from crds.violations import InvalidObjectError
 
+READ_CONCURRENCY = 8
+"""Reads of one cluster's owned objects in flight at once."""
+T = TypeVar("T")
 
-async def stale_policies(client: KubeClient, cluster: RayCluster, wanted: list[Owned]) -> list[str]:
-    """NetworkPolicies of this cluster that the spec no longer asks for (removed groups)."""
-    existing = await client.list_all(
+
+async def labelled_policies(client: KubeClient, cluster: RayCluster) -> dict[str, kube.JSON]:
+    """The NetworkPolicies labelled with the cluster, by name: one LIST for all its groups."""
+    listed = await client.list_all(
         kube.NETWORK_POLICIES, cluster.namespace, f"{LABEL_CLUSTER}={cluster.name}"
     )
-    desired = [o.manifest for o in wanted if o.manifest["kind"] == "NetworkPolicy"]
-    return stale_policy_names(cluster, existing, desired)
+    return {p["metadata"]["name"]: p for p in listed}
+
+
+def stale_policies(
+    cluster: RayCluster, labelled: dict[str, kube.JSON], wanted: list[Owned]
+) -> list[str]:
+    """NetworkPolicies of this cluster that the spec no longer asks for (removed groups)."""
+    desired = [o.manifest for o in wanted if _is_policy(o)]
+    return stale_policy_names(cluster, list(labelled.values()), desired)
 
 
 class ClusterObserver:
@@ -140,16 +158,42 @@ class ClusterObserver:
             if view.node_type in (RayNodeType.HEAD, RayNodeType.WORKER)
         ]
         snapshot.head_service = summarize_service(head) if head else None
+        if oversized(cluster.spec):
+            return  # validation refuses it before anything is built: nothing more to read
         wanted = wanted_objects(cluster, self._options, PodIps.of(pods))
+        await self._missing(cluster, snapshot, wanted, {f"Service/{head_name}": head}, spec_changed)
+        snapshot.spec_hash = builders.recreate_hash(cluster.spec)
+        snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
+        if self._options.deterministic_head_pod_name:
+            snapshot.head_name = names.deterministic_head_pod_name(cluster)
+        snapshot.worker_prefixes = {
+            g.group_name: builders.worker_pod_name_prefix(cluster, g.group_name)
+            for g in cluster.spec.worker_group_specs or []
+        }
+        snapshot.resources = builders.desired_resources(cluster)
 
-        async def existing(owned: Owned) -> kube.JSON | None:
-            name = owned.manifest["metadata"]["name"]
-            if owned.manifest["kind"] == "Service" and name == head_name:
-                return head
-            return await self._kube.get_or_none(owned.resource, ns, name)
-
-        found = await asyncio.gather(*(existing(owned) for owned in wanted))
-        for owned, current in zip(wanted, found, strict=True):
+    async def _missing(
+        self,
+        cluster: RayCluster,
+        snapshot: contract.ClusterSnapshot,
+        wanted: list[Owned],
+        known: dict[str, kube.JSON | None],
+        spec_changed: bool,
+    ) -> None:
+        """Note the wanted objects that are missing or to be rewritten, and stale policies."""
+        policies = None
+        if any(_is_policy(o) for o in wanted):
+            policies = await labelled_policies(self._kube, cluster)
+            known = {**known, **{f"NetworkPolicy/{n}": p for n, p in policies.items()}}
+        found = await self._existing(cluster, [o for o in wanted if o.key not in known])
+        found.update(known)
+        # Another's Role or ServiceAccount of the name: the RoleBinding is never made (the
+        # apply step's Warning says why), so it is not missing either.
+        unbound = any(binds_foreign(o, found[o.key], cluster) for o in wanted)
+        for owned in wanted:
+            current = found[owned.key]
+            if unbound and owned.manifest["kind"] == "RoleBinding":
+                continue
             # "Missing" covers objects to rewrite too: the same apply step fixes both. A foreign
             # object of the same name is never rewritten, so it would only cause idle passes.
             if current is None or (
@@ -160,17 +204,27 @@ class ClusterObserver:
         # then do they decide anything: with something missing the apply step runs anyway,
         # and it lists them itself (a first pass lists NetworkPolicies once, not twice).
         if spec_changed and not snapshot.missing_objects:
-            stale = await stale_policies(self._kube, cluster, wanted)
+            if policies is None:
+                policies = await labelled_policies(self._kube, cluster)
+            stale = stale_policies(cluster, policies, wanted)
             snapshot.missing_objects += [f"NetworkPolicy/{name}" for name in stale]
-        snapshot.spec_hash = builders.recreate_hash(cluster.spec)
-        snapshot.head_prefix = builders.head_pod_name_prefix(cluster)
-        if self._options.deterministic_head_pod_name:
-            snapshot.head_name = names.deterministic_head_pod_name(cluster)
-        snapshot.worker_prefixes = {
-            g.group_name: builders.worker_pod_name_prefix(cluster, g.group_name)
-            for g in cluster.spec.worker_group_specs or []
-        }
-        snapshot.resources = builders.desired_resources(cluster)
+
+    async def _existing(
+        self, cluster: RayCluster, wanted: list[Owned]
+    ) -> dict[str, kube.JSON | None]:
+        """Each object as it exists (None: absent), read by name; a Service from the copy.
+
+        What a label LIST lacks is read too: another's object of the name has no label of ours.
+        """
+        ns = cluster.namespace
+
+        async def read(owned: Owned) -> kube.JSON | None:
+            copy = self._services if owned.resource is kube.SERVICES else None
+            name = owned.manifest["metadata"]["name"]
+            return await cached_or_live(self._kube, copy, owned.resource, ns, name)
+
+        found = await _bounded(read(owned) for owned in wanted)
+        return {owned.key: current for owned, current in zip(wanted, found, strict=True)}
 
     async def _cluster_pods(self, cluster: RayCluster, as_of: int) -> tuple[list[kube.JSON], int]:
         """The cluster's pods and the pod version they reflect.
@@ -188,3 +242,18 @@ class ClusterObserver:
 
 def _annotations(meta: kube.JSON) -> dict[str, str]:
     return names.without_last_applied(meta.get("annotations"))
+
+
+def _is_policy(owned: Owned) -> bool:
+    return owned.resource is kube.NETWORK_POLICIES
+
+
+async def _bounded(calls: Iterable[Awaitable[T]]) -> list[T]:
+    """Await every call, at most `READ_CONCURRENCY` at a time, and return their results."""
+    limit = asyncio.Semaphore(READ_CONCURRENCY)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with limit:
+            return await call
+
+    return await asyncio.gather(*(one(call) for call in calls))

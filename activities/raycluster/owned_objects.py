@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from activities import builders
 from activities.builders import auth, batch_scheduling, ingress, network_policies, pod_groups, tls
 from activities.builders.autoscaler import is_autoscaling_enabled
+from activities.builders.network_policies import is_controlled_by
 from activities.kube import client as kube
 from activities.kube.vocabulary import PodPhase
 from crds.constants import LABEL_NODE_TYPE
@@ -57,6 +58,8 @@ _RESOURCES = {
     f"PodGroup.{kube.VOLCANO_POD_GROUPS.group}": kube.VOLCANO_POD_GROUPS,
     f"PodGroup.{kube.PLUGINS_POD_GROUPS.group}": kube.PLUGINS_POD_GROUPS,
 }
+GRANTED = ("ServiceAccount", "Role")
+"""The kinds the autoscaler's RoleBinding names: one of another owner's is never bound."""
 UpdateRule = Callable[[kube.JSON, kube.JSON], bool]
 """(existing, desired) -> whether the existing object must be rewritten."""
 
@@ -137,7 +140,20 @@ def collision(kind: str, namespace: str, name: str) -> tuple[str, str]:
         f"{kind} {namespace}/{name} already exists and is not owned by this RayCluster; "
         "it is left as it is"
     )
+    if kind in GRANTED:
+        message += ", and no RoleBinding is made for it"
     return f"{kind}NameCollision", message
+
+
+def binds_foreign(owned: Owned, existing: kube.JSON | None, cluster: RayCluster) -> bool:
+    """Whether the autoscaler's RoleBinding would bind this existing object of another owner.
+
+    KubeRay creates the Role and the RoleBinding by the cluster's name, the RoleBinding even
+    when a Role of that name was there before: a RayCluster named after a Role the platform
+    made would bind that Role to a ServiceAccount the cluster's pods run as.
+    """
+    kind = owned.manifest["kind"]
+    return kind in GRANTED and existing is not None and not is_controlled_by(existing, cluster)
 
 
 @dataclass(frozen=True)

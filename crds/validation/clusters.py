@@ -3,7 +3,7 @@
 These are the checks KubeRay runs on every RayClusterSpec (`ValidateRayClusterSpec`), wherever
 the spec lives: a RayCluster, a RayJob's `spec.rayClusterSpec`, or a RayService's
 `spec.rayClusterConfig`. `cluster_spec_violations` is the entry point; it also runs the rules
-kept in their own modules (autoscaling, GCS fault tolerance, security, add-ons).
+kept in their own modules (sizes, autoscaling, GCS fault tolerance, security, add-ons).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from crds.constants import LABEL_ORIGINATED_FROM_CRD
 from crds.raycluster import RayCluster, WorkerGroupSpec
-from crds.validation import addons, autoscaling, fault_tolerance, security, templates
+from crds.validation import addons, autoscaling, fault_tolerance, security, sizes, templates
 from crds.validation.names import label_key_problems, label_value_problems
 from crds.validation.references import cluster_references
 from crds.validation.scope import (
@@ -44,6 +44,7 @@ def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
         cluster_references,
         head_service_violations,
         replica_bounds,
+        *sizes.RULES,
         *autoscaling.RULES,
         *fault_tolerance.RULES,
         *security.RULES,

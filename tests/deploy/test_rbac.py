@@ -78,7 +78,7 @@ def test_the_scan_resolves_the_call_sites_it_cannot_read_directly() -> None:
     # table, the scan would be too generous or too narrow: look at it, then extend this list.
     worker, bridge = usage.worker_scan(), usage.bridge_scan()
     assert {(s.module, s.method) for s in worker.dynamic} == {
-        ("activities/raycluster/observation.py", "get_or_none"),
+        ("activities/raycluster/observation.py", "cached_or_live"),
         ("activities/raycluster/kube_effects.py", "create_or_get"),
         ("activities/raycluster/kube_effects.py", "update"),
     }

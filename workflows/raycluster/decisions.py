@@ -10,7 +10,7 @@ as a ReplicaSet would), and expectations survive restarts because they are workf
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
@@ -29,6 +29,16 @@ from workflows.raycluster.plans import Expectation, PodPlan, SuspendPhase
 EXPECTATION_TIMEOUT = timedelta(seconds=30)
 MAX_RETRY_DELAY = timedelta(seconds=60)
 """The longest wait before a failed apply is tried again."""
+MAX_POD_CHANGES = 100
+"""Pods one pass creates, and pods it deletes, at most; the next pass, due at once, goes on.
+
+KubeRay creates every missing pod of a group in one reconcile, one after the other; a pass
+here first writes its plan into the workflow history, so a plan as large as `replicas` could
+exhaust the worker. Like KubeRay's next reconcile, the next pass waits for the API to show
+what this one did (the expectations). 100 keeps a pass's apply (a create and an Event each)
+far within its timeout and its history entry to some tens of KiB. A multi-host replica is
+never split (a replica that lacks a host is rebuilt whole): a pass makes at least one.
+"""
 
 NewName = Callable[[str], str]
 """Returns a fresh pod name for a prefix (the workflow draws the suffix from its seeded RNG)."""
@@ -116,11 +126,12 @@ def expectations_after(
 ) -> dict[str, Expectation]:
     """What each group now awaits: the creates and deletes of the plan the API accepted."""
     groups: dict[str, Expectation] = {}
+    created_names, deleted_names = set(created), set(deleted)
     for creation in plan.creations:
-        if creation.name in created:
+        if creation.name in created_names:
             groups.setdefault(creation.group, Expectation(since=now)).creates.append(creation.name)
     for deletion in plan.deletions:
-        if deletion.name in deleted:
+        if deletion.name in deleted_names:
             groups.setdefault(deletion.group, Expectation(since=now)).deletes.append(deletion.name)
     return groups
 
@@ -155,8 +166,12 @@ def plan_pods(
         return plan
     if not _plan_head(plan, facts, heads, expectations.get(HEAD_GROUP_VALUE), now, new_name):
         return plan
+    workers: dict[str, list[PodView]] = {}
+    for pod in pods:
+        if is_worker(pod):
+            workers.setdefault(pod.group, []).append(pod)
     for group in facts.spec.worker_group_specs or []:
-        group_pods = [p for p in pods if is_worker(p) and p.group == group.group_name]
+        group_pods = workers.get(group.group_name, [])
         exp = expectations.get(group.group_name)
         if not expectation_met(exp, group_pods, now):
             plan.waiting.append(f"group {group.group_name}: waiting for earlier pod changes")
@@ -216,20 +231,22 @@ def _plan_group(
     name = group.group_name
     live = sorted((p for p in pods if not p.terminating), key=lambda p: p.name)
     if group.suspend:
-        for pod in live:
-            plan.deletions.append(PodDeletion(name=pod.name, group=name, reason="group suspended"))
+        _delete(
+            plan, (PodDeletion(name=p.name, group=name, reason="group suspended") for p in live)
+        )
         return True
     unhealthy = [(p, unhealthy_reason(p)) for p in live]
     bad = [PodDeletion(name=p.name, group=name, reason=r) for p, r in unhealthy if r]
     if bad:
-        plan.deletions += bad
-        plan.stopped = f"deleted {len(bad)} unhealthy worker pod(s) of group {name}"
+        deleted = _delete(plan, bad)
+        plan.stopped = f"deleted {deleted} unhealthy worker pod(s) of group {name}"
         return False
     doomed = set(group.scale_strategy.workers_to_delete or []) if group.scale_strategy else set()
-    for pod in live:
-        if pod.name in doomed:
-            reason = "listed in scaleStrategy.workersToDelete"
-            plan.deletions.append(PodDeletion(name=pod.name, group=name, reason=reason))
+    listed = "listed in scaleStrategy.workersToDelete"
+    _delete(
+        plan,
+        (PodDeletion(name=p.name, group=name, reason=listed) for p in live if p.name in doomed),
+    )
     running = [p for p in live if p.name not in doomed]
     if replicas.hosts(group) > 1:
         _scale_multi_host(plan, group, running, spec, prefix, new_name)
@@ -250,19 +267,23 @@ def _scale_single_host(
     prefix: str,
     new_name: NewName,
 ) -> None:
-    diff = replicas.desired_pods(group) - len(running)
+    name, diff = group.group_name, replicas.desired_pods(group) - len(running)
     if diff > 0:
+        count = min(diff, _room(plan))
         used: set[int] = {p.replica_index for p in running if p.replica_index is not None}
-        for index in _free_indices(used, diff):
+        for index in _free_indices(used, count):
             plan.creations.append(
-                PodCreation(name=new_name(prefix), group=group.group_name, replica_index=index)
+                PodCreation(name=new_name(prefix), group=name, replica_index=index)
             )
-        plan.creating.append(f"group {group.group_name}: creating {diff} worker pod(s)")
+        if count:
+            plan.creating.append(f"group {name}: creating {count} worker pod(s)")
+        _leave(plan, name, diff - count)
     elif diff < 0 and not _autoscaled(spec):
         # With the autoscaler on, only workersToDelete removes pods (the autoscaler chooses).
-        for pod in running[:-diff]:
-            reason = f"scaling group {group.group_name} down to {replicas.desired_pods(group)}"
-            plan.deletions.append(PodDeletion(name=pod.name, group=group.group_name, reason=reason))
+        reason = f"scaling group {name} down to {replicas.desired_pods(group)}"
+        _delete(
+            plan, (PodDeletion(name=p.name, group=name, reason=reason) for p in running[:-diff])
+        )
 
 
 def _scale_multi_host(
@@ -281,12 +302,13 @@ def _scale_multi_host(
     complete = sorted(i for i, ps in by_replica.items() if i is not None and len(ps) == hosts)
     for index, members in by_replica.items():
         if index is None or len(members) != hosts:
-            for pod in members:
-                reason = f"replica {index} of group {name} is incomplete; it will be rebuilt"
-                plan.deletions.append(PodDeletion(name=pod.name, group=name, reason=reason))
+            reason = f"replica {index} of group {name} is incomplete; it will be rebuilt"
+            _delete(plan, (PodDeletion(name=p.name, group=name, reason=reason) for p in members))
     diff = replicas.desired_replicas(group) - len(complete)
     if diff > 0:
-        for index in _free_indices(set(complete), diff):
+        # Whole replicas while the pass has room; at least one in a pass that has made none.
+        count = min(diff, _room(plan) // hosts or int(not plan.creations))
+        for index in _free_indices(set(complete), count):
             replica_name = new_name(f"{name}-")
             for host in range(hosts):
                 plan.creations.append(
@@ -298,11 +320,35 @@ def _scale_multi_host(
                         host_index=host,
                     )
                 )
+        _leave(plan, name, (diff - count) * hosts)
     elif diff < 0 and not _autoscaled(spec):
-        for index in complete[diff:]:
-            for pod in by_replica[index]:
-                reason = f"scaling group {name} down to {replicas.desired_replicas(group)} replicas"
-                plan.deletions.append(PodDeletion(name=pod.name, group=name, reason=reason))
+        reason = f"scaling group {name} down to {replicas.desired_replicas(group)} replicas"
+        surplus = (pod for index in complete[diff:] for pod in by_replica[index])
+        _delete(plan, (PodDeletion(name=p.name, group=name, reason=reason) for p in surplus))
+
+
+def _room(plan: PodPlan) -> int:
+    """How many more pods the pass may create."""
+    return max(MAX_POD_CHANGES - len(plan.creations), 0)
+
+
+def _leave(plan: PodPlan, group: str, count: int) -> None:
+    """Note the pods of a group that the next passes create, if any."""
+    if count > 0:
+        plan.unfinished = True
+        plan.waiting.append(f"group {group}: {count} more worker pod(s) to create")
+
+
+def _delete(plan: PodPlan, deletions: Iterable[PodDeletion]) -> int:
+    """Add deletions while the pass has room; returns how many (the rest go next pass)."""
+    added = 0
+    for deletion in deletions:
+        if len(plan.deletions) >= MAX_POD_CHANGES:
+            plan.unfinished = True
+            break
+        plan.deletions.append(deletion)
+        added += 1
+    return added
 
 
 def _free_indices(used: set[int], count: int) -> list[int]:

@@ -35,6 +35,8 @@ class PodPlan(BaseModel):
     """Human notes on what the cluster is waiting for, for the workflow's current details."""
     creating: list[str] = Field(default_factory=list)
     """Notes on the pods the plan creates: waited for too until a pass has seen them."""
+    unfinished: bool = False
+    """The plan holds as many pod changes as one pass makes; the next pass makes the rest."""
 
     @property
     def empty(self) -> bool:

@@ -262,6 +262,9 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         result = await self._apply(plan, snap)
         if result.stale:
             return  # the spec changed under us; the next pass re-reads it
+        if plan.unfinished and not result.failure:
+            # The rest of a plan larger than a pass: no event would announce that it is due.
+            state.dirty = True
         pods = snap.pods
         # As KubeRay's next reconcile, which their creation wakes at once, counts them.
         counted = bool(result.created) and self._patches.on(CREATED_PODS_PATCH)

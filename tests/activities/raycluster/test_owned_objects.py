@@ -239,3 +239,56 @@ async def test_a_first_pass_lists_network_policies_once(
     # A spec change with nothing missing: the read is what finds stale policies.
     assert (await run(acts.read, contract.ReadClusterInput(ref=ref))).missing_objects == []
     assert lists.count("networkpolicies") == 2
+
+
+def _platform_object(kind: str, name: str) -> dict[str, Any]:
+    """An object someone else made in the namespace before the cluster existed."""
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}
+    if kind == "Role":
+        body["apiVersion"] = "rbac.authorization.k8s.io/v1"
+        body["rules"] = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]
+    return body
+
+
+@pytest.mark.parametrize(
+    ("kind", "resource"),
+    [
+        pytest.param("Role", kube.ROLES, id="role"),
+        pytest.param("ServiceAccount", kube.SERVICE_ACCOUNTS, id="service-account"),
+    ],
+)
+async def test_another_owners_role_or_account_of_the_name_is_never_bound(
+    client: KubeClient, kind: str, resource: kube.Resource
+) -> None:
+    """A RayCluster named after a Role the platform made must not bind that Role to the
+    ServiceAccount its pods run as (nor the autoscaler's Role to another's account)."""
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client, enableInTreeAutoscaling=True)
+    theirs = await client.create(resource, "default", _platform_object(kind, ref.name))
+    await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
+    assert await client.get_or_none(kube.ROLE_BINDINGS, "default", ref.name) is None
+    kept = await client.get(resource, "default", ref.name)
+    assert kept["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+    events = await client.list_all(kube.EVENTS, "default")
+    assert [e["message"] for e in events if e["reason"] == f"{kind}NameCollision"] == [
+        f"{kind} default/{ref.name} already exists and is not owned by this RayCluster; "
+        "it is left as it is, and no RoleBinding is made for it"
+    ]
+    # Nothing more to do about it: later passes do not keep trying.
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    assert snap.missing_objects == []
+
+
+async def test_the_binding_of_this_clusters_own_role_is_made_again(client: KubeClient) -> None:
+    acts = ClusterActivities(client, DEFAULT_OPTIONS)
+    ref = await make_cluster(client, enableInTreeAutoscaling=True)
+    ensure = contract.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True)
+    await run(acts.apply, ensure)
+    await client.delete(kube.ROLE_BINDINGS, "default", ref.name)
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref, known_generation=1))
+    assert snap.missing_objects == [f"RoleBinding/{ref.name}"]
+    await run(acts.apply, ensure)
+    binding = await client.get(kube.ROLE_BINDINGS, "default", ref.name)
+    assert binding["roleRef"]["name"] == ref.name
+    reasons = [e["reason"] for e in await client.list_all(kube.EVENTS, "default")]
+    assert not [r for r in reasons if r.endswith("NameCollision")]

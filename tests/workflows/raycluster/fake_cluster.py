@@ -37,6 +37,8 @@ class FakeCluster:
         self.status_writes = 0
         self.events: list[contract.EventSpec] = []
         self.created: list[str] = []
+        self.batches: list[int] = []
+        """How many pods each apply was told to create."""
         self.pods_read_as_of: list[int] = []
         """`pods_as_of` of every read: how new the pods had to be."""
         self.read_as_of: list[int] = []
@@ -163,6 +165,7 @@ class FakeCluster:
     async def apply(self, params: contract.ApplyClusterInput) -> contract.ApplyClusterResult:
         if params.generation != self.generation:
             return contract.ApplyClusterResult(stale=True)
+        self.batches.append(len(params.creations))
         result = contract.ApplyClusterResult()
         if params.ensure_objects:
             if self.refuse_services:

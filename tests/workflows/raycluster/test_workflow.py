@@ -21,6 +21,7 @@ from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
 from worker.running import strict_sandbox_runner
 from workflows import messages
+from workflows.raycluster.decisions import MAX_POD_CHANGES
 from workflows.raycluster.state import RayClusterInput
 from workflows.raycluster.workflow import RayClusterWorkflow
 
@@ -190,6 +191,20 @@ async def test_invalid_spec_creates_nothing_and_says_why(harness: Harness) -> No
     assert event.reason == "InvalidRayClusterSpec" and event.type == "Warning"
     assert "spec.workerGroupSpecs[0].minReplicas" in event.message
     assert cluster.created == []
+
+
+async def test_a_group_larger_than_a_pass_is_created_pass_after_pass_unprompted(
+    harness: Harness,
+) -> None:
+    """Each pass creates at most `MAX_POD_CHANGES` pods and makes the next pass due itself:
+    no pod event (the bridge sends none for a creation) and no resync is needed for the rest."""
+    cluster = harness.cluster
+    wanted = 2 * MAX_POD_CHANGES + 50
+    cluster.set_group(0, replicas=wanted, maxReplicas=wanted)
+    await harness.start()
+    await eventually(lambda: len(cluster.live("worker")) == wanted, message="every worker")
+    assert cluster.batches[:3] == [MAX_POD_CHANGES, MAX_POD_CHANGES, 51], cluster.batches
+    assert len(set(cluster.created)) == wanted + 1  # each pod once, the head too
 
 
 async def test_resync_repairs_a_silent_change(harness: Harness, env: WorkflowEnvironment) -> None:
