@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from activities import builders
 from activities.builders import auth, batch_scheduling, ingress, network_policies, pod_groups, tls
 from activities.builders.autoscaler import is_autoscaling_enabled
-from activities.builders.network_policies import is_controlled_by
+from activities.builders.names import is_controlled_by
 from activities.kube import client as kube
 from activities.kube.vocabulary import PodPhase
 from crds.constants import LABEL_NODE_TYPE
