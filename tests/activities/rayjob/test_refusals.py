@@ -23,7 +23,7 @@ from tests.activities.rayjob.test_kube_effects import make_rayjob, run
 from tests.activities.rayjob.test_ray_effects import URL, Dashboard, activities
 from tests.alias_bombs import BOMB_584, SMALL_BOMB
 
-EXPANDS = "expands to more than 1 MiB through its aliases (*name) (line 6)"
+EXPANDS = "expands to more than 25,000 keys and values through its aliases (*name) (line 5)"
 REFUSED = f"spec.runtimeEnvYAML: runtimeEnvYAML {EXPANDS}"
 
 
