@@ -129,7 +129,7 @@ def test_an_object_past_the_bound_is_refused_before_its_models_load() -> None:
 
 def test_managed_fields_are_not_counted() -> None:
     doc = with_env(0)
-    doc["metadata"]["managedFields"] = [{"fieldsV1": {f"f:{i}": {}} for i in range(MAX_NODES)}]
+    doc["metadata"]["managedFields"] = [{"fieldsV1": {f"f:{i}": {} for i in range(MAX_NODES)}}]
     assert size_violations(doc) == []
     parse_ray_object(doc)
 
