@@ -14,7 +14,7 @@ from pydantic_core import ErrorDetails
 
 from crds.common import JSONObject, RayObject
 from crds.constants import API_VERSION, GROUP
-from crds.nesting import nesting_violations
+from crds.nesting import nesting_violations, size_violations
 from crds.raycluster import RayCluster
 from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob
@@ -42,10 +42,13 @@ def is_ray_object(doc: JSONObject) -> bool:
 def parse_ray_object(doc: Any) -> RayObject:
     """Load one ray.io/v1 object, raising `InvalidObjectError` with every problem found.
 
-    An object nested too deep (`crds.nesting`) is refused before pydantic sees it.
+    An object too large or nested too deep (`crds.nesting`) is refused before pydantic sees it.
     """
     if not isinstance(doc, dict):
         raise InvalidObjectError([Violation("<root>", "expected a mapping (a Kubernetes object)")])
+    too_large = size_violations(doc)
+    if too_large:
+        raise InvalidObjectError(too_large)
     too_deep = nesting_violations(doc)
     if too_deep:
         raise InvalidObjectError(too_deep)

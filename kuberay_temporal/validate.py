@@ -34,7 +34,7 @@ import yaml
 from crds.common import JSONObject
 from crds.constants import API_VERSION
 from crds.loading import KIND_MODELS, is_ray_object, parse_ray_object
-from crds.payloads import MANIFEST_BOUNDS, BoundedLoader, PayloadLimitError
+from crds.payloads import MANIFEST_BOUNDS, PayloadLimitError, load_yaml_documents
 from crds.validation import validate
 from crds.violations import InvalidObjectError, Violation
 
@@ -47,16 +47,6 @@ class ExitCode(IntEnum):
     OK = 0
     INVALID = 1
     UNUSABLE = 2
-
-
-class _Loader(BoundedLoader):
-    """YAML as the API server reads it: timestamps stay strings (metav1.Time parses them).
-
-    Bounded like the YAML inside CR fields, per document: an alias bomb or a few thousand
-    `[` is one `error:` line, not an exhausted memory or a RecursionError.
-    """
-
-    bounds = MANIFEST_BOUNDS
 
 
 class InputError(Exception):
@@ -134,23 +124,19 @@ def read_documents(name: str) -> list[Document]:
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise InputError(f"{source}: cannot read: {reason}") from None
-    loader = _Loader(text)
     documents: list[Document] = []
     try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                break
-            body = loader.construct_document(node)
+        # YAML as the API server reads it (timestamps stay strings: metav1.Time parses them),
+        # bounded like the YAML inside CR fields, per document: an alias bomb or a few
+        # thousand `[` is one `error:` line, not an exhausted memory or a RecursionError.
+        for line, body in load_yaml_documents(text, MANIFEST_BOUNDS):
             if body is not None:  # `---` separators around nothing, comment-only parts
-                documents.append(Document(source, node.start_mark.line + 1, body))
+                documents.append(Document(source, line, body))
     except yaml.YAMLError as err:
         raise InputError(_yaml_error(source, err)) from None
     except PayloadLimitError as err:
         where = source if err.line is None else f"{source}:{err.line}"
         raise InputError(f"{where}: refused: the document {err.problem}") from None
-    finally:
-        loader.dispose()
     if not documents:
         raise InputError(f"{source}: no YAML documents (the file is empty)")
     return documents

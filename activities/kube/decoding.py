@@ -35,8 +35,13 @@ from typing import Any, Final
 from activities.kube.errors import KubeUndecodable
 from crds.constants import KINDS
 from crds.nesting import MAX_NESTING, TOO_DEEP, TooDeep, shown_path
+from crds.payloads import collector_paused
 
 logger = logging.getLogger(__name__)
+
+LARGE: Final = 64 * 1024
+"""An answer this long is decoded with the garbage collector paused (`collector_paused`): a
+1.5 MiB object of small lists took 190 ms to decode with it, 70 ms without, on the event loop."""
 
 CUT_DEPTH: Final = MAX_NESTING + 2
 """Levels kept below an answer's root: a list item sits two levels down (the list, its
@@ -61,7 +66,10 @@ def decode(body: bytes | str) -> Any:
     if not body or body.isspace():
         return None
     try:
-        return json.loads(body)
+        if len(body) < LARGE:
+            return json.loads(body)
+        with collector_paused():
+            return json.loads(body)
     except RecursionError:
         pass
     except ValueError as err:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from fractions import Fraction
 from typing import Any
 
 import yaml
@@ -34,11 +33,18 @@ _DURATION_UNITS = {
 }
 _DURATION_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
 _MAX_INT64 = 2**63 - 1
+_MAX_INT64_DIGITS = len(str(_MAX_INT64))
+_FRACTION_DIGITS = 30
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def parse_go_duration(text: str) -> int | None:
-    """Nanoseconds of a Go duration such as "1h30m" or "-5m"; None if Go would reject it."""
+    """Nanoseconds of a Go duration such as "1h30m" or "-5m"; None if Go would reject it.
+
+    In time linear in the text, whatever its length (an annotation may hold 256 KiB): whole
+    parts are integers, and fractions are added up as integers over a common 10³⁰, which is
+    finer than Go (it goes through float64) and than any unit needs.
+    """
     rest = text
     negative = False
     if rest[:1] in ("+", "-"):
@@ -48,20 +54,28 @@ def parse_go_duration(text: str) -> int | None:
         return 0
     if not rest:
         return None
-    total = Fraction(0)
-    while rest:
-        match = _DURATION_PART.match(rest)
-        if match is None or match.end() == 0:
+    whole_nanos = 0
+    fraction_nanos = 0  # in units of 10**-_FRACTION_DIGITS ns
+    position = 0
+    while position < len(rest):
+        match = _DURATION_PART.match(rest, position)
+        if match is None or match.end() == position:
             return None
         whole, fraction, unit = match.groups()
         if (not whole and not fraction) or unit not in _DURATION_UNITS:
             return None
-        value = Fraction(int(whole or "0"))
+        whole = whole.lstrip("0")
+        if len(whole) > _MAX_INT64_DIGITS:  # Go: "invalid duration" (overflow)
+            return None
+        nanos_per_unit = _DURATION_UNITS[unit]
+        whole_nanos += int(whole or "0") * nanos_per_unit
         if fraction:
-            value += Fraction(int(fraction), 10 ** len(fraction))
-        total += value * _DURATION_UNITS[unit]
-        rest = rest[match.end() :]
-    nanos = math.floor(total)
+            digits = fraction[:_FRACTION_DIGITS].ljust(_FRACTION_DIGITS, "0")
+            fraction_nanos += int(digits) * nanos_per_unit
+        if whole_nanos > _MAX_INT64:
+            return None
+        position = match.end()
+    nanos: int = whole_nanos + fraction_nanos // 10**_FRACTION_DIGITS
     if nanos > _MAX_INT64:
         return None
     return -nanos if negative else nanos
@@ -70,6 +84,8 @@ def parse_go_duration(text: str) -> int | None:
 def parse_go_int(text: str) -> int | None:
     """The value of `strconv.Atoi(text)` (64-bit), or None if it fails."""
     if not _GO_INT.fullmatch(text):
+        return None
+    if len(text.lstrip("+-").lstrip("0")) > _MAX_INT64_DIGITS:  # before int(): any length
         return None
     value = int(text)
     return value if -(2**63) <= value <= _MAX_INT64 else None

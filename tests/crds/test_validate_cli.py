@@ -184,7 +184,7 @@ def test_malformed_yaml_after_valid_documents_reports_only_the_error(
     assert (code, out) == (2, [])
     [line] = err
     assert line.startswith(f"error: {path}:14:6: invalid YAML:")
-    assert "mapping values are not allowed here" in line
+    assert "mapping values are not allowed" in line
 
 
 def test_wrong_api_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -376,10 +376,40 @@ def test_alias_bombs_in_cr_fields_are_invalid_and_name_the_field(
     service = RAYSERVICE_WITH_SERVE_CONFIG.format(serve_config=bomb)
     code, out, err = run_cli(capsys, write(tmp_path, f"{job}---\n{service}"))
     assert (code, err) == (1, [])
-    expands = "expands to more than 1 MiB through its aliases (*name) (line 6)"
+    expands = "expands to more than 25,000 keys and values through its aliases (*name) (line 5)"
     assert out == [
         f"INVALID RayJob/laughs: spec.runtimeEnvYAML: runtimeEnvYAML {expands}",
         f"INVALID RayService/laughs: spec.serveConfigV2: serveConfigV2 {expands}",
+    ]
+
+
+def test_documents_past_the_node_bound_are_invalid_and_name_the_field_and_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 125,000 numbers: 256 KiB, within the size bound, and seconds to parse before this one.
+    numbers = "    a: [" + ",".join(["1"] * 125_000) + "]\n"
+    job = RAYJOB_WITH_RUNTIME_ENV.format(runtime_env=numbers)
+    service = RAYSERVICE_WITH_SERVE_CONFIG.format(serve_config=numbers)
+    code, out, err = run_cli(capsys, write(tmp_path, f"{job}---\n{service}"))
+    assert (code, err) == (1, [])
+    bound = "holds more than 25,000 keys and values (line 1)"
+    assert out == [
+        f"INVALID RayJob/laughs: spec.runtimeEnvYAML: runtimeEnvYAML {bound}",
+        f"INVALID RayService/laughs: spec.serveConfigV2: serveConfigV2 {bound}",
+    ]
+
+
+def test_an_object_past_the_node_bound_is_invalid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    annotations = "".join(f"    example.com/a{i}: x\n" for i in range(30_000))
+    job = RAYJOB_WITH_RUNTIME_ENV.format(runtime_env="    pip: [requests]\n")
+    job = job.replace("  name: laughs\n", f"  name: laughs\n  annotations:\n{annotations}")
+    code, out, err = run_cli(capsys, write(tmp_path, job))
+    assert (code, err) == (1, [])
+    assert out == [
+        "INVALID RayJob/laughs: <root>: the object holds more than 50,000 keys and values "
+        "(metadata.managedFields aside), more than the controller takes"
     ]
 
 
@@ -400,8 +430,8 @@ def test_an_alias_bomb_in_the_manifest_itself_is_one_error_line(
     code, out, err = run_cli(capsys, path)
     assert (code, out) == (2, [])
     assert err == [
-        f"error: {path}:24: refused: the document expands to more than 4 MiB through its "
-        "aliases (*name)"
+        f"error: {path}:24: refused: the document expands to more than 1,000,000 keys and "
+        "values through its aliases (*name)"
     ]
 
 

@@ -21,6 +21,15 @@ from crds.validation import formats, versions
         pytest.param("", None, id="empty"),
         pytest.param(".s", None, id="no-digits"),
         pytest.param("3000000h", None, id="overflow"),
+        pytest.param("2562047h47m16.854775807s", 2**63 - 1, id="largest"),
+        pytest.param("2562047h47m16.854775808s", None, id="one-past-the-largest"),
+        pytest.param("0000000000000000000000001s", 10**9, id="leading-zeros"),
+        pytest.param("99999999999999999999h", None, id="whole-part-past-int64"),
+        # An annotation may hold 256 KiB: a 250,000-digit fraction once failed int() itself.
+        pytest.param("0." + "9" * 250_000 + "s", 999_999_999, id="long-fraction"),
+        pytest.param("1" * 250_000 + "s", None, id="long-whole-part"),
+        pytest.param("1h" * 85_000, 85_000 * 3600 * 10**9, id="many-parts"),
+        pytest.param("0s" * 80_000, 0, id="many-zeros"),
     ],
 )
 def test_parse_go_duration(text: str, nanos: int | None) -> None:
@@ -34,6 +43,11 @@ def test_parse_go_duration(text: str, nanos: int | None) -> None:
         pytest.param("+7", 7, id="plus"),
         pytest.param("1_000", None, id="underscore"),
         pytest.param(" 1", None, id="space"),
+        pytest.param("-9223372036854775808", -(2**63), id="smallest"),
+        pytest.param("9223372036854775808", None, id="past-int64"),
+        pytest.param("0" * 40 + "12", 12, id="leading-zeros"),
+        # Past 4,300 digits int() itself raised ValueError, out of validation.
+        pytest.param("9" * 5000, None, id="5000-digits"),
     ],
 )
 def test_parse_go_int(text: str, value: int | None) -> None:

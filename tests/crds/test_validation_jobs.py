@@ -151,13 +151,15 @@ def test_unknown_submission_mode_fails_at_load() -> None:
         pytest.param(
             {"spec.runtimeEnvYAML": BOMB_398},
             "spec.runtimeEnvYAML",
-            "runtimeEnvYAML expands to more than 1 MiB through its aliases (*name) (line 6)",
+            "runtimeEnvYAML expands to more than 25,000 keys and values through its aliases "
+            "(*name) (line 5)",
             id="yaml-alias-bomb-398",
         ),
         pytest.param(
             {"spec.runtimeEnvYAML": BOMB_584},
             "spec.runtimeEnvYAML",
-            "runtimeEnvYAML expands to more than 1 MiB through its aliases (*name) (line 6)",
+            "runtimeEnvYAML expands to more than 25,000 keys and values through its aliases "
+            "(*name) (line 5)",
             id="yaml-alias-bomb-584",
         ),
         pytest.param(

@@ -212,8 +212,8 @@ def test_an_alias_bomb_in_the_runtime_env_is_refused_unexpanded(bomb: str, mode:
         else:
             build_submitter_job(job, cluster(), "j-1", "svc.ns.svc.cluster.local:8265", 1)
     assert str(err.value) == (
-        "spec.runtimeEnvYAML: runtimeEnvYAML expands to more than 1 MiB through its aliases "
-        "(*name) (line 6)"
+        "spec.runtimeEnvYAML: runtimeEnvYAML expands to more than 25,000 keys and values "
+        "through its aliases (*name) (line 5)"
     )
 
 

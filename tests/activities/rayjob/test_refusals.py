@@ -25,7 +25,7 @@ from tests.activities.rayjob.test_ray_effects import Dashboard, activities, subm
 from tests.activities.rayjob.test_ray_effects import make_rayjob as make_job_with_cluster
 from tests.alias_bombs import BOMB_584, SMALL_BOMB
 
-EXPANDS = "expands to more than 1 MiB through its aliases (*name) (line 6)"
+EXPANDS = "expands to more than 25,000 keys and values through its aliases (*name) (line 5)"
 REFUSED = f"spec.runtimeEnvYAML: runtimeEnvYAML {EXPANDS}"
 
 

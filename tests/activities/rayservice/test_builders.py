@@ -69,7 +69,8 @@ def test_an_alias_bomb_in_the_serve_config_is_refused_unexpanded(bomb: str) -> N
     with pytest.raises(rs.ServeConfigError) as err:
         rs.parse_serve_config(bomb)
     assert str(err.value) == (
-        "serveConfigV2 expands to more than 1 MiB through its aliases (*name) (line 6)"
+        "serveConfigV2 expands to more than 25,000 keys and values through its aliases "
+        "(*name) (line 5)"
     )
 
 

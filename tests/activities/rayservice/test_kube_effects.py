@@ -128,6 +128,16 @@ async def test_a_serve_config_that_is_not_a_mapping_is_a_violation(client: KubeC
     ]
 
 
+async def test_a_serve_config_past_the_node_bound_is_a_violation(client: KubeClient) -> None:
+    # Read on the event loop on every pass: refused at the bound, before anything is built.
+    acts = ServiceActivities(client)
+    ref = await make_service(client, serveConfigV2="a: [" + ",".join(["1"] * 125_000) + "]")
+    snap = await run(acts.read, contract.ReadServiceInput(ref=ref))
+    assert snap.schema_violations == [
+        "spec.serveConfigV2: serveConfigV2 holds more than 25,000 keys and values (line 1)"
+    ]
+
+
 async def test_create_cluster_once_with_kuberay_labels(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client)

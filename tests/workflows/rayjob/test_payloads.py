@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
@@ -24,7 +25,10 @@ from tests.eventually import eventually
 from .fake_world import FakeJobWorld
 from .test_workflow import Harness, job_spec
 
-EXPANDS = "runtimeEnvYAML expands to more than 1 MiB through its aliases (*name) (line 6)"
+EXPANDS = (
+    "runtimeEnvYAML expands to more than 25,000 keys and values through its aliases (*name) "
+    "(line 5)"
+)
 
 
 class EditedBetweenReads(FakeJobWorld):
@@ -92,6 +96,37 @@ async def test_an_alias_bomb_ends_validation_failed_with_no_retries(harness: Har
     assert world.reasons() == ["InvalidRayJobSpec"]
     assert world.created_clusters == [] and world.submitters_created == 0
     assert world.submissions == []
+    assert await retried_work(handle) == []
+
+
+@pytest.mark.parametrize(
+    ("runtime_env", "message"),
+    [
+        # 125,000 numbers in 256 KiB: seconds of a workflow task's time before the node bound.
+        pytest.param(
+            "a: [" + ",".join(["1"] * 125_000) + "]",
+            "runtimeEnvYAML holds more than 25,000 keys and values (line 1)",
+            id="too-many-nodes",
+        ),
+        # PyYAML raised KeyError here, failing the workflow task on every retry.
+        pytest.param(
+            "pip: !!bool maybe",
+            "runtimeEnvYAML is not valid YAML: found a value that !!bool cannot read "
+            "(line 1, column 6)",
+            id="unreadable-scalar",
+        ),
+    ],
+)
+async def test_a_runtime_env_beyond_the_bounds_ends_validation_failed(
+    harness: Harness, runtime_env: str, message: str
+) -> None:
+    world = harness.world
+    world.spec = job_spec(runtimeEnvYAML=runtime_env)
+    handle = await harness.start()
+    await harness.state("ValidationFailed")
+    assert world.status is not None and world.status.message is not None
+    assert f"spec.runtimeEnvYAML: {message}" in world.status.message
+    assert world.created_clusters == [] and world.submissions == []
     assert await retried_work(handle) == []
 
 
