@@ -47,6 +47,7 @@ from crds.payloads import FIELD_BOUNDS, HAS_LIBYAML, Bounds, load_json, load_yam
 from crds.rayjob import RayJob, RayJobSpec
 from crds.redaction import redacted_job_spec
 from crds.validation import formats, validate
+from crds.validation.sizes import MAX_WORKER_GROUPS
 from crds.violations import InvalidObjectError
 
 YAML_FIELDS = "runtimeEnvYAML, serveConfigV2"
@@ -283,9 +284,11 @@ def grown(add: Callable[[dict[str, Any], int], None], nodes: int | None) -> dict
             return (count_nodes(job) - nodes) / per_node
         return (len(json.dumps(job, separators=(",", ":"))) - _API_SERVER_LIMIT) / per_byte
 
-    sample, empty = build(1000), rayjob()
-    per_node = (count_nodes(sample) - count_nodes(empty)) / 1000
-    per_byte = (len(json.dumps(sample, separators=(",", ":"))) - len(json.dumps(empty))) / 1000
+    # Measured from the first add on: that one may also lay out what the others fill.
+    sample, first = build(1000), build(1)
+    per_node = (count_nodes(sample) - count_nodes(first)) / 999
+    size = len(json.dumps(sample, separators=(",", ":"))) - len(json.dumps(first))
+    per_byte = size / 999
     count = 1000 - int(over(sample))
     while True:
         job = build(count)
@@ -326,6 +329,15 @@ def add_worker_group(job: dict[str, Any], i: int) -> None:
     )
 
 
+def add_group_env_var(job: dict[str, Any], i: int) -> None:
+    """An env var in each of the most worker groups a spec may have, in turn."""
+    groups = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    while len(groups) < MAX_WORKER_GROUPS:
+        add_worker_group(job, len(groups))
+    container = groups[i % MAX_WORKER_GROUPS]["template"]["spec"]["containers"][0]
+    container.setdefault("env", []).append({"name": f"VARIABLE_{i}", "value": "v"})
+
+
 def add_annotation(job: dict[str, Any], i: int) -> None:
     job["metadata"].setdefault("annotations", {})[f"example.com/annotation-{i}"] = "v"
 
@@ -340,7 +352,7 @@ def cr_cases(max_nodes: int = MAX_NODES) -> list[Case]:
     growers = {
         "head containers with 20 env vars each": add_container,
         "env vars of one container": add_env_var,
-        "worker groups": add_worker_group,
+        "env vars across 100 worker groups": add_group_env_var,
         "annotations": add_annotation,
         "a preserved list of one-item lists": add_tiny_list,
     }
@@ -349,9 +361,11 @@ def cr_cases(max_nodes: int = MAX_NODES) -> list[Case]:
     bounds = FIELD_BOUNDS
     with_env["spec"]["runtimeEnvYAML"] = runtime_env(bounds.max_nodes, bounds.max_bytes or 0)
     cases.append(Case(WHOLE_CR, "runtimeEnvYAML at its bound", with_env, True))
-    for name in ("worker groups", "a preserved list of one-item lists"):
-        full = grown(growers[name], None)
-        cases.append(Case(WHOLE_CR, f"1.5 MiB of {name}", full, False))
+    for name, add in (
+        ("worker groups", add_worker_group),
+        ("a preserved list of one-item lists", add_tiny_list),
+    ):
+        cases.append(Case(WHOLE_CR, f"1.5 MiB of {name}", grown(add, None), False))
     return cases
 
 

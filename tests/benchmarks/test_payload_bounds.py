@@ -64,7 +64,7 @@ def test_the_documents_that_fill_the_node_bound_nearly_reach_it(timings: list[Ti
             "JSON",
         ],
         JSON_FIELDS: ["object of numbers at the bound"],
-        WHOLE_CR: ["worker groups", "env vars of one container", "annotations"],
+        WHOLE_CR: ["env vars across 100 worker groups", "env vars of one container", "annotations"],
     }
     bounds = {YAML_FIELDS: FIELD_BOUNDS.max_nodes, JSON_FIELDS: FIELD_BOUNDS.max_nodes}
     bounds[WHOLE_CR] = MAX_NODES
