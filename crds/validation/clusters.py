@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from crds.constants import LABEL_ORIGINATED_FROM_CRD
+from crds.messages import quoted
 from crds.raycluster import RayCluster, WorkerGroupSpec
 from crds.validation import addons, autoscaling, fault_tolerance, security, templates
 from crds.validation.names import label_key_problems, label_value_problems
@@ -60,7 +61,7 @@ def containers_present(scope: ClusterScope) -> list[Violation]:
     for index, group in enumerate(scope.spec.worker_group_specs or []):
         if not templates.containers(group.template):
             path = templates.containers_path(scope.worker_template_path(index))
-            message = f"worker group {group.group_name!r} must have at least one container"
+            message = f"worker group {quoted(group.group_name)} must have at least one container"
             found.append(Violation(path, message))
     return found
 
@@ -88,11 +89,15 @@ def _group_replica_bounds(
     for field_name, value in (("minReplicas", low), ("maxReplicas", high)):
         if value < 0:
             path = scope.at("workerGroupSpecs", index, field_name)
-            message = f"{field_name} of worker group {name!r} must not be negative (got {value})"
+            message = (
+                f"{field_name} of worker group {quoted(name)} must not be negative (got {value})"
+            )
             found.append(Violation(path, message))
     if low > high:
         path = scope.at("workerGroupSpecs", index, "minReplicas")
-        message = f"minReplicas ({low}) must not exceed maxReplicas ({high}) in group {name!r}"
+        message = (
+            f"minReplicas ({low}) must not exceed maxReplicas ({high}) in group {quoted(name)}"
+        )
         found.append(Violation(path, message))
     return found
 
@@ -106,7 +111,7 @@ def unique_group_names(scope: ClusterScope) -> list[Violation]:
         if first != index:
             path = scope.at("workerGroupSpecs", index, "groupName")
             message = (
-                f"worker group name {group.group_name!r} is already used by "
+                f"worker group name {quoted(group.group_name)} is already used by "
                 f"workerGroupSpecs[{first}]; group names must be unique"
             )
             found.append(Violation(path, message))
@@ -122,7 +127,7 @@ def group_start_params(scope: ClusterScope) -> list[Violation]:
     found += _group_labels(scope.at("headGroupSpec"), head.ray_start_params, head.labels)
     for index, group in enumerate(scope.spec.worker_group_specs or []):
         base = scope.at("workerGroupSpecs", index)
-        described = f"worker group {group.group_name!r}"
+        described = f"worker group {quoted(group.group_name)}"
         found += _group_params(base, described, group.ray_start_params, group.resources)
         found += _group_labels(base, group.ray_start_params, group.labels)
     return found
@@ -154,9 +159,9 @@ def _group_labels(
     for key, value in (labels or {}).items():
         path = key_path(f"{base}.labels", key)
         for problem in label_key_problems(key):
-            found.append(Violation(path, f"invalid label key {key!r}: {problem}"))
+            found.append(Violation(path, f"invalid label key {quoted(key)}: {problem}"))
         for problem in label_value_problems(value):
-            found.append(Violation(path, f"invalid label value {value!r}: {problem}"))
+            found.append(Violation(path, f"invalid label value {quoted(value)}: {problem}"))
     return found
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from crds.constants import ANNOTATION_CATCHUP_WINDOW
+from crds.messages import quoted
 from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob, RayJobSpec
 from crds.validation.formats import parse_go_duration, parse_go_int
@@ -30,7 +31,7 @@ def raycronjob_violations(cronjob: RayCronJob) -> list[Violation]:
     found: list[Violation] = []
     problem = schedule_problem(spec.schedule)
     if problem is not None:
-        message = f"invalid cron schedule {spec.schedule!r}: {problem}"
+        message = f"invalid cron schedule {quoted(spec.schedule)}: {problem}"
         found.append(Violation("spec.schedule", message))
     if spec.time_zone is not None:
         problem = time_zone_problem(spec.time_zone)
@@ -39,7 +40,9 @@ def raycronjob_violations(cronjob: RayCronJob) -> list[Violation]:
     window = cronjob.annotations.get(ANNOTATION_CATCHUP_WINDOW)
     if window is not None and catchup_seconds(cronjob.annotations) is None:
         path = key_path("metadata.annotations", ANNOTATION_CATCHUP_WINDOW)
-        message = f"{window!r} is not a positive duration such as 10m or 1h, nor whole seconds"
+        message = (
+            f"{quoted(window)} is not a positive duration such as 10m or 1h, nor whole seconds"
+        )
         found.append(Violation(path, message))
     found += template_violations(spec.job_template)
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from crds.constants import LABEL_CLUSTER
 from crds.enums import JobDeploymentStatus, JobSubmissionMode
+from crds.messages import quoted
 from crds.rayjob import RayJob, RayJobSpec
 from crds.validation import formats, templates
 from crds.validation.clusters import cluster_spec_violations
@@ -122,7 +123,8 @@ def _submission_mode(spec: RayJobSpec) -> list[Violation]:
         if policy and policy != "Never":
             path = f"{_CLUSTER_PATH}.headGroupSpec.template.spec.restartPolicy"
             message = (
-                f"the head pod's restartPolicy must be Never or unset in SidecarMode (got {policy})"
+                "the head pod's restartPolicy must be Never or unset in SidecarMode "
+                f"(got {quoted(policy)})"
             )
             found.append(Violation(path, message))
     return found

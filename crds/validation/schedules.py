@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from crds.messages import quoted
 from crds.validation import formats
 
 _DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
@@ -78,7 +79,7 @@ def schedule_problem(schedule: str) -> str | None:
         for item in text.split(","):
             problem = _item_problem(item, spec) if item else None
             if problem is not None:
-                return f"in the {spec.name} field, {item!r} {problem}"
+                return f"in the {spec.name} field, {quoted(item)} {problem}"
     return None
 
 
@@ -96,7 +97,7 @@ def time_zone_problem(name: str) -> str | None:
         # ValueError: not a relative path, or not a zone file; OSError: a directory (`Asia`).
         return (
             "must name a zone of the IANA database, such as Asia/Taipei or UTC "
-            f"(names are case-sensitive), got {name!r}"
+            f"(names are case-sensitive), got {quoted(name)}"
         )
     return None
 
@@ -130,14 +131,14 @@ def _item_problem(item: str, spec: _Field) -> str | None:
         for end in ends:
             value = _value(end, spec)
             if value is None:
-                shown = "" if end == item else f"has {end!r}, which "
+                shown = "" if end == item else f"has {quoted(end)}, which "
                 return f"{shown}is {_what_fits(spec)}"
             numbers.append(value)
         low, high = numbers[0], numbers[-1]
     if steps:
         step = formats.parse_go_int(steps[0])
         if step is None or step <= 0:
-            return f"has the step {steps[0]!r}, but a step must be a positive number"
+            return f"has the step {quoted(steps[0])}, but a step must be a positive number"
         if len(ends) == 1:
             high = spec.high  # `n/step` means n to the end of the field
     bounds = f"(it allows {spec.low}-{spec.high})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from crds.constants import ANNOTATION_INITIALIZING_TIMEOUT
 from crds.enums import RayServiceUpgradeType
+from crds.messages import quoted
 from crds.rayservice import ClusterUpgradeOptions, RayService, RayServiceSpec
 from crds.validation import formats
 from crds.validation.clusters import cluster_spec_violations
@@ -52,13 +53,13 @@ def initializing_timeout(annotations: dict[str, str]) -> list[Violation]:
         seconds = formats.parse_go_int(value)
         if seconds is None:
             message = (
-                f"{value!r} is neither a duration such as '30m' or '1h' "
+                f"{quoted(value)} is neither a duration such as '30m' or '1h' "
                 "nor a whole number of seconds"
             )
             return [Violation(path, message)]
         nanos = seconds
     if nanos <= 0:
-        return [Violation(path, f"the initializing timeout must be positive (got {value!r})")]
+        return [Violation(path, f"the initializing timeout must be positive (got {quoted(value)})")]
     return []
 
 

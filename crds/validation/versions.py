@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from itertools import zip_longest
 
+from crds.messages import quoted
+
 # `.` does not match a newline here, as in Go's regexp; \s is ASCII-only there too.
 _GENERIC = re.compile(r"\s*v?([0-9]+(?:\.[0-9]+)*)(.*)", re.ASCII)
 
@@ -22,12 +24,12 @@ def parse_generic(text: str) -> Version | str:
     """The numeric components of `text`, or a message saying why it is not a version."""
     match = _GENERIC.fullmatch(text)
     if match is None:
-        return f"{text!r} is not a version number such as 2.52.0"
+        return f"{quoted(text)} is not a version number such as 2.52.0"
     parts = match.group(1).split(".")
     if len(parts) < 2:
-        return f"{text!r} needs at least a major and a minor number, such as 2.52"
+        return f"{quoted(text)} needs at least a major and a minor number, such as 2.52"
     if parts[0] != "0" and parts[0].startswith("0"):
-        return f"{text!r} has a leading zero in its major number"
+        return f"{quoted(text)} has a leading zero in its major number"
     return tuple(int(part) for part in parts)
 
 
