@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -32,6 +33,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from crds.enums import ConditionStatus
+from crds.messages import STATUS_MESSAGE_LIMIT, clipped
 
 JSONObject = dict[str, Any]
 """An embedded Kubernetes object kept verbatim (pod template, Service, env var…)."""
@@ -99,13 +101,21 @@ class ObjectMeta(RayModel):
     owner_references: list[JSONObject] | None = None
 
 
+def _status_message(text: str) -> str:
+    return clipped(text, STATUS_MESSAGE_LIMIT)
+
+
+StatusMessage = Annotated[Str, AfterValidator(_status_message)]
+"""A message in a status, clipped to the length KubeRay's CRDs allow a condition's."""
+
+
 class Condition(RayModel):
     """metav1.Condition."""
 
     type: Str
     status: ConditionStatus
     reason: Str
-    message: Str = ""
+    message: StatusMessage = ""
     last_transition_time: Time
     observed_generation: Int | None = None
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from crds.common import StatusMessage
 from crds.constants import DEFAULT_SERVE_APP_NAME
 from crds.enums import ApplicationStatus, JobStatus
 
@@ -53,6 +54,9 @@ def _mapping(value: Any) -> Any:
 
 EpochMs = Annotated[datetime | None, BeforeValidator(_epoch_ms)]
 Text = Annotated[str, BeforeValidator(_text)]
+Message = Annotated[StatusMessage, BeforeValidator(_text)]
+"""A message Ray wrote, which goes into a CR's status: clipped to a status message's limit
+(the Ray cluster, and so its answers, are the CR owner's to shape)."""
 
 
 class JobSubmission(BaseModel):
@@ -95,7 +99,7 @@ class JobInfo(_Wire):
     status: str
     """PENDING, RUNNING, STOPPED, SUCCEEDED, FAILED (see `crds.enums.JobStatus`), or newer."""
     entrypoint: Text = ""
-    message: Text = ""
+    message: Message = ""
     error_type: str | None = None
     start_time: EpochMs = None
     end_time: EpochMs = None
@@ -114,7 +118,7 @@ class ServeDeploymentStatus(_Wire):
     name: Text = ""
     status: str
     """UPDATING, HEALTHY, UNHEALTHY (see `crds.enums.DeploymentStatus`), or newer."""
-    message: Text = ""
+    message: Message = ""
 
 
 class ServeApplicationStatus(_Wire):
@@ -123,7 +127,7 @@ class ServeApplicationStatus(_Wire):
     name: Text = ""
     status: str
     """NOT_STARTED, DEPLOYING, RUNNING, … (see `crds.enums.ApplicationStatus`), or newer."""
-    message: Text = ""
+    message: Message = ""
     route_prefix: str | None = None
     docs_path: str | None = None
     deployments: Annotated[dict[str, ServeDeploymentStatus], BeforeValidator(_mapping)] = Field(

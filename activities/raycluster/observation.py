@@ -32,7 +32,7 @@ from crds.enums import ConditionStatus, RayNodeType
 from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
 from crds.redaction import redacted_cluster_spec
-from crds.violations import InvalidObjectError
+from crds.violations import InvalidObjectError, reported
 
 
 async def stale_policies(client: KubeClient, cluster: RayCluster, wanted: list[Owned]) -> list[str]:
@@ -85,7 +85,7 @@ class ClusterObserver:
         try:
             cluster = parse_ray_object(obj)
         except InvalidObjectError as err:
-            snapshot.schema_violations = [str(v) for v in err.violations]
+            snapshot.schema_violations = reported(err.violations)
             return snapshot
         assert isinstance(cluster, RayCluster)
         if params.known_generation != snapshot.generation:

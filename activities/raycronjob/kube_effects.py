@@ -25,7 +25,7 @@ from crds.raycronjob import RayCronJob
 from crds.refs import ObjectRef
 from crds.validation import validate
 from crds.validation.cronjobs import catchup_seconds
-from crds.violations import InvalidObjectError
+from crds.violations import InvalidObjectError, reported
 
 
 class CronJobActivities:
@@ -54,10 +54,10 @@ class CronJobActivities:
         try:
             cronjob = parse_ray_object(obj)
         except InvalidObjectError as err:
-            violations = [str(v) for v in err.violations]
+            violations = reported(err.violations)
             return contract.CronJobSnapshot.model_validate(found | {"violations": violations})
         assert isinstance(cronjob, RayCronJob)
-        violations = [str(v) for v in validate(cronjob)]
+        violations = reported(validate(cronjob))
         wanted = None
         if not violations:
             wanted = contract.ScheduleWanted(

@@ -37,7 +37,7 @@ from crds.raycluster import RayClusterStatus
 from crds.rayservice import RayService
 from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
-from crds.violations import InvalidObjectError, Violation
+from crds.violations import InvalidObjectError, Violation, reported
 
 
 class ServiceStore:
@@ -123,7 +123,7 @@ class ServiceActivities:
         try:
             service = parse_ray_object(obj)
         except InvalidObjectError as err:
-            snap.schema_violations = [str(v) for v in err.violations]
+            snap.schema_violations = reported(err.violations)
             snap.clusters = [self._view(c, None) for c in await self._store.clusters(ref)]
             return snap
         assert isinstance(service, RayService)

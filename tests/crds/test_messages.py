@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from crds.common import Condition
+from crds.enums import ConditionStatus
 from crds.loading import parse_ray_object
-from crds.messages import QUOTE_LIMIT, clipped, quoted
+from crds.messages import QUOTE_LIMIT, STATUS_MESSAGE_LIMIT, clipped, quoted
 from crds.validation import validate
-from crds.violations import InvalidObjectError, Violation
+from crds.violations import (
+    MAX_REPORTED,
+    REPORTED_LENGTH,
+    InvalidObjectError,
+    Violation,
+    reported,
+)
 from tests.crds.test_validation_support import (
     edited,
     raycluster,
@@ -120,3 +129,33 @@ def test_no_schema_error_repeats_a_huge_value(edits: dict[str, Any]) -> None:
     found: list[Violation] = raised.value.violations
     assert found
     assert all(len(str(violation)) < MESSAGE_BOUND for violation in found), found
+
+
+def test_reported_keeps_the_first_violations_and_counts_the_rest() -> None:
+    violations = [Violation(f"spec.workerGroupSpecs[{i}].groupName", "bad") for i in range(25)]
+    shown = reported(violations)
+    assert len(shown) == MAX_REPORTED
+    assert shown[0] == "spec.workerGroupSpecs[0].groupName: bad"
+    assert shown[-1] == "spec.workerGroupSpecs[19].groupName: bad (and 5 more violations)"
+
+
+def test_reported_clips_each_violation() -> None:
+    [shown] = reported([Violation("spec.x", "y" * 100_000)])
+    assert len(shown.encode()) <= REPORTED_LENGTH
+
+
+def test_a_few_violations_are_reported_as_they_are() -> None:
+    violations = [Violation("spec.a", "one"), Violation("spec.b", "two")]
+    assert reported(violations) == ["spec.a: one", "spec.b: two"]
+
+
+def test_a_condition_message_is_clipped_to_the_crd_limit() -> None:
+    condition = Condition(
+        type="Ready",
+        status=ConditionStatus.FALSE,
+        reason="ValidationFailed",
+        message="é" * STATUS_MESSAGE_LIMIT,
+        last_transition_time=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    assert len(condition.message.encode()) <= STATUS_MESSAGE_LIMIT
+    assert condition.message.endswith("…")
