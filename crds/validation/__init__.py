@@ -8,8 +8,9 @@ rejects beyond the schema the models already enforce: its controllers' validatio
 
 The modules split the rules by concept: `names` (object names, labels, managedBy),
 `references` (the names a CR uses to address other objects), `clusters` (any RayClusterSpec)
-with `autoscaling`, `fault_tolerance`, `security` and `addons`, then `jobs` with `deletion`,
-`services`, `cronjobs` with `schedules` (cron strings and time zones), and `updates`.
+with `resources` (quantities), `autoscaling`, `fault_tolerance`, `security` and `addons`, then
+`jobs` with `deletion`, `services`, `cronjobs` with `schedules` (cron strings and time zones),
+and `updates`.
 """
 
 from __future__ import annotations

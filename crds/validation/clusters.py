@@ -3,7 +3,8 @@
 These are the checks KubeRay runs on every RayClusterSpec (`ValidateRayClusterSpec`), wherever
 the spec lives: a RayCluster, a RayJob's `spec.rayClusterSpec`, or a RayService's
 `spec.rayClusterConfig`. `cluster_spec_violations` is the entry point; it also runs the rules
-kept in their own modules (autoscaling, GCS fault tolerance, security, add-ons).
+kept in their own modules (resource quantities, autoscaling, GCS fault tolerance, security,
+add-ons).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Mapping
 from crds.constants import LABEL_ORIGINATED_FROM_CRD
 from crds.messages import quoted
 from crds.raycluster import RayCluster, WorkerGroupSpec
-from crds.validation import addons, autoscaling, fault_tolerance, security, templates
+from crds.validation import addons, autoscaling, fault_tolerance, resources, security, templates
 from crds.validation.names import label_key_problems, label_value_problems
 from crds.validation.references import cluster_references
 from crds.validation.scope import (
@@ -43,6 +44,7 @@ def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
         unique_group_names,
         cluster_references,
         replica_bounds,
+        resources.cluster_quantities,
         *autoscaling.RULES,
         *fault_tolerance.RULES,
         *security.RULES,
