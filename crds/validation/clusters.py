@@ -14,7 +14,15 @@ from collections.abc import Callable, Mapping
 from crds.constants import LABEL_ORIGINATED_FROM_CRD
 from crds.messages import quoted
 from crds.raycluster import RayCluster, WorkerGroupSpec
-from crds.validation import addons, autoscaling, fault_tolerance, resources, security, templates
+from crds.validation import (
+    addons,
+    autoscaling,
+    fault_tolerance,
+    resources,
+    security,
+    templates,
+    versions,
+)
 from crds.validation.names import label_key_problems, label_value_problems
 from crds.validation.references import cluster_references
 from crds.validation.scope import (
@@ -39,6 +47,7 @@ ClusterRule = Callable[[ClusterScope], list[Violation]]
 def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
     """Every RayClusterSpec rule, in KubeRay's order."""
     rules: list[ClusterRule] = [
+        ray_version_length,
         containers_present,
         group_start_params,
         unique_group_names,
@@ -52,6 +61,12 @@ def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
         upgrade_strategy_owner,
     ]
     return [violation for rule in rules for violation in rule(scope)]
+
+
+def ray_version_length(scope: ClusterScope) -> list[Violation]:
+    """`rayVersion` is bounded (as in the CRD): it is parsed on every pass and every pod build."""
+    problem = versions.length_problem(scope.spec.ray_version)
+    return [] if problem is None else [Violation(scope.at("rayVersion"), problem)]
 
 
 def containers_present(scope: ClusterScope) -> list[Violation]:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from crds.manifests import crd_manifests
+from crds.validation import versions
 from kuberay_temporal.cli import main
 from kuberay_temporal.manifests import REGENERATE_COMMAND, rendered_files
 from tests.reference import KUBERAY_CRDS, REPO_ROOT, sample_files
@@ -304,3 +305,11 @@ def test_schema_check_rejects_what_the_api_server_would(
         "spec": {"headGroupSpec": {"template": {"spec": {"containers": []}}}, **spec_patch},
     }
     assert check(doc, schema_of("RayCluster")) == [error]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ray_version_is_bounded_in_every_cluster_spec(kind: str) -> None:
+    # Ours, not KubeRay's: the version is parsed on every pass and every pod build.
+    nodes = [node for path, node in walk(schema_of(kind)) if path.endswith(".rayVersion")]
+    assert nodes
+    assert all(node["maxLength"] == versions.MAX_LENGTH for node in nodes)

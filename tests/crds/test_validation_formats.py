@@ -49,6 +49,17 @@ def test_parse_go_int(text: str, value: int | None) -> None:
         pytest.param("2", "needs at least", id="major-only"),
         pytest.param("02.52", "leading zero", id="leading-zero"),
         pytest.param("nightly", "not a version", id="word"),
+        pytest.param(" \t\nv2.52", (2, 52), id="go-leading-space"),
+        pytest.param("\v2.52", "not a version", id="vertical-tab-is-not-go-space"),
+        pytest.param("2.52.0\r", (2, 52, 0), id="carriage-return-ignored"),
+        pytest.param("2.52.0\n", "not a version", id="line-break"),
+        pytest.param("2.52\nrc1", "not a version", id="line-break-in-suffix"),
+        pytest.param("2.٥٢", "needs at least", id="ascii-digits-only"),
+        pytest.param("2.18446744073709551615", (2, 2**64 - 1), id="uint64-max"),
+        pytest.param("2.18446744073709551616", "larger than", id="past-uint64"),
+        pytest.param("2." + "5" * 63, "longer than 64", id="long"),
+        pytest.param("1" * 40_000 + "\n", "longer than 64", id="long-digits-line-break"),
+        pytest.param("9" * 5000 + ".1", "longer than 64", id="past-the-int-digit-limit"),
     ],
 )
 def test_parse_generic_version(text: str, parsed: tuple[int, ...] | str) -> None:
@@ -91,3 +102,8 @@ def test_a_resource_value_is_shown_short() -> None:
     problem = formats.json_number_map_problem('{"gpu": "' + "x" * 1000 + '"}')
     assert problem is not None
     assert len(problem) < 100
+
+
+def test_a_long_version_is_quoted_short() -> None:
+    problem = versions.parse_generic("1" * 1_000_000)
+    assert isinstance(problem, str) and len(problem) < 200
