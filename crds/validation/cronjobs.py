@@ -15,7 +15,7 @@ from crds.constants import ANNOTATION_CATCHUP_WINDOW
 from crds.messages import quoted
 from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob, RayJobSpec
-from crds.validation.formats import parse_go_duration, parse_go_int
+from crds.validation.formats import MAX_DURATION_SECONDS, parse_duration_or_seconds
 from crds.validation.jobs import rayjob_violations
 from crds.validation.schedules import schedule_problem, time_zone_problem
 from crds.validation.scope import key_path
@@ -41,7 +41,8 @@ def raycronjob_violations(cronjob: RayCronJob) -> list[Violation]:
     if window is not None and catchup_seconds(cronjob.annotations) is None:
         path = key_path("metadata.annotations", ANNOTATION_CATCHUP_WINDOW)
         message = (
-            f"{quoted(window)} is not a positive duration such as 10m or 1h, nor whole seconds"
+            f"{quoted(window)} is not a positive duration such as 10m or 1h, "
+            f"nor whole seconds (at most {MAX_DURATION_SECONDS})"
         )
         found.append(Violation(path, message))
     found += template_violations(spec.job_template)
@@ -58,12 +59,8 @@ def catchup_seconds(annotations: Mapping[str, str]) -> int | None:
     dropped, both while the Temporal server was down and when the RayCronJob is resumed.
     """
     text = annotations.get(ANNOTATION_CATCHUP_WINDOW)
-    if text is None:
-        return None
-    seconds = parse_go_int(text)
-    if seconds is None:
-        nanos = parse_go_duration(text)
-        seconds = None if nanos is None else nanos // 1_000_000_000
+    nanos = None if text is None else parse_duration_or_seconds(text)
+    seconds = None if nanos is None else nanos // 1_000_000_000
     return seconds if seconds is not None and seconds > 0 else None
 
 

@@ -21,6 +21,16 @@ from crds.validation import formats, versions
         pytest.param("", None, id="empty"),
         pytest.param(".s", None, id="no-digits"),
         pytest.param("3000000h", None, id="overflow"),
+        pytest.param("2562047h47m16.854775807s", 2**63 - 1, id="longest"),
+        pytest.param("9223372036854775808ns", None, id="one-past-the-longest"),
+        pytest.param("-9223372036854775808ns", -(2**63), id="most-negative"),
+        pytest.param("0" * 30 + "1s", 10**9, id="leading-zeros"),
+        pytest.param("99999999999999999999ns", None, id="go-leading-int-overflows"),
+        pytest.param("1s" * 32, 32 * 10**9, id="many-parts-within-the-limit"),
+        pytest.param("1s" * 33, None, id="past-the-length-limit"),
+        pytest.param("1s" * 131_072, None, id="a-quarter-megabyte"),
+        pytest.param("9" * 5000 + "s", None, id="past-the-int-digit-limit"),
+        pytest.param("1." + "5" * 5000 + "s", None, id="long-fraction"),
     ],
 )
 def test_parse_go_duration(text: str, nanos: int | None) -> None:
@@ -34,10 +44,34 @@ def test_parse_go_duration(text: str, nanos: int | None) -> None:
         pytest.param("+7", 7, id="plus"),
         pytest.param("1_000", None, id="underscore"),
         pytest.param(" 1", None, id="space"),
+        pytest.param("9223372036854775807", 2**63 - 1, id="int64-max"),
+        pytest.param("-9223372036854775808", -(2**63), id="int64-min"),
+        pytest.param("9223372036854775808", None, id="int64-overflow"),
+        pytest.param("0" * 40 + "7", 7, id="leading-zeros"),
+        pytest.param("9" * 5000, None, id="past-the-int-digit-limit"),
+        pytest.param("٣", None, id="ascii-digits-only"),
     ],
 )
 def test_parse_go_int(text: str, value: int | None) -> None:
     assert formats.parse_go_int(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [
+        pytest.param("30m", 1800 * 10**9, id="duration"),
+        pytest.param("1800", 1800 * 10**9, id="seconds"),
+        pytest.param("+5", 5 * 10**9, id="seconds-as-atoi-reads-them"),
+        pytest.param("0", 0, id="zero"),
+        pytest.param(str(formats.MAX_DURATION_SECONDS), formats.MAX_DURATION_SECONDS * 10**9),
+        pytest.param(str(formats.MAX_DURATION_SECONDS + 1), None, id="seconds-past-a-duration"),
+        pytest.param("1000000000000000000", None, id="seconds-that-go-would-wrap"),
+        pytest.param("²", None, id="superscript-digit"),
+        pytest.param("1e3", None, id="neither"),
+    ],
+)
+def test_parse_duration_or_seconds(text: str, nanos: int | None) -> None:
+    assert formats.parse_duration_or_seconds(text) == nanos
 
 
 @pytest.mark.parametrize(

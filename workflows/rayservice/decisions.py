@@ -166,11 +166,8 @@ def initializing_timeout(annotations: dict[str, str]) -> timedelta | None:
     value = annotations.get(constants.ANNOTATION_INITIALIZING_TIMEOUT)
     if not value:
         return None
-    nanos = formats.parse_go_duration(value)
-    if nanos is not None:
-        return timedelta(microseconds=nanos // 1000) if nanos > 0 else None
-    seconds = formats.parse_go_int(value)
-    return timedelta(seconds=seconds) if seconds and seconds > 0 else None
+    nanos = formats.parse_duration_or_seconds(value)
+    return timedelta(microseconds=nanos // 1000) if nanos is not None and nanos > 0 else None
 
 
 def initializing_deadline(

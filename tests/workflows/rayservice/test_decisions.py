@@ -85,7 +85,21 @@ def test_deletions_keep_their_deadline_and_fall_due() -> None:
     assert later.due == ["b"]
 
 
-@pytest.mark.parametrize(("value", "seconds"), [("5m", 300), ("90", 90), ("0", None), ("", None)])
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("5m", 300),
+        ("90", 90),
+        ("0", None),
+        ("", None),
+        # Refused by validation; the workflow reads them on every pass all the same.
+        ("9223372036", 9223372036),
+        ("100000000000000", None),
+        ("9" * 5000, None),
+        ("1s" * 131_072, None),
+        ("²", None),
+    ],
+)
 def test_initializing_timeout(value: str, seconds: int | None) -> None:
     got = d.initializing_timeout({"ray.io/initializing-timeout": value})
     assert got == (timedelta(seconds=seconds) if seconds else None)
