@@ -154,7 +154,10 @@ def test_every_kuberay_field_is_in_the_schema(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_kuberays_defaults_and_rules_are_reproduced(kind: str) -> None:
-    """Every default, minimum and CEL rule KubeRay puts on a field we type is ours too."""
+    """Every default, minimum, format and CEL rule KubeRay puts on a field we type is ours too.
+
+    `format: int32` is a bound: the API server refuses a larger value for such a field.
+    """
     ours = dict(walk(schema_of(kind)))
     theirs = dict(walk(v1(kuberay_crd(kind))["schema"]["openAPIV3Schema"]))
     checked = 0
@@ -162,7 +165,7 @@ def test_kuberays_defaults_and_rules_are_reproduced(kind: str) -> None:
         if path not in ours or ours[path].get(PRESERVE):
             continue
         mine = ours[path]
-        for keyword in ("default", "minimum", "minItems"):
+        for keyword in ("default", "minimum", "minItems", "format"):
             if keyword in node and not path.endswith("observedGeneration"):
                 assert mine.get(keyword) == node[keyword], f"{kind}{path} {keyword}"
                 checked += 1
@@ -171,6 +174,15 @@ def test_kuberays_defaults_and_rules_are_reproduced(kind: str) -> None:
         assert my_messages == their_messages, f"{kind}{path} CEL rules"
         checked += len(their_messages)
     assert checked >= 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_integer_field_has_the_width_of_kuberays(kind: str) -> None:
+    integers = [
+        (path, node) for path, node in walk(schema_of(kind)) if node.get("type") == "integer"
+    ]
+    assert integers
+    assert all(node.get("format") in ("int32", "int64") for _, node in integers), integers
 
 
 @pytest.mark.parametrize("kind", KINDS)

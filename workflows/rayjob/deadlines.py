@@ -19,6 +19,7 @@ from activities.rayjob.contract import JobOperatorOptions
 from crds.constants import DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobSpec, RayJobStatus
+from workflows import durations
 
 SUBMITTER_FINISHED_TIMEOUT = timedelta(seconds=DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS)
 KUBERAY_DEFAULTS = JobOperatorOptions()
@@ -54,7 +55,7 @@ class Deadlines(BaseModel):
 def _after(start: datetime | None, seconds: int | None) -> datetime | None:
     if start is None or seconds is None:
         return None
-    return start + timedelta(seconds=seconds)
+    return durations.after(start, seconds)
 
 
 def active_deadline(spec: RayJobSpec, status: RayJobStatus) -> datetime | None:

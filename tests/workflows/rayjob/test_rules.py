@@ -171,6 +171,53 @@ def test_mechanisms_use_ttl_seconds_after_finished(
     assert (step.run.policy if step.run else None) == expect
 
 
+HUGE = 10**18
+"""Seconds a RayJob once held: computing its deletion time raised OverflowError forever."""
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({"shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": HUGE}, id="ttl"),
+        pytest.param(
+            {
+                "ttlSecondsAfterFinished": HUGE,
+                "deletionStrategy": {
+                    "onSuccess": {"policy": "DeleteSelf"},
+                    "onFailure": {"policy": "DeleteNone"},
+                },
+            },
+            id="legacy",
+        ),
+        pytest.param(
+            {
+                "deletionStrategy": {
+                    "deletionRules": [
+                        {
+                            "policy": "DeleteCluster",
+                            "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": HUGE},
+                        }
+                    ]
+                }
+            },
+            id="rule",
+        ),
+    ],
+)
+def test_a_deletion_past_year_9999_never_falls_due(fields: dict[str, Any]) -> None:
+    assert deletion.due_rules(spec(**fields), DONE) == []
+    step = deletion.next_deletion(spec(**fields), DONE, CLUSTER, s(10**9))
+    assert (step.run, step.next_at) == (None, None)
+
+
+def test_a_deadline_past_year_9999_never_runs_out() -> None:
+    running = status(job_deployment_status=D.INITIALIZING)
+    found = deadlines.deadlines(
+        spec(activeDeadlineSeconds=HUGE, preRunningDeadlineSeconds=HUGE), running
+    )
+    assert found.earliest() is None
+
+
 def test_not_finished_means_no_cleanup() -> None:
     running = status(job_deployment_status=D.RUNNING, end_time=T0)
     assert deletion.due_rules(spec(shutdownAfterJobFinishes=True), running) == []

@@ -17,6 +17,7 @@ from workflows.rayservice.incremental import (
     Traffic,
     next_move,
     next_rollback_move,
+    options_of,
     traffic_gate,
 )
 
@@ -103,6 +104,31 @@ def test_deletions_keep_their_deadline_and_fall_due() -> None:
 def test_initializing_timeout(value: str, seconds: int | None) -> None:
     got = d.initializing_timeout({"ray.io/initializing-timeout": value})
     assert got == (timedelta(seconds=seconds) if seconds else None)
+
+
+def test_a_deletion_delay_past_year_9999_never_falls_due() -> None:
+    spec = RayServiceSpec.model_validate(
+        {"rayClusterConfig": {"headGroupSpec": {"template": {}}}}
+        | {"rayClusterDeletionDelaySeconds": 10**18}
+    )
+    plan = d.schedule_deletions(["a", "b"], {"a"}, {}, d.deletion_delay(spec), NOW)
+    assert (plan.scheduled, plan.due) == ({}, [])
+
+
+def test_an_upgrade_interval_past_year_9999_waits_for_ever() -> None:
+    spec = RayServiceSpec.model_validate(
+        {
+            "rayClusterConfig": {"headGroupSpec": {"template": {}}},
+            "upgradeStrategy": {
+                "type": "NewClusterWithIncrementalUpgrade",
+                "clusterUpgradeOptions": {"stepSizePercent": 10, "intervalSeconds": 10**18},
+            },
+        }
+    )
+    options = options_of(spec)
+    moved = Traffic(pending_capacity=100, pending_weight=10, active_weight=90, migrated_at=NOW)
+    move = next_move(moved, options, NOW + timedelta(days=365 * 1000))
+    assert (move.kind, move.until) == (MoveKind.WAIT, None)
 
 
 def test_initializing_deadline_counts_from_the_initializing_transition() -> None:
