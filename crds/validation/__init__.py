@@ -8,7 +8,7 @@ rejects beyond the schema the models already enforce: its controllers' validatio
 
 The modules split the rules by concept: `names` (object names, labels, managedBy), `integers`
 (every integer field within its Go type's range), `references` (the names a CR uses to
-address other objects), `clusters` (any RayClusterSpec) with `resources` (quantities),
+address other objects), `clusters` (any RayClusterSpec) with `resources` (quantities), `ports`,
 `autoscaling`, `fault_tolerance`, `security` and `addons`, then `jobs` with `deletion`,
 `services`, `cronjobs` with `schedules` (cron strings and time zones), and `updates`.
 """

@@ -3,8 +3,8 @@
 These are the checks KubeRay runs on every RayClusterSpec (`ValidateRayClusterSpec`), wherever
 the spec lives: a RayCluster, a RayJob's `spec.rayClusterSpec`, or a RayService's
 `spec.rayClusterConfig`. `cluster_spec_violations` is the entry point; it also runs the rules
-kept in their own modules (resource quantities, autoscaling, GCS fault tolerance, security,
-add-ons).
+kept in their own modules (resource quantities, container ports, autoscaling, GCS fault
+tolerance, security, add-ons).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from crds.validation import (
     addons,
     autoscaling,
     fault_tolerance,
+    ports,
     resources,
     security,
     templates,
@@ -54,6 +55,7 @@ def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
         cluster_references,
         replica_bounds,
         resources.cluster_quantities,
+        ports.cluster_ports,
         *autoscaling.RULES,
         *fault_tolerance.RULES,
         *security.RULES,

@@ -17,6 +17,7 @@ from crds.validation import formats, templates
 from crds.validation.clusters import cluster_spec_violations
 from crds.validation.deletion import deletion_violations
 from crds.validation.names import managed_by_violations
+from crds.validation.ports import template_ports
 from crds.validation.references import selector_references
 from crds.validation.resources import template_quantities
 from crds.validation.scope import RAYJOB_KIND, ClusterScope, key_path
@@ -39,6 +40,7 @@ def rayjob_violations(job: RayJob) -> list[Violation]:
         scope = ClusterScope(spec.ray_cluster_spec, _CLUSTER_PATH, RAYJOB_KIND, job.annotations)
         found += cluster_spec_violations(scope)
     found += template_quantities(spec.submitter_pod_template, "spec.submitterPodTemplate")
+    found += template_ports(spec.submitter_pod_template, "spec.submitterPodTemplate")
     found += _payloads(spec)
     found += _deadlines_and_retries(spec)
     found += _status(job)
