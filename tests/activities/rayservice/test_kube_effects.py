@@ -185,6 +185,26 @@ async def test_appended_worker_group_is_an_in_place_update(client: KubeClient) -
     assert after.clusters[0].num_worker_groups == 2
 
 
+@pytest.mark.parametrize("count", ["two", "²", "9" * 5000, "-1"])
+async def test_an_unreadable_worker_group_count_matches_no_prefix(
+    client: KubeClient, count: str
+) -> None:
+    # Anyone who can edit the RayCluster can write the annotation: the read must not fail.
+    acts = ServiceActivities(client)
+    ref = await make_service(client)
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
+    name = f"{ref.name}-abcde"
+    await run(
+        acts.create_cluster, contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+    )
+    annotations = {"ray.io/num-worker-groups": count}
+    await client.patch(
+        kube.RAYCLUSTERS, "default", name, {"metadata": {"annotations": annotations}}
+    )
+    [view] = (await run(acts.read, contract.ReadServiceInput(ref=ref))).clusters
+    assert (view.num_worker_groups, view.goal_prefix_hash) == (0, "")
+
+
 async def test_autoscaling_clusters_start_without_replicas(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client)
