@@ -7,6 +7,8 @@ again after a continue-as-new; the workflow only keeps the earliest one as its n
 deadline is "passed" at exactly its instant (`now >= deadline`, as `!time.Now().Before(d)`).
 The grace period and the status-check timeout are operator settings (KubeRay's
 RAYJOB_* variables); they come from the read activity's snapshot, never from the environment.
+Every deadline is computed with `workflows.durations.after`: the times it starts from come from
+the CR, its status and Ray's dashboard, any of which may lie near the year 9999.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def submitter_finished_deadline(
     """The submitter ended; the Ray job gets 30 s more to become terminal."""
     if status.job_deployment_status != JobDeploymentStatus.RUNNING or finished_at is None:
         return None
-    return finished_at + SUBMITTER_FINISHED_TIMEOUT
+    return durations.after(finished_at, SUBMITTER_FINISHED_TIMEOUT)
 
 
 def transition_grace_period(options: JobOperatorOptions) -> timedelta:
@@ -101,7 +103,7 @@ def transition_grace_deadline(
         return None
     if info is None or info.end_time is None:
         return None
-    return info.end_time + transition_grace_period(options)
+    return durations.after(info.end_time, transition_grace_period(options))
 
 
 def status_check_deadline(
@@ -111,7 +113,7 @@ def status_check_deadline(
     if status.job_deployment_status != JobDeploymentStatus.RUNNING:
         return None
     since = status.job_status_check_failure_start_time
-    return None if since is None else since + status_check_timeout(options)
+    return None if since is None else durations.after(since, status_check_timeout(options))
 
 
 def deadlines(

@@ -266,3 +266,16 @@ def test_status_changed_ignores_observed_generation() -> None:
     a = status(observed_generation=1)
     assert not status_changed(a, a.model_copy(update={"observed_generation": 2}))
     assert status_changed(a, a.model_copy(update={"job_status": J.RUNNING}))
+
+
+def test_a_ray_end_time_near_year_9999_has_no_grace_deadline() -> None:
+    # Ray's dashboard (the CR owner's to shape) reported the job's end in the last second.
+    end = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    running = status(
+        job_deployment_status=D.RUNNING,
+        job_status=J.SUCCEEDED,
+        ray_job_info=RayJobStatusInfo(end_time=end),
+        job_status_check_failure_start_time=end,
+    )
+    found = deadlines.deadlines(spec(), running, submitter_finished_at=end)
+    assert found.earliest() is None
