@@ -98,7 +98,7 @@ ZERO = Quantity(Fraction(0))
 
 
 def parse_quantity(text: str | int | float) -> Quantity:
-    """Parse a quantity; raise `InvalidQuantityError` for anything the API server would reject.
+    """Parse a quantity; raise `InvalidQuantityError` for what the API server or the bounds refuse.
 
     Non-zero amounts are rounded up (away from zero) to the nearest nano, as the API server does,
     so that a tiny request never becomes zero.
