@@ -182,8 +182,19 @@ def summarize_pod(pod: JSON) -> PodView:
         pod_ip=status.get("podIP", ""),
         recreate_hash=annotations.get(constants.ANNOTATION_RECREATE_HASH, ""),
         kuberay_version=annotations.get(constants.ANNOTATION_KUBERAY_VERSION, ""),
-        replica_index=int(index) if index and index.isdigit() else None,
+        replica_index=_replica_index(index),
     )
+
+
+def _replica_index(label: str | None) -> int | None:
+    """The `ray.io/worker-group-replica-index` label as a number, if it is ASCII digits.
+
+    `str.isdigit()` alone also takes "²", which `int()` refuses. Label syntax rules it out on a
+    real API server, but a reader of every pod of a cluster should not count on its writer.
+    """
+    if label and label.isascii() and label.isdigit():
+        return int(label)  # a label value has at most 63 characters
+    return None
 
 
 def summarize_service(service: JSON) -> ServiceView:

@@ -14,6 +14,7 @@ from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.vocabulary import EventType
 from crds.common import format_time
+from crds.messages import EVENT_MESSAGE_LIMIT, clipped
 from crds.refs import ObjectRef
 
 COMPONENT = "kuberay-temporal"
@@ -36,7 +37,7 @@ def event_object(ref: ObjectRef, kind: EventType, reason: str, message: str, key
         },
         "type": kind.value,
         "reason": reason,
-        "message": message,
+        "message": clipped(message, EVENT_MESSAGE_LIMIT),
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
         "firstTimestamp": now,

@@ -15,14 +15,17 @@ API server, instead of being coerced into something the user did not write.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     PlainSerializer,
     StrictBool,
     StrictFloat,
@@ -30,14 +33,51 @@ from pydantic import (
     StrictStr,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from crds.enums import ConditionStatus
+from crds.messages import STATUS_MESSAGE_LIMIT, clipped
 
 JSONObject = dict[str, Any]
 """An embedded Kubernetes object kept verbatim (pod template, Service, env var…)."""
 
+
+@dataclass(frozen=True)
+class GoInt:
+    """The Go integer type of a field in KubeRay's API: its width decides the values it holds.
+
+    It puts `format: int32` (or `int64`) into the CRD, as KubeRay's CRDs have it, so the API
+    server refuses a value out of range; validation checks the same range for objects that
+    did not pass through such a schema (`crds.validation.integers`).
+    """
+
+    bits: int
+
+    @property
+    def low(self) -> int:
+        """The smallest value."""
+        return -(1 << (self.bits - 1))
+
+    @property
+    def high(self) -> int:
+        """The largest value."""
+        return (1 << (self.bits - 1)) - 1
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        schema["format"] = f"int{self.bits}"
+        return schema
+
+
 Bool = StrictBool
 Int = StrictInt
+Int32 = Annotated[StrictInt, GoInt(32)]
+"""A Go `int32` of KubeRay's API (replicas, seconds, percentages…)."""
+Int64 = Annotated[StrictInt, GoInt(64)]
+"""A Go `int64` of KubeRay's API (observedGeneration)."""
 Str = StrictStr
 Number = StrictInt | StrictFloat
 IntOrString = StrictInt | StrictStr
@@ -99,15 +139,23 @@ class ObjectMeta(RayModel):
     owner_references: list[JSONObject] | None = None
 
 
+def _status_message(text: str) -> str:
+    return clipped(text, STATUS_MESSAGE_LIMIT)
+
+
+StatusMessage = Annotated[Str, AfterValidator(_status_message)]
+"""A message in a status, clipped to the length KubeRay's CRDs allow a condition's."""
+
+
 class Condition(RayModel):
     """metav1.Condition."""
 
     type: Str
     status: ConditionStatus
     reason: Str
-    message: Str = ""
+    message: StatusMessage = ""
     last_transition_time: Time
-    observed_generation: Int | None = None
+    observed_generation: Int64 | None = None
 
 
 class RayObject(RayModel):

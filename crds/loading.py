@@ -14,6 +14,7 @@ from pydantic_core import ErrorDetails
 
 from crds.common import JSONObject, RayObject
 from crds.constants import API_VERSION, GROUP
+from crds.messages import quoted
 from crds.nesting import nesting_violations, size_violations
 from crds.raycluster import RayCluster
 from crds.raycronjob import RayCronJob
@@ -66,10 +67,10 @@ def _header_violations(doc: JSONObject) -> list[Violation]:
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     found: list[Violation] = []
     if api_version != API_VERSION:
-        found.append(Violation("apiVersion", f"must be {API_VERSION}, got {api_version!r}"))
+        found.append(Violation("apiVersion", f"must be {API_VERSION}, got {quoted(api_version)}"))
     if kind not in KIND_MODELS:
         expected = ", ".join(KIND_MODELS)
-        found.append(Violation("kind", f"must be one of {expected}, got {kind!r}"))
+        found.append(Violation("kind", f"must be one of {expected}, got {quoted(kind)}"))
     metadata = doc.get("metadata")
     if not isinstance(metadata, dict) or not (metadata.get("name") or metadata.get("generateName")):
         found.append(Violation("metadata.name", "required field is missing"))
@@ -104,13 +105,13 @@ def _message(detail: ErrorDetails) -> str:
         return "required field is missing"
     if kind == "enum" or kind == "literal_error":
         expected = detail.get("ctx", {}).get("expected", "")
-        return f"unsupported value {given!r}: expected {expected}"
+        return f"unsupported value {quoted(given)}: expected {expected}"
     if kind in _TYPE_NAMES:
         wanted = _TYPE_NAMES[kind]
-        return f"must be {wanted}, got {type(given).__name__} {given!r}"
+        return f"must be {wanted}, got {type(given).__name__} {quoted(given)}"
     if kind == "timezone_aware":
-        return f"must be an RFC 3339 time with a zone, got {given!r}"
-    return f"{detail['msg']} (got {given!r})"
+        return f"must be an RFC 3339 time with a zone, got {quoted(given)}"
+    return f"{detail['msg']} (got {quoted(given)})"
 
 
 _TYPE_NAMES = {

@@ -56,6 +56,7 @@ from crds.raycluster import (
 from crds.raycronjob import RayCronJobSpec
 from crds.rayjob import DeletionCondition, DeletionStrategy, RayJobSpec, RayJobStatus
 from crds.rayservice import ClusterUpgradeOptions, RayServiceSpec, RayServiceStatuses
+from crds.validation.versions import MAX_LENGTH as MAX_RAY_VERSION_LENGTH
 
 INT32_MAX = 2**31 - 1
 
@@ -98,6 +99,8 @@ _FIELD_RULES: dict[tuple[type[RayModel], str], JSONObject] = {
         ]
     },
     (RayClusterSpec, "managed_by"): {"x-kubernetes-validations": _MANAGED_BY_RULES},
+    # Ours: KubeRay sets no limit, but the version is parsed on every pass.
+    (RayClusterSpec, "ray_version"): {"maxLength": MAX_RAY_VERSION_LENGTH},
     (RayClusterStatus, "conditions"): _CONDITIONS_LIST,
     (RayJobSpec, "managed_by"): {"x-kubernetes-validations": _MANAGED_BY_RULES},
     (RayJobSpec, "backoff_limit"): {"default": 0},

@@ -9,7 +9,8 @@ from pydantic import Field
 from crds.common import (
     Bool,
     Condition,
-    Int,
+    Int32,
+    Int64,
     IntOrString,
     JSONObject,
     RayModel,
@@ -149,17 +150,17 @@ class WorkerGroupSpec(RayModel):
 
     suspend: Bool | None = None
     group_name: Str
-    replicas: Int | None = None
-    min_replicas: Int | None = None
-    max_replicas: Int | None = None
-    idle_timeout_seconds: Int | None = None
-    priority: Int | None = None
+    replicas: Int32 | None = None
+    min_replicas: Int32 | None = None
+    max_replicas: Int32 | None = None
+    idle_timeout_seconds: Int32 | None = None
+    priority: Int32 | None = None
     resources: StringMap | None = None
     labels: StringMap | None = None
     ray_start_params: StringMap | None = None
     template: JSONObject
     scale_strategy: ScaleStrategy | None = None
-    num_of_hosts: Int | None = None
+    num_of_hosts: Int32 | None = None
 
 
 class AutoscalerOptions(RayModel):
@@ -169,7 +170,7 @@ class AutoscalerOptions(RayModel):
     image: Str | None = None
     image_pull_policy: Str | None = None
     security_context: JSONObject | None = None
-    idle_timeout_seconds: Int | None = None
+    idle_timeout_seconds: Int32 | None = None
     upscaling_mode: UpscalingMode | None = None
     version: AutoscalerVersion | None = None
     env: list[JSONObject] | None = None
@@ -223,12 +224,12 @@ class RayClusterStatus(RayModel):
     head: HeadInfo | None = None
     reason: Str | None = None
     conditions: list[Condition] | None = None
-    ready_worker_replicas: Int | None = None
-    available_worker_replicas: Int | None = None
-    desired_worker_replicas: Int | None = None
-    min_worker_replicas: Int | None = None
-    max_worker_replicas: Int | None = None
-    observed_generation: Int | None = None
+    ready_worker_replicas: Int32 | None = None
+    available_worker_replicas: Int32 | None = None
+    desired_worker_replicas: Int32 | None = None
+    min_worker_replicas: Int32 | None = None
+    max_worker_replicas: Int32 | None = None
+    observed_generation: Int64 | None = None
 
     @classmethod
     def zero(cls) -> RayClusterStatus:

@@ -8,7 +8,8 @@ from pydantic import Field
 
 from crds.common import (
     Bool,
-    Int,
+    Int32,
+    Int64,
     JSONObject,
     Number,
     RayModel,
@@ -32,7 +33,7 @@ class DeletionCondition(RayModel):
 
     job_status: JobStatus | None = None
     job_deployment_status: JobDeploymentStatus | None = None
-    ttl_seconds: Int | None = None
+    ttl_seconds: Int32 | None = None
 
 
 class DeletionRule(RayModel):
@@ -59,14 +60,14 @@ class DeletionStrategy(RayModel):
 class SubmitterConfig(RayModel):
     """`spec.submitterConfig`."""
 
-    backoff_limit: Int | None = None
+    backoff_limit: Int32 | None = None
 
 
 class RayJobSpec(RayModel):
     """RayJob `spec`."""
 
-    active_deadline_seconds: Int | None = None
-    backoff_limit: Int | None = None
+    active_deadline_seconds: Int32 | None = None
+    backoff_limit: Int32 | None = None
     ray_cluster_spec: RayClusterSpec | None = None
     submitter_pod_template: JSONObject | None = None
     metadata: StringMap | None = None
@@ -81,8 +82,8 @@ class RayJobSpec(RayModel):
     entrypoint_resources: Str | None = None
     entrypoint_num_cpus: Number | None = None
     entrypoint_num_gpus: Number | None = None
-    ttl_seconds_after_finished: Int | None = None
-    pre_running_deadline_seconds: Int | None = None
+    ttl_seconds_after_finished: Int32 | None = None
+    pre_running_deadline_seconds: Int32 | None = None
     shutdown_after_job_finishes: Bool | None = None
     suspend: Bool | None = None
 
@@ -107,11 +108,11 @@ class RayJobStatus(RayModel):
     message: Str | None = None
     start_time: Time | None = None
     end_time: Time | None = None
-    succeeded: Int | None = None
-    failed: Int | None = None
+    succeeded: Int32 | None = None
+    failed: Int32 | None = None
     ray_cluster_status: RayClusterStatus | None = None
     job_status_check_failure_start_time: Time | None = None
-    observed_generation: Int | None = None
+    observed_generation: Int64 | None = None
 
 
 class RayJob(RayObject):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from crds.common import Bool, Condition, Int, JSONObject, RayModel, RayObject, Str, Time
+from crds.common import Bool, Condition, Int32, Int64, JSONObject, RayModel, RayObject, Str, Time
 from crds.enums import RayServiceUpgradeType
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 
@@ -14,9 +14,9 @@ from crds.raycluster import RayClusterSpec, RayClusterStatus
 class ClusterUpgradeOptions(RayModel):
     """`spec.upgradeStrategy.clusterUpgradeOptions` (incremental upgrades)."""
 
-    max_surge_percent: Int | None = None
-    step_size_percent: Int | None = None
-    interval_seconds: Int | None = None
+    max_surge_percent: Int32 | None = None
+    step_size_percent: Int32 | None = None
+    interval_seconds: Int32 | None = None
     gateway_class_name: Str | None = None
 
 
@@ -30,9 +30,9 @@ class RayServiceUpgradeStrategy(RayModel):
 class RayServiceSpec(RayModel):
     """RayService `spec`."""
 
-    ray_cluster_deletion_delay_seconds: Int | None = None
-    service_unhealthy_second_threshold: Int | None = None
-    deployment_unhealthy_second_threshold: Int | None = None
+    ray_cluster_deletion_delay_seconds: Int32 | None = None
+    service_unhealthy_second_threshold: Int32 | None = None
+    deployment_unhealthy_second_threshold: Int32 | None = None
     serve_service: JSONObject | None = None
     upgrade_strategy: RayServiceUpgradeStrategy | None = None
     managed_by: Str | None = None
@@ -64,8 +64,8 @@ class RayServiceStatus(RayModel):
     """`status.activeServiceStatus` / `status.pendingServiceStatus`."""
 
     applications: dict[Str, AppStatus] | None = Field(default=None, alias="applicationStatuses")
-    target_capacity: Int | None = None
-    traffic_routed_percent: Int | None = None
+    target_capacity: Int32 | None = None
+    traffic_routed_percent: Int32 | None = None
     last_traffic_migrated_time: Time | None = None
     ray_cluster_name: Str | None = None
     ray_cluster_status: RayClusterStatus | None = None
@@ -79,8 +79,8 @@ class RayServiceStatuses(RayModel):
     service_status: Str | None = None
     active_service_status: RayServiceStatus | None = None
     pending_service_status: RayServiceStatus | None = None
-    num_serve_endpoints: Int | None = None
-    observed_generation: Int | None = None
+    num_serve_endpoints: Int32 | None = None
+    observed_generation: Int64 | None = None
 
 
 class RayService(RayObject):

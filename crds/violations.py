@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from crds.messages import clipped
+
+MAX_REPORTED = 20
+"""Violations a status, an Event or a workflow's history carries; the rest are counted."""
+REPORTED_LENGTH = 1024
+"""Bytes of one reported violation."""
 
 
 @dataclass(frozen=True, order=True)
@@ -39,3 +47,17 @@ def join_path(*parts: str | int) -> str:
         else:
             out = part
     return out
+
+
+def reported(violations: Iterable[Violation | str]) -> list[str]:
+    """The violations as they are reported: the first 20, each clipped to 1 KiB.
+
+    A CR can break a rule thousands of times (once per worker group, say); the first ones say
+    what to fix, and the list goes into the workflow's history, where a payload has a size
+    limit, and into a status and an Event. The last one kept says how many were left out.
+    """
+    texts = [str(violation) for violation in violations]
+    shown = [clipped(text, REPORTED_LENGTH) for text in texts[:MAX_REPORTED]]
+    if len(texts) > MAX_REPORTED:
+        shown[-1] += f" (and {len(texts) - MAX_REPORTED} more violations)"
+    return shown

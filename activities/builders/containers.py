@@ -12,10 +12,10 @@ import copy
 from activities.builders.autoscaler import shell_command
 from activities.builders.env import append_env, env_var, field_env, set_default_env
 from activities.builders.names import CREATOR_RAYSERVICE
-from activities.builders.quantities import try_parse_quantity
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import RayNodeType
+from crds.quantities import try_parse_quantity
 
 ULIMIT_COMMAND = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}"
 LOCAL_HOST = "127.0.0.1"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.builders.quantities import ZERO, Quantity, try_parse_quantity
 from activities.builders.ray_start import is_gpu_resource
 from activities.contract import DesiredResources
 from crds import replicas
 from crds.common import JSONObject
+from crds.quantities import ZERO, Quantity, try_parse_quantity
 from crds.raycluster import RayCluster, RayClusterSpec
 
 TPU_RESOURCE = "google.com/tpu"

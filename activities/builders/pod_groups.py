@@ -22,12 +22,12 @@ from activities.builders import batch_scheduling as bs
 from activities.builders import names
 from activities.builders.autoscaler import is_autoscaling_enabled
 from activities.builders.desired import cluster_resources, pod_resources, sum_resources
-from activities.builders.quantities import Quantity, try_parse_quantity
 from activities.builders.rayjob import submitter_pod_spec
 from crds import constants as k
 from crds import replicas
 from crds.common import JSONObject
 from crds.enums import JobSubmissionMode
+from crds.quantities import Quantity, try_parse_quantity
 from crds.raycluster import RayCluster, RayClusterSpec
 from crds.rayjob import RayJob
 

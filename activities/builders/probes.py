@@ -9,11 +9,11 @@ initLivenessAndReadinessProbe).
 from __future__ import annotations
 
 import copy
-import re
 
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import RayNodeType
+from crds.validation import versions
 
 # Ray 2.53 serves one health endpoint on the dashboard agent; older Ray needs wget checks.
 UNIFIED_HEALTH_CHECK_SINCE = (2, 53, 0)
@@ -33,16 +33,16 @@ WORKER_TIMEOUT_SECONDS = 2
 # The head checks two endpoints, so it gets more time.
 HEAD_TIMEOUT_SECONDS = 5
 
-_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
-
 
 def supports_unified_health_check(ray_version: str | None) -> bool:
-    """Whether `spec.rayVersion` is at least 2.53.0 (an unparseable version is not)."""
-    match = _VERSION.match(ray_version or "")
-    if match is None:
-        return False
-    parts = tuple(int(part or 0) for part in match.groups())
-    return parts >= UNIFIED_HEALTH_CHECK_SINCE
+    """Whether `spec.rayVersion` is at least 2.53.0 (an unparseable version is not).
+
+    Read with the parser validation uses, as KubeRay reads it with the one its validation uses.
+    """
+    parsed = versions.parse_generic(ray_version or "")
+    return not isinstance(parsed, str) and not versions.less_than(
+        parsed, UNIFIED_HEALTH_CHECK_SINCE
+    )
 
 
 def wget_health_command(timeout_seconds: int, port: int, path: str) -> str:

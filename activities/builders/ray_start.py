@@ -14,11 +14,11 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from activities.builders.quantities import ZERO, Quantity, try_parse_quantity
 from crds import constants as k
 from crds.common import JSONObject
 from crds.enums import RayNodeType
 from crds.payloads import PayloadError
+from crds.quantities import ZERO, Quantity, try_parse_quantity
 from crds.validation import formats
 
 # `ray start` flags that take an explicit boolean: "false" must reach Ray instead of dropping.

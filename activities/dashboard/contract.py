@@ -8,10 +8,10 @@ converter; they are kept apart from the client so the workflow sandbox can impor
 httpx.
 
 Epoch-millisecond timestamps become timezone-aware UTC datetimes, and Ray's "unset" (0 or
-null) becomes None. Texts are clipped to `MAX_TEXT` characters: they travel into histories and
-CR statuses, and whatever answers on a cluster's dashboard port chooses them. A job's
-`runtime_env` is deliberately not part of `JobInfo`: it may hold credentials in `env_vars`, and
-activity results are written into workflow history.
+null) becomes None. Ray's messages are clipped to a status message's limit: they travel into
+histories and CR statuses, and whatever answers on a cluster's dashboard port chooses them. A
+job's `runtime_env` is deliberately not part of `JobInfo`: it may hold credentials in
+`env_vars`, and activity results are written into workflow history.
 """
 
 from __future__ import annotations
@@ -19,15 +19,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from crds.common import StatusMessage
 from crds.constants import DEFAULT_SERVE_APP_NAME
 from crds.enums import ApplicationStatus, JobStatus
 
 _TERMINAL_JOB_STATUSES = frozenset(s.value for s in JobStatus if s.is_terminal)
-MAX_TEXT = 20_480
-"""Characters kept of a text Ray sends: room for a failed job's message, in which Ray puts the
-last 20,000 characters of its log."""
 
 
 class _Wire(BaseModel):
@@ -51,17 +49,16 @@ def _text(value: Any) -> Any:
     return "" if value is None else value
 
 
-def _clipped(value: str) -> str:
-    return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "…"
-
-
 def _mapping(value: Any) -> Any:
     """Ray sends null for an empty map."""
     return {} if value is None else value
 
 
 EpochMs = Annotated[datetime | None, BeforeValidator(_epoch_ms)]
-Text = Annotated[str, BeforeValidator(_text), AfterValidator(_clipped)]
+Text = Annotated[str, BeforeValidator(_text)]
+Message = Annotated[StatusMessage, BeforeValidator(_text)]
+"""A message Ray wrote, which goes into a CR's status: clipped to a status message's limit
+(the Ray cluster, and so its answers, are the CR owner's to shape)."""
 
 
 class JobSubmission(BaseModel):
@@ -104,7 +101,7 @@ class JobInfo(_Wire):
     status: str
     """PENDING, RUNNING, STOPPED, SUCCEEDED, FAILED (see `crds.enums.JobStatus`), or newer."""
     entrypoint: Text = ""
-    message: Text = ""
+    message: Message = ""
     error_type: str | None = None
     start_time: EpochMs = None
     end_time: EpochMs = None
@@ -123,7 +120,7 @@ class ServeDeploymentStatus(_Wire):
     name: Text = ""
     status: str
     """UPDATING, HEALTHY, UNHEALTHY (see `crds.enums.DeploymentStatus`), or newer."""
-    message: Text = ""
+    message: Message = ""
 
 
 class ServeApplicationStatus(_Wire):
@@ -132,7 +129,7 @@ class ServeApplicationStatus(_Wire):
     name: Text = ""
     status: str
     """NOT_STARTED, DEPLOYING, RUNNING, … (see `crds.enums.ApplicationStatus`), or newer."""
-    message: Text = ""
+    message: Message = ""
     route_prefix: str | None = None
     docs_path: str | None = None
     deployments: Annotated[dict[str, ServeDeploymentStatus], BeforeValidator(_mapping)] = Field(

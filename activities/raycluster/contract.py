@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from activities.contract import (
     ActivityRef,
@@ -20,6 +21,7 @@ from activities.contract import (
     Written,
 )
 from activities.kube.vocabulary import EventType, JobConditionType
+from crds.messages import EVENT_MESSAGE_LIMIT, clipped
 from crds.raycluster import RayClusterSpec, RayClusterStatus
 from crds.refs import ObjectRef
 
@@ -81,12 +83,17 @@ class ClusterSnapshot(BaseModel):
     decision reads it here, from history, never from the workflow's environment."""
 
 
+def _event_message(text: str) -> str:
+    return clipped(text, EVENT_MESSAGE_LIMIT)
+
+
 class EventSpec(BaseModel):
     """A Kubernetes Event to record on the CR."""
 
     type: EventType = EventType.NORMAL
     reason: str
-    message: str
+    message: Annotated[str, AfterValidator(_event_message)]
+    """Clipped to an Event's limit when made, so the history never holds a longer one."""
 
 
 class PodDeletion(BaseModel):

@@ -40,7 +40,7 @@ from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
 from crds.redaction import redacted_cluster_spec
 from crds.validation.sizes import oversized
-from crds.violations import InvalidObjectError
+from crds.violations import InvalidObjectError, reported
 
 READ_CONCURRENCY = 8
 """Reads of one cluster's owned objects in flight at once."""
@@ -104,7 +104,7 @@ class ClusterObserver:
         try:
             cluster = parse_ray_object(obj)
         except InvalidObjectError as err:
-            snapshot.schema_violations = [str(v) for v in err.violations]
+            snapshot.schema_violations = reported(err.violations)
             return snapshot
         assert isinstance(cluster, RayCluster)
         if params.known_generation != snapshot.generation:

@@ -26,7 +26,7 @@ from crds.redaction import strings_in, without_values
 from crds.refs import ObjectRef
 from crds.validation import validate
 from crds.validation.cronjobs import catchup_seconds
-from crds.violations import InvalidObjectError
+from crds.violations import InvalidObjectError, reported
 
 _REFUSAL_CHARS = 500
 """The most of an API server's refusal an Event quotes (a quota's lists every resource)."""
@@ -58,10 +58,10 @@ class CronJobActivities:
         try:
             cronjob = parse_ray_object(obj)
         except InvalidObjectError as err:
-            violations = [str(v) for v in err.violations]
+            violations = reported(err.violations)
             return contract.CronJobSnapshot.model_validate(found | {"violations": violations})
         assert isinstance(cronjob, RayCronJob)
-        violations = [str(v) for v in validate(cronjob)]
+        violations = reported(validate(cronjob))
         wanted = None
         if not violations:
             wanted = contract.ScheduleWanted(

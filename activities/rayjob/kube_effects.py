@@ -45,7 +45,7 @@ from crds.raycluster import RayCluster, RayClusterStatus
 from crds.rayjob import RayJob
 from crds.redaction import redacted_job_spec
 from crds.refs import ObjectRef
-from crds.violations import InvalidObjectError
+from crds.violations import InvalidObjectError, reported
 
 
 class JobActivities:
@@ -113,7 +113,7 @@ class JobActivities:
         try:
             rayjob = parse_ray_object(obj)
         except InvalidObjectError as err:
-            snap.schema_violations = [str(v) for v in err.violations]
+            snap.schema_violations = reported(err.violations)
             return snap
         assert isinstance(rayjob, RayJob)
         if params.known_generation != snap.generation:

@@ -37,7 +37,8 @@ from crds.raycluster import RayClusterStatus
 from crds.rayservice import RayService
 from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
-from crds.violations import InvalidObjectError, Violation
+from crds.validation import formats
+from crds.violations import InvalidObjectError, Violation, reported
 
 
 class ServiceStore:
@@ -123,7 +124,7 @@ class ServiceActivities:
         try:
             service = parse_ray_object(obj)
         except InvalidObjectError as err:
-            snap.schema_violations = [str(v) for v in err.violations]
+            snap.schema_violations = reported(err.violations)
             snap.clusters = [self._view(c, None) for c in await self._store.clusters(ref)]
             return snap
         assert isinstance(service, RayService)
@@ -154,10 +155,10 @@ class ServiceActivities:
     def _view(self, obj: kube.JSON, service: RayService | None) -> contract.ClusterView:
         meta = obj["metadata"]
         annotations = meta.get("annotations") or {}
-        groups = int(annotations.get(k.ANNOTATION_NUM_WORKER_GROUPS) or 0)
+        groups = _worker_groups(annotations)
         prefix = ""
         goal = service.spec.ray_cluster_config if service is not None else None
-        if goal is not None and len(goal.worker_group_specs or []) >= groups:
+        if goal is not None and groups is not None and len(goal.worker_group_specs or []) >= groups:
             prefix = rs.goal_hash(goal, worker_groups=groups)
         try:
             status = RayClusterStatus.model_validate(obj.get("status") or {})
@@ -171,7 +172,7 @@ class ServiceActivities:
             name=meta["name"],
             spec_hash=annotations.get(k.ANNOTATION_HASH_WITHOUT_REPLICAS, ""),
             goal_prefix_hash=prefix,
-            num_worker_groups=groups,
+            num_worker_groups=groups or 0,
             kuberay_version=annotations.get(k.ANNOTATION_KUBERAY_VERSION, ""),
             head_pod_ready=head_ready,
             head_pod_ip=(status.head.pod_ip if status.head else None) or "",
@@ -338,3 +339,14 @@ class ServiceActivities:
 def _is_incremental(service: RayService) -> bool:
     strategy = service.spec.upgrade_strategy
     return bool(strategy and strategy.type == Upgrade.NEW_CLUSTER_WITH_INCREMENTAL_UPGRADE)
+
+
+def _worker_groups(annotations: dict[str, str]) -> int | None:
+    """`ray.io/num-worker-groups`, read as Go's Atoi reads it; None if unreadable or negative.
+
+    We write it, but anyone who can edit the RayCluster can change it: `int()` would raise on
+    "two" or "²" and fail every read of the RayService. KubeRay's Atoi error makes it update
+    the cluster in place; here such a count matches no prefix of the goal.
+    """
+    groups = formats.parse_go_int(annotations.get(k.ANNOTATION_NUM_WORKER_GROUPS) or "0")
+    return groups if groups is not None and groups >= 0 else None

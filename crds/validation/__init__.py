@@ -6,10 +6,11 @@ rejects beyond the schema the models already enforce: its controllers' validatio
 (`utils/validation.go`), its admission webhooks and the CRDs' CEL, enum and minimum rules.
 `validate_update(old, new)` adds the rules that compare two versions (immutable fields).
 
-The modules split the rules by concept: `names` (object names, labels, managedBy),
-`references` (the names a CR uses to address other objects), `service_types` (what the
-Services made for a CR may be), `clusters` (any RayClusterSpec)
-with `autoscaling`, `fault_tolerance`, `security` and `addons`, then `jobs` with `deletion`,
+The modules split the rules by concept: `names` (object names, labels, managedBy), `integers`
+(every integer field within its Go type's range), `references` (the names a CR uses to
+address other objects), `service_types` (what the Services made for a CR may be), `clusters`
+(any RayClusterSpec) with `sizes`, `resources` (quantities), `ports`,
+`autoscaling`, `fault_tolerance`, `security` and `addons`, then `jobs` with `deletion`,
 `services`, `cronjobs` with `schedules` (cron strings and time zones), and `updates`.
 """
 
@@ -23,6 +24,7 @@ from crds.rayjob import RayJob
 from crds.rayservice import RayService
 from crds.validation.clusters import cluster_spec_violations, owner_kind_of
 from crds.validation.cronjobs import raycronjob_violations
+from crds.validation.integers import integer_violations
 from crds.validation.jobs import rayjob_violations
 from crds.validation.names import managed_by_violations, object_name_violations
 from crds.validation.scope import ClusterScope
@@ -36,6 +38,7 @@ __all__ = ["validate", "validate_update"]
 def validate(obj: RayObject) -> list[Violation]:
     """Return every rule the object breaks; an empty list means it is valid."""
     found = object_name_violations(obj)
+    found += integer_violations(obj)
     if isinstance(obj, RayCluster):
         found += _raycluster_violations(obj)
     elif isinstance(obj, RayJob):

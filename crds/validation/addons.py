@@ -9,6 +9,7 @@ is refused with the field's path (`not_carried_out`).
 from __future__ import annotations
 
 from crds.enums import NetworkPolicyMode
+from crds.messages import quoted
 from crds.raycluster import NetworkPolicyRules
 from crds.validation.names import dns1123_label_problem
 from crds.validation.scope import ClusterScope
@@ -38,7 +39,7 @@ def network_policy(scope: ClusterScope) -> list[Violation]:
         entry_path = join_path(base, "workerGroups", index)
         found += _rules_for_mode(entry_path, entry, mode)
         if entry.group_name not in names:
-            message = f"no worker group is named {entry.group_name!r}"
+            message = f"no worker group is named {quoted(entry.group_name)}"
             found.append(Violation(join_path(entry_path, "groupName"), message))
     return found
 

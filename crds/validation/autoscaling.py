@@ -9,6 +9,7 @@ would fight with an autoscaler that scales it back up; KubeRay rejects those com
 from __future__ import annotations
 
 from crds.constants import ENV_RAY_ENABLE_AUTOSCALER_V2
+from crds.messages import quoted
 from crds.raycluster import WorkerGroupSpec
 from crds.validation import templates, versions
 from crds.validation.scope import (
@@ -33,7 +34,7 @@ def suspended_groups_without_autoscaler(scope: ClusterScope) -> list[Violation]:
     for index, group in enumerate(scope.spec.worker_group_specs or []):
         if group.suspend is True:
             message = (
-                f"worker group {group.group_name!r} cannot be suspended while "
+                f"worker group {quoted(group.group_name)} cannot be suspended while "
                 "enableInTreeAutoscaling is on: the autoscaler would scale it back up"
             )
             found.append(Violation(scope.at("workerGroupSpecs", index, "suspend"), message))
@@ -73,7 +74,7 @@ def v2_restart_policies(scope: ClusterScope) -> list[Violation]:
         return []
     targets = [(scope.head_template_path, "the head pod", scope.spec.head_group_spec.template)]
     for index, group in enumerate(scope.spec.worker_group_specs or []):
-        described = f"worker group {group.group_name!r}"
+        described = f"worker group {quoted(group.group_name)}"
         targets.append((scope.worker_template_path(index), described, group.template))
     found: list[Violation] = []
     for template_path, described, template in targets:
@@ -81,7 +82,7 @@ def v2_restart_policies(scope: ClusterScope) -> list[Violation]:
         if policy and policy != _RESTART_NEVER:
             message = (
                 f"restartPolicy of {described} must be Never or unset with autoscaler v2 "
-                f"(got {policy})"
+                f"(got {quoted(policy)})"
             )
             found.append(Violation(join_path(template_path, "spec", "restartPolicy"), message))
     return found
@@ -100,7 +101,7 @@ def group_idle_timeouts(scope: ClusterScope) -> list[Violation]:
             found.append(Violation(path, message))
         elif not uses_autoscaler_v2(scope.spec):
             message = (
-                f"idleTimeoutSeconds of worker group {group.group_name!r} is only used by "
+                f"idleTimeoutSeconds of worker group {quoted(group.group_name)} is only used by "
                 "autoscaler v2; set autoscalerOptions.version: v2"
             )
             found.append(Violation(path, message))
@@ -117,14 +118,14 @@ def group_priorities(scope: ClusterScope) -> list[Violation]:
 
 
 def _group_priority(scope: ClusterScope, index: int, group: WorkerGroupSpec) -> list[Violation]:
-    feature = f"priority on worker group {group.group_name!r}"
+    feature = f"priority on worker group {quoted(group.group_name)}"
     problem = versions.minimum_problem(scope.spec.ray_version, _PRIORITY_MIN_RAY, feature)
     if problem is not None:
         return [Violation(scope.at("rayVersion"), problem)]
     if uses_autoscaler_v2(scope.spec):
         return []
     message = (
-        f"priority ({group.priority}) of worker group {group.group_name!r} is only used by "
+        f"priority ({group.priority}) of worker group {quoted(group.group_name)} is only used by "
         "autoscaler v2; set autoscalerOptions.version: v2"
     )
     return [Violation(scope.at("workerGroupSpecs", index, "priority"), message)]

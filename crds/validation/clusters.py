@@ -3,7 +3,8 @@
 These are the checks KubeRay runs on every RayClusterSpec (`ValidateRayClusterSpec`), wherever
 the spec lives: a RayCluster, a RayJob's `spec.rayClusterSpec`, or a RayService's
 `spec.rayClusterConfig`. `cluster_spec_violations` is the entry point; it also runs the rules
-kept in their own modules (sizes, autoscaling, GCS fault tolerance, security, add-ons).
+kept in their own modules (sizes, resource quantities, container ports, autoscaling, GCS
+fault tolerance, security, add-ons).
 """
 
 from __future__ import annotations
@@ -11,8 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from crds.constants import LABEL_ORIGINATED_FROM_CRD
+from crds.messages import quoted
 from crds.raycluster import RayCluster, WorkerGroupSpec
-from crds.validation import addons, autoscaling, fault_tolerance, security, sizes, templates
+from crds.validation import (
+    addons,
+    autoscaling,
+    fault_tolerance,
+    ports,
+    resources,
+    security,
+    sizes,
+    templates,
+    versions,
+)
 from crds.validation.names import label_key_problems, label_value_problems
 from crds.validation.references import cluster_references
 from crds.validation.scope import (
@@ -38,6 +50,7 @@ ClusterRule = Callable[[ClusterScope], list[Violation]]
 def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
     """Every RayClusterSpec rule, in KubeRay's order."""
     rules: list[ClusterRule] = [
+        ray_version_length,
         containers_present,
         group_start_params,
         unique_group_names,
@@ -45,6 +58,8 @@ def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
         head_service_violations,
         replica_bounds,
         *sizes.RULES,
+        resources.cluster_quantities,
+        ports.cluster_ports,
         *autoscaling.RULES,
         *fault_tolerance.RULES,
         *security.RULES,
@@ -52,6 +67,12 @@ def cluster_spec_violations(scope: ClusterScope) -> list[Violation]:
         upgrade_strategy_owner,
     ]
     return [violation for rule in rules for violation in rule(scope)]
+
+
+def ray_version_length(scope: ClusterScope) -> list[Violation]:
+    """`rayVersion` is bounded (as in the CRD): it is parsed on every pass and every pod build."""
+    problem = versions.length_problem(scope.spec.ray_version)
+    return [] if problem is None else [Violation(scope.at("rayVersion"), problem)]
 
 
 def containers_present(scope: ClusterScope) -> list[Violation]:
@@ -63,7 +84,7 @@ def containers_present(scope: ClusterScope) -> list[Violation]:
     for index, group in enumerate(scope.spec.worker_group_specs or []):
         if not templates.containers(group.template):
             path = templates.containers_path(scope.worker_template_path(index))
-            message = f"worker group {group.group_name!r} must have at least one container"
+            message = f"worker group {quoted(group.group_name)} must have at least one container"
             found.append(Violation(path, message))
     return found
 
@@ -91,11 +112,15 @@ def _group_replica_bounds(
     for field_name, value in (("minReplicas", low), ("maxReplicas", high)):
         if value < 0:
             path = scope.at("workerGroupSpecs", index, field_name)
-            message = f"{field_name} of worker group {name!r} must not be negative (got {value})"
+            message = (
+                f"{field_name} of worker group {quoted(name)} must not be negative (got {value})"
+            )
             found.append(Violation(path, message))
     if low > high:
         path = scope.at("workerGroupSpecs", index, "minReplicas")
-        message = f"minReplicas ({low}) must not exceed maxReplicas ({high}) in group {name!r}"
+        message = (
+            f"minReplicas ({low}) must not exceed maxReplicas ({high}) in group {quoted(name)}"
+        )
         found.append(Violation(path, message))
     return found
 
@@ -109,7 +134,7 @@ def unique_group_names(scope: ClusterScope) -> list[Violation]:
         if first != index:
             path = scope.at("workerGroupSpecs", index, "groupName")
             message = (
-                f"worker group name {group.group_name!r} is already used by "
+                f"worker group name {quoted(group.group_name)} is already used by "
                 f"workerGroupSpecs[{first}]; group names must be unique"
             )
             found.append(Violation(path, message))
@@ -125,7 +150,7 @@ def group_start_params(scope: ClusterScope) -> list[Violation]:
     found += _group_labels(scope.at("headGroupSpec"), head.ray_start_params, head.labels)
     for index, group in enumerate(scope.spec.worker_group_specs or []):
         base = scope.at("workerGroupSpecs", index)
-        described = f"worker group {group.group_name!r}"
+        described = f"worker group {quoted(group.group_name)}"
         found += _group_params(base, described, group.ray_start_params, group.resources)
         found += _group_labels(base, group.ray_start_params, group.labels)
     return found
@@ -157,9 +182,9 @@ def _group_labels(
     for key, value in (labels or {}).items():
         path = key_path(f"{base}.labels", key)
         for problem in label_key_problems(key):
-            found.append(Violation(path, f"invalid label key {key!r}: {problem}"))
+            found.append(Violation(path, f"invalid label key {quoted(key)}: {problem}"))
         for problem in label_value_problems(value):
-            found.append(Violation(path, f"invalid label value {value!r}: {problem}"))
+            found.append(Violation(path, f"invalid label value {quoted(value)}: {problem}"))
     return found
 
 

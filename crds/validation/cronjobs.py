@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from crds.constants import ANNOTATION_CATCHUP_WINDOW
+from crds.messages import quoted
 from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob, RayJobSpec
-from crds.validation.formats import parse_go_duration, parse_go_int
+from crds.validation.formats import MAX_DURATION_SECONDS, parse_duration_or_seconds
 from crds.validation.jobs import rayjob_violations
 from crds.validation.schedules import interval_problem, schedule_problem, time_zone_problem
 from crds.validation.scope import key_path
@@ -32,7 +33,7 @@ def raycronjob_violations(cronjob: RayCronJob) -> list[Violation]:
     found: list[Violation] = []
     problem = schedule_problem(spec.schedule) or interval_problem(spec.schedule)
     if problem is not None:
-        message = f"invalid cron schedule {spec.schedule!r}: {problem}"
+        message = f"invalid cron schedule {quoted(spec.schedule)}: {problem}"
         found.append(Violation("spec.schedule", message))
     if spec.time_zone is not None:
         problem = time_zone_problem(spec.time_zone)
@@ -41,7 +42,10 @@ def raycronjob_violations(cronjob: RayCronJob) -> list[Violation]:
     window = cronjob.annotations.get(ANNOTATION_CATCHUP_WINDOW)
     if window is not None and catchup_seconds(cronjob.annotations) is None:
         path = key_path("metadata.annotations", ANNOTATION_CATCHUP_WINDOW)
-        message = f"{window!r} is not a positive duration such as 10m or 1h, nor whole seconds"
+        message = (
+            f"{quoted(window)} is not a positive duration such as 10m or 1h, "
+            f"nor whole seconds (at most {MAX_DURATION_SECONDS})"
+        )
         found.append(Violation(path, message))
     found += template_violations(spec.job_template)
     return found
@@ -58,12 +62,8 @@ def catchup_seconds(annotations: Mapping[str, str]) -> int | None:
     the Temporal server was down and when the RayCronJob is resumed.
     """
     text = annotations.get(ANNOTATION_CATCHUP_WINDOW)
-    if text is None:
-        return None
-    seconds = parse_go_int(text)
-    if seconds is None:
-        nanos = parse_go_duration(text)
-        seconds = None if nanos is None else nanos // 1_000_000_000
+    nanos = None if text is None else parse_duration_or_seconds(text)
+    seconds = None if nanos is None else nanos // 1_000_000_000
     return seconds if seconds is not None and seconds > 0 else None
 
 

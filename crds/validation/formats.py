@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from fractions import Fraction
 from typing import Any
 
 import yaml
@@ -34,61 +35,104 @@ _DURATION_UNITS = {
 _DURATION_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
 _MAX_INT64 = 2**63 - 1
 _MAX_INT64_DIGITS = len(str(_MAX_INT64))
-_FRACTION_DIGITS = 30
 _GO_INT = re.compile(r"[+-]?[0-9]+")
+
+_NANOS_PER_SECOND = 1_000_000_000
+MAX_DURATION_SECONDS = _MAX_INT64 // _NANOS_PER_SECOND
+"""The longest Go Duration in whole seconds (about 292 years)."""
+
+MAX_GO_NUMBER_LENGTH = 64
+"""Characters of a Go duration or integer read here. Go reads any length, but every value it
+accepts fits in far fewer ("-2562047h47m16.854775808s", the longest duration, has 25), and a
+CR's string may be a megabyte long."""
 
 
 def parse_go_duration(text: str) -> int | None:
     """Nanoseconds of a Go duration such as "1h30m" or "-5m"; None if Go would reject it.
 
-    In time linear in the text, whatever its length (an annotation may hold 256 KiB): whole
-    parts are integers, and fractions are added up as integers over a common 10³⁰, which is
-    finer than Go (it goes through float64) and than any unit needs.
+    Also None past `MAX_GO_NUMBER_LENGTH` characters. Each part is matched where the last one
+    ended, so the text is read once.
     """
-    rest = text
-    negative = False
-    if rest[:1] in ("+", "-"):
-        negative = rest[0] == "-"
-        rest = rest[1:]
-    if rest == "0":
-        return 0
-    if not rest:
+    if len(text) > MAX_GO_NUMBER_LENGTH:
         return None
-    whole_nanos = 0
-    fraction_nanos = 0  # in units of 10**-_FRACTION_DIGITS ns
-    position = 0
-    while position < len(rest):
-        match = _DURATION_PART.match(rest, position)
-        if match is None or match.end() == position:
+    negative = text[:1] == "-"
+    pos = 1 if text[:1] in ("+", "-") else 0
+    if text[pos:] == "0":
+        return 0
+    if pos == len(text):
+        return None
+    total = Fraction(0)
+    while pos < len(text):
+        part = _duration_part(text, pos)
+        if part is None:
             return None
-        whole, fraction, unit = match.groups()
-        if (not whole and not fraction) or unit not in _DURATION_UNITS:
-            return None
-        whole = whole.lstrip("0")
-        if len(whole) > _MAX_INT64_DIGITS:  # Go: "invalid duration" (overflow)
-            return None
-        nanos_per_unit = _DURATION_UNITS[unit]
-        whole_nanos += int(whole or "0") * nanos_per_unit
-        if fraction:
-            digits = fraction[:_FRACTION_DIGITS].ljust(_FRACTION_DIGITS, "0")
-            fraction_nanos += int(digits) * nanos_per_unit
-        if whole_nanos > _MAX_INT64:
-            return None
-        position = match.end()
-    nanos: int = whole_nanos + fraction_nanos // 10**_FRACTION_DIGITS
-    if nanos > _MAX_INT64:
+        part_nanos, pos = part
+        total += part_nanos
+    nanos = math.floor(total)
+    if nanos > _MAX_INT64 + negative:  # -2^63 ns is a duration, 2^63 ns is not
         return None
     return -nanos if negative else nanos
 
 
+def _duration_part(text: str, pos: int) -> tuple[Fraction, int] | None:
+    """The nanoseconds of one `<number><unit>` at `pos` and where it ends; None if invalid."""
+    match = _DURATION_PART.match(text, pos)
+    if match is None or match.end() == pos:
+        return None
+    whole, fraction, unit = match.groups()
+    if (not whole and not fraction) or unit not in _DURATION_UNITS:
+        return None
+    if _overflows_int64(whole):
+        return None  # Go's leadingInt overflows
+    value = Fraction(int(whole or "0"))
+    if fraction:
+        value += Fraction(int(fraction), 10 ** len(fraction))
+    return value * _DURATION_UNITS[unit], match.end()
+
+
 def parse_go_int(text: str) -> int | None:
-    """The value of `strconv.Atoi(text)` (64-bit), or None if it fails."""
-    if not _GO_INT.fullmatch(text):
+    """The value of `strconv.Atoi(text)` (64-bit), or None if it fails.
+
+    Also None past `MAX_GO_NUMBER_LENGTH` characters.
+    """
+    if len(text) > MAX_GO_NUMBER_LENGTH or not _GO_INT.fullmatch(text):
+        return None
+    if _overflows_int64(text.lstrip("+-")):
         return None
     if len(text.lstrip("+-").lstrip("0")) > _MAX_INT64_DIGITS:  # before int(): any length
         return None
     value = int(text)
     return value if -(2**63) <= value <= _MAX_INT64 else None
+
+
+def parse_go_seconds(text: str) -> int | None:
+    """Whole seconds as `strconv.Atoi` reads them, or None; also None past a Go Duration.
+
+    KubeRay turns them into `time.Duration(seconds) * time.Second`, which wraps around past
+    `MAX_DURATION_SECONDS`; such a value is refused here instead.
+    """
+    seconds = parse_go_int(text)
+    if seconds is None or abs(seconds) > MAX_DURATION_SECONDS:
+        return None
+    return seconds
+
+
+def parse_duration_or_seconds(text: str) -> int | None:
+    """Nanoseconds of a Go duration ("30m") or of whole seconds ("1800"); None if neither.
+
+    Annotations such as `ray.io/initializing-timeout` take either, and KubeRay tries the
+    duration first; both forms stay within a Go Duration here.
+    """
+    nanos = parse_go_duration(text)
+    if nanos is not None:
+        return nanos
+    seconds = parse_go_seconds(text)
+    return None if seconds is None else seconds * _NANOS_PER_SECOND
+
+
+def _overflows_int64(digits: str) -> bool:
+    """Whether a run of digits has more significant digits than any int64: read no further."""
+    return len(digits.lstrip("0")) > _MAX_INT64_DIGITS
 
 
 def yaml_mapping(text: str) -> dict[str, Any] | None:

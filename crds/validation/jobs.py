@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from crds.constants import LABEL_CLUSTER
 from crds.enums import JobDeploymentStatus, JobSubmissionMode
+from crds.messages import quoted
 from crds.rayjob import RayJob, RayJobSpec
 from crds.validation import formats, templates
 from crds.validation.clusters import cluster_spec_violations
 from crds.validation.deletion import deletion_violations
 from crds.validation.names import managed_by_violations
+from crds.validation.ports import template_ports
 from crds.validation.references import selector_references
+from crds.validation.resources import template_quantities
 from crds.validation.scope import RAYJOB_KIND, ClusterScope, key_path
 from crds.violations import Violation
 
@@ -36,6 +39,8 @@ def rayjob_violations(job: RayJob) -> list[Violation]:
     if spec.ray_cluster_spec is not None:
         scope = ClusterScope(spec.ray_cluster_spec, _CLUSTER_PATH, RAYJOB_KIND, job.annotations)
         found += cluster_spec_violations(scope)
+    found += template_quantities(spec.submitter_pod_template, "spec.submitterPodTemplate")
+    found += template_ports(spec.submitter_pod_template, "spec.submitterPodTemplate")
     found += _payloads(spec)
     found += _deadlines_and_retries(spec)
     found += _status(job)
@@ -122,7 +127,8 @@ def _submission_mode(spec: RayJobSpec) -> list[Violation]:
         if policy and policy != "Never":
             path = f"{_CLUSTER_PATH}.headGroupSpec.template.spec.restartPolicy"
             message = (
-                f"the head pod's restartPolicy must be Never or unset in SidecarMode (got {policy})"
+                "the head pod's restartPolicy must be Never or unset in SidecarMode "
+                f"(got {quoted(policy)})"
             )
             found.append(Violation(path, message))
     return found

@@ -20,6 +20,7 @@ from crds.constants import (
     MAX_RAYJOB_NAME_LENGTH,
     MAX_RAYSERVICE_NAME_LENGTH,
 )
+from crds.messages import quoted
 from crds.violations import Violation
 
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -69,7 +70,7 @@ def object_name_violations(obj: RayObject) -> list[Violation]:
     if not _DNS1035_LABEL.fullmatch(name):
         message = (
             f"a {obj.kind} name must be a DNS-1035 label: lower-case letters, digits and '-', "
-            f"starting with a letter and ending with a letter or digit (got {name!r})"
+            f"starting with a letter and ending with a letter or digit (got {quoted(name)})"
         )
         found.append(Violation("metadata.name", message))
     return found
@@ -80,7 +81,7 @@ def managed_by_violations(value: str | None, path: str) -> list[Violation]:
     if value is None or value in MANAGED_BY_ALLOWED:
         return []
     allowed = " or ".join(repr(v) for v in MANAGED_BY_ALLOWED)
-    return [Violation(path, f"managedBy must be {allowed} (got {value!r})")]
+    return [Violation(path, f"managedBy must be {allowed} (got {quoted(value)})")]
 
 
 def dns1123_label_problem(value: str) -> str | None:

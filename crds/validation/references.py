@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from crds.constants import LABEL_CLUSTER, LABEL_GROUP
+from crds.messages import quoted
 from crds.rayjob import RayJobSpec
 from crds.rayservice import RayServiceSpec
 from crds.validation.names import (
@@ -60,12 +61,12 @@ def selector_references(spec: RayJobSpec) -> list[Violation]:
     found: list[Violation] = []
     for key, value in (spec.cluster_selector or {}).items():
         path = key_path("spec.clusterSelector", key)
-        found += [Violation(path, f"label key {key!r}: {p}") for p in label_key_problems(key)]
+        found += [Violation(path, f"label key {quoted(key)}: {p}") for p in label_key_problems(key)]
         if key == LABEL_CLUSTER and value:
             found += _named(value, path, "RayCluster")
         else:
             problems = label_value_problems(value)
-            found += [Violation(path, f"label value {value!r}: {p}") for p in problems]
+            found += [Violation(path, f"label value {quoted(value)}: {p}") for p in problems]
     return found
 
 
@@ -91,18 +92,18 @@ def _named(value: Any, path: str, kind: str) -> list[Violation]:
     problem = _RULES[kind](value)
     if problem is None:
         return []
-    return [Violation(path, f"{value[:80]!r} is not a valid {kind} name: it {problem}")]
+    return [Violation(path, f"{quoted(value)} is not a valid {kind} name: it {problem}")]
 
 
 def _group_name(name: str, path: str) -> list[Violation]:
     """A group name goes into the `ray.io/group` label and into its pods' names."""
     found = [
-        Violation(path, f"group name {name!r} is not a valid {LABEL_GROUP} label value: {p}")
+        Violation(path, f"group name {quoted(name)} is not a valid {LABEL_GROUP} label value: {p}")
         for p in label_value_problems(name)
     ]
     if not found and dns1123_subdomain_problem(_POD_NAME_PROBE.format(group=name.lower())):
         message = (
-            f"group name {name!r} cannot be part of a pod name: "
+            f"group name {quoted(name)} cannot be part of a pod name: "
             "use letters, digits, '-' and '.' only"
         )
         found.append(Violation(path, message))

@@ -9,8 +9,10 @@ that is wrong and the rule it breaks, where robfig only quotes the part.
 
 Two differences from robfig, both KubeRay's: a `TZ=` or `CRON_TZ=` prefix is refused (the
 zone belongs in `timeZone`), and the zone is looked up in the IANA database Python carries
-(`zoneinfo`), not the one the Go binary bundles. One rule is ours, not KubeRay's: a schedule
-must not fire more often than once a minute (`MIN_INTERVAL`, `interval_problem`).
+(`zoneinfo`), not the one the Go binary bundles. Two rules are ours, not KubeRay's: a schedule
+must not fire more often than once a minute (`MIN_INTERVAL`, `interval_problem`), and it is
+at most `MAX_LENGTH` characters (every list item is parsed, and a megabyte of `1,1,1,…` took
+seconds of the read activity, on the worker's event loop, on every pass).
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from crds.messages import quoted
 from crds.validation import formats
+
+MAX_LENGTH = 1024
+"""Characters of a schedule: listing every value of every field one by one takes 356."""
 
 # The descriptors robfig knows, as the five fields they stand for.
 _DESCRIPTORS = {
@@ -89,6 +95,8 @@ def schedule_problem(schedule: str) -> str | None:
         A sentence about the schedule, e.g. "in the minute field, '61' goes above 59
         (it allows 0-59)", or None.
     """
+    if len(schedule) > MAX_LENGTH:
+        return f"it is longer than {MAX_LENGTH} characters"
     if "TZ" in schedule:
         return "it contains 'TZ', and a time zone (TZ=, CRON_TZ=) belongs in timeZone instead"
     if not schedule:
@@ -102,7 +110,7 @@ def schedule_problem(schedule: str) -> str | None:
         for item in text.split(","):
             found = _item_range(item, spec) if item else None
             if isinstance(found, str):
-                return f"in the {spec.name} field, {item!r} {found}"
+                return f"in the {spec.name} field, {quoted(item)} {found}"
     return None
 
 
@@ -188,7 +196,7 @@ def time_zone_problem(name: str) -> str | None:
         # ValueError: not a relative path, or not a zone file; OSError: a directory (`Asia`).
         return (
             "must name a zone of the IANA database, such as Asia/Taipei or UTC "
-            f"(names are case-sensitive), got {name!r}"
+            f"(names are case-sensitive), got {quoted(name)}"
         )
     return None
 
@@ -223,7 +231,7 @@ def _item_range(item: str, spec: _Field) -> range | str:
         for end in ends:
             value = _value(end, spec)
             if value is None:
-                shown = "" if end == item else f"has {end!r}, which "
+                shown = "" if end == item else f"has {quoted(end)}, which "
                 return f"{shown}is {_what_fits(spec)}"
             numbers.append(value)
         low, high = numbers[0], numbers[-1]
@@ -231,7 +239,7 @@ def _item_range(item: str, spec: _Field) -> range | str:
     if steps:
         parsed = formats.parse_go_int(steps[0])
         if parsed is None or parsed <= 0:
-            return f"has the step {steps[0]!r}, but a step must be a positive number"
+            return f"has the step {quoted(steps[0])}, but a step must be a positive number"
         step = parsed
         if len(ends) == 1:
             high = spec.high  # `n/step` means n to the end of the field

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from crds.constants import ENV_RAY_ENABLE_AUTOSCALER_V2
 from crds.enums import AutoscalerVersion
+from crds.messages import QUOTE_LIMIT
 from crds.raycluster import RayClusterSpec
 from crds.validation import templates
 from crds.violations import join_path
@@ -50,8 +51,13 @@ class ClusterScope:
 
 
 def key_path(base: str, key: str) -> str:
-    """A map entry, written the way Kubernetes prints it: `metadata.annotations[ray.io/x]`."""
-    return f"{base}[{key}]"
+    """A map entry, written the way Kubernetes prints it: `metadata.annotations[ray.io/x]`.
+
+    A key longer than a quoted value is clipped like one: map keys in pod templates and
+    labels are strings of any length until something validates them.
+    """
+    shown = key if len(key) <= QUOTE_LIMIT else key[:QUOTE_LIMIT] + "…"
+    return f"{base}[{shown}]"
 
 
 def is_autoscaling(spec: RayClusterSpec | None) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from crds.constants import ANNOTATION_INITIALIZING_TIMEOUT
 from crds.enums import RayServiceUpgradeType
+from crds.messages import quoted
 from crds.rayservice import ClusterUpgradeOptions, RayService, RayServiceSpec
 from crds.validation import formats
 from crds.validation.clusters import cluster_spec_violations
@@ -49,18 +50,15 @@ def initializing_timeout(annotations: dict[str, str]) -> list[Violation]:
     if not value:
         return []
     path = key_path("metadata.annotations", ANNOTATION_INITIALIZING_TIMEOUT)
-    nanos = formats.parse_go_duration(value)
+    nanos = formats.parse_duration_or_seconds(value)
     if nanos is None:
-        seconds = formats.parse_go_int(value)
-        if seconds is None:
-            message = (
-                f"{value!r} is neither a duration such as '30m' or '1h' "
-                "nor a whole number of seconds"
-            )
-            return [Violation(path, message)]
-        nanos = seconds
+        message = (
+            f"{quoted(value)} is neither a duration such as '30m' or '1h' "
+            f"nor a whole number of seconds (at most {formats.MAX_DURATION_SECONDS})"
+        )
+        return [Violation(path, message)]
     if nanos <= 0:
-        return [Violation(path, f"the initializing timeout must be positive (got {value!r})")]
+        return [Violation(path, f"the initializing timeout must be positive (got {quoted(value)})")]
     return []
 
 

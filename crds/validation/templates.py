@@ -15,7 +15,7 @@ from crds.common import JSONObject
 from crds.violations import join_path
 
 
-def _dicts(value: Any) -> list[JSONObject]:
+def objects(value: Any) -> list[JSONObject]:
     """The list items that are objects; anything else counts as absent."""
     if not isinstance(value, list):
         return []
@@ -30,7 +30,7 @@ def pod_spec(template: JSONObject) -> JSONObject:
 
 def containers(template: JSONObject) -> list[JSONObject]:
     """`template.spec.containers`; the Ray container is the first one."""
-    return _dicts(pod_spec(template).get("containers"))
+    return objects(pod_spec(template).get("containers"))
 
 
 def ray_container(template: JSONObject) -> JSONObject | None:
@@ -47,17 +47,17 @@ def restart_policy(template: JSONObject) -> str:
 
 def volumes(template: JSONObject) -> list[JSONObject]:
     """`template.spec.volumes`."""
-    return _dicts(pod_spec(template).get("volumes"))
+    return objects(pod_spec(template).get("volumes"))
 
 
 def env_vars(container: JSONObject) -> list[JSONObject]:
     """A container's `env` list."""
-    return _dicts(container.get("env"))
+    return objects(container.get("env"))
 
 
 def volume_mounts(container: JSONObject) -> list[JSONObject]:
     """A container's `volumeMounts` list."""
-    return _dicts(container.get("volumeMounts"))
+    return objects(container.get("volumeMounts"))
 
 
 def find_env(env: list[JSONObject], name: str) -> tuple[int, JSONObject] | None:

@@ -13,6 +13,7 @@ spec, under `spec.jobTemplate`.
 from __future__ import annotations
 
 from crds.common import RayObject
+from crds.messages import quoted
 from crds.raycluster import RayCluster, RayClusterSpec
 from crds.raycronjob import RayCronJob
 from crds.rayjob import RayJob
@@ -40,7 +41,7 @@ def update_violations(old: RayObject, new: RayObject) -> list[Violation]:
 def _unchanged(path: str, what: str, before: str | None, after: str | None) -> list[Violation]:
     if before is None or after is None or before == after:
         return []
-    return [Violation(path, f"{what} is immutable (was {before!r}, now {after!r})")]
+    return [Violation(path, f"{what} is immutable (was {quoted(before)}, now {quoted(after)})")]
 
 
 def _managed_by(obj: RayObject) -> tuple[str, str | None]:

@@ -52,3 +52,11 @@ def test_the_essentials_read_as_the_whole_pod(pod: dict[str, Any]) -> None:
     assert summarize_pod(essentials) == summarize_pod(pod)
     assert PodIps.of([essentials]) == PodIps.of([pod])
     assert len(json.dumps(essentials)) < len(json.dumps(pod)) / 2
+
+
+@pytest.mark.parametrize(("label", "index"), [("3", 3), ("²", None), ("٣", None), ("x", None)])
+def test_a_replica_index_is_read_from_ascii_digits_only(label: str, index: int | None) -> None:
+    # "²".isdigit() is true and int("²") raises: a pod labelled so failed every read of it.
+    pod = copy.deepcopy(pods()[1])
+    pod["metadata"]["labels"]["ray.io/worker-group-replica-index"] = label
+    assert summarize_pod(pod).replica_index == index

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from crds.manifests import crd_manifests
+from crds.validation import versions
 from kuberay_temporal.cli import main
 from kuberay_temporal.manifests import REGENERATE_COMMAND, rendered_files
 from tests.reference import KUBERAY_CRDS, REPO_ROOT, sample_files
@@ -153,7 +154,10 @@ def test_every_kuberay_field_is_in_the_schema(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_kuberays_defaults_and_rules_are_reproduced(kind: str) -> None:
-    """Every default, minimum and CEL rule KubeRay puts on a field we type is ours too."""
+    """Every default, minimum, format and CEL rule KubeRay puts on a field we type is ours too.
+
+    `format: int32` is a bound: the API server refuses a larger value for such a field.
+    """
     ours = dict(walk(schema_of(kind)))
     theirs = dict(walk(v1(kuberay_crd(kind))["schema"]["openAPIV3Schema"]))
     checked = 0
@@ -161,7 +165,7 @@ def test_kuberays_defaults_and_rules_are_reproduced(kind: str) -> None:
         if path not in ours or ours[path].get(PRESERVE):
             continue
         mine = ours[path]
-        for keyword in ("default", "minimum", "minItems"):
+        for keyword in ("default", "minimum", "minItems", "format"):
             if keyword in node and not path.endswith("observedGeneration"):
                 assert mine.get(keyword) == node[keyword], f"{kind}{path} {keyword}"
                 checked += 1
@@ -170,6 +174,15 @@ def test_kuberays_defaults_and_rules_are_reproduced(kind: str) -> None:
         assert my_messages == their_messages, f"{kind}{path} CEL rules"
         checked += len(their_messages)
     assert checked >= 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_integer_field_has_the_width_of_kuberays(kind: str) -> None:
+    integers = [
+        (path, node) for path, node in walk(schema_of(kind)) if node.get("type") == "integer"
+    ]
+    assert integers
+    assert all(node.get("format") in ("int32", "int64") for _, node in integers), integers
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -304,3 +317,11 @@ def test_schema_check_rejects_what_the_api_server_would(
         "spec": {"headGroupSpec": {"template": {"spec": {"containers": []}}}, **spec_patch},
     }
     assert check(doc, schema_of("RayCluster")) == [error]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ray_version_is_bounded_in_every_cluster_spec(kind: str) -> None:
+    # Ours, not KubeRay's: the version is parsed on every pass and every pod build.
+    nodes = [node for path, node in walk(schema_of(kind)) if path.endswith(".rayVersion")]
+    assert nodes
+    assert all(node["maxLength"] == versions.MAX_LENGTH for node in nodes)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.crds.test_validation_support import (
@@ -206,3 +208,20 @@ def test_suspend_conditions(edits: Edits, expected: Expected) -> None:
 )
 def test_embedded_specs_use_their_path(doc: Edits, expected: Expected) -> None:
     check(doc, expected, None)
+
+
+@pytest.mark.parametrize(
+    ("doc", "path"),
+    [
+        pytest.param(raycluster(), "spec.rayVersion", id="raycluster"),
+        pytest.param(rayjob(), "spec.rayClusterSpec.rayVersion", id="rayjob"),
+        pytest.param(rayservice(), "spec.rayClusterConfig.rayVersion", id="rayservice"),
+    ],
+)
+def test_ray_version_is_bounded(doc: dict[str, Any], path: str) -> None:
+    prefix = path.removesuffix(".rayVersion")
+    check(edited(doc, {path: "2." + "5" * 62}), None, None)
+    check(edited(doc, {path: "2." + "5" * 63}), path, "at most 64 characters (got 65)")
+    # A feature that needs a version says why too, at the same field.
+    long_token = {path: "1" * 40_000 + "\n", f"{prefix}.authOptions.mode": "token"}
+    check(edited(doc, long_token), (path, path), "rayVersion")

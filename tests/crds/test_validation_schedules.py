@@ -14,6 +14,9 @@ from crds.validation.schedules import (
     time_zone_problem,
 )
 
+# Each field's lowest and highest value.
+_FIELDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
+
 
 @pytest.mark.parametrize(
     "schedule",
@@ -39,6 +42,10 @@ from crds.validation.schedules import (
         pytest.param("@hourly", id="@hourly"),
         pytest.param("@every 1h30m", id="every-go-duration"),
         pytest.param("@every 500ms", id="every-below-a-second"),
+        pytest.param(
+            " ".join(",".join(str(n) for n in range(low, high + 1)) for low, high in _FIELDS),
+            id="every-value-listed",
+        ),
     ],
 )
 def test_kuberay_accepts(schedule: str) -> None:
@@ -49,6 +56,9 @@ def test_kuberay_accepts(schedule: str) -> None:
     ("schedule", "problem"),
     [
         pytest.param("", "it is empty", id="empty"),
+        pytest.param(
+            "0 0 * * " + "1," * 500_000 + "1", "it is longer than 1024 characters", id="a-megabyte"
+        ),
         pytest.param(
             "TZ=UTC 0 * * * *",
             "it contains 'TZ', and a time zone (TZ=, CRON_TZ=) belongs in timeZone instead",

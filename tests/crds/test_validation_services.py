@@ -30,6 +30,11 @@ INCREMENTAL: Edits = {
         pytest.param("-5m", "must be positive", id="negative-duration"),
         pytest.param("invalid", "neither a duration", id="garbage"),
         pytest.param("5 m", "neither a duration", id="space"),
+        pytest.param("9223372036", None, id="longest-go-duration-in-seconds"),
+        pytest.param("9223372037", "at most 9223372036", id="seconds-past-a-go-duration"),
+        pytest.param("9" * 5000, "neither a duration", id="past-the-int-digit-limit"),
+        pytest.param("1s" * 131_072, "neither a duration", id="a-quarter-megabyte"),
+        pytest.param("²", "neither a duration", id="superscript-digit"),
     ],
 )
 def test_initializing_timeout(value: str, phrase: str | None) -> None:

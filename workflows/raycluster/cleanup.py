@@ -26,6 +26,8 @@ from crds import constants as k
 from crds import flags
 from crds.enums import GcsFaultToleranceBackend, RayNodeType
 from crds.raycluster import RayClusterSpec
+from crds.validation import formats
+from workflows import durations
 
 
 class CleanupFacts(BaseModel):
@@ -68,10 +70,13 @@ def needs_redis_cleanup(spec: RayClusterSpec, annotations: dict[str, str]) -> bo
 
 
 def deletion_timeout(annotations: dict[str, str]) -> timedelta:
-    """`ray.io/gcs-ft-deletion-timeout` seconds when a positive integer, else 300 s."""
-    text = annotations.get(k.ANNOTATION_GCS_FT_DELETION_TIMEOUT, "")
-    if text.isdigit() and int(text) > 0:
-        return timedelta(seconds=int(text))
+    """`ray.io/gcs-ft-deletion-timeout` seconds when a positive integer, else 300 s.
+
+    Read as KubeRay's `strconv.Atoi` reads it (ASCII digits, a sign), within a Go Duration.
+    """
+    seconds = formats.parse_go_seconds(annotations.get(k.ANNOTATION_GCS_FT_DELETION_TIMEOUT, ""))
+    if seconds is not None and seconds > 0:
+        return timedelta(seconds=seconds)
     return timedelta(seconds=k.DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS)
 
 
@@ -106,8 +111,8 @@ def cleanup_step(facts: CleanupFacts, now: datetime) -> CleanupDecision:
         if not facts.enabled:
             reason = "Redis cleanup is off (ENABLE_GCS_FT_REDIS_CLEANUP=false); clean it by hand"
         return CleanupDecision(step=CleanupStep.REMOVE_FINALIZER, reason=reason)
-    deadline = facts.deleted_at + deletion_timeout(facts.annotations)
-    if now >= deadline:
+    deadline = durations.after(facts.deleted_at, deletion_timeout(facts.annotations))
+    if deadline is not None and now >= deadline:
         reason = f"Redis cleanup did not finish within {deletion_timeout(facts.annotations)}"
         return CleanupDecision(step=CleanupStep.FORCE_REMOVE_FINALIZER, reason=reason)
     if facts.live_pods or facts.head_pods:

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from crds import constants, flags
     from crds.enums import RayClusterConditionType
     from crds.validation import validate
+    from crds.violations import reported
     from workflows import messages
     from workflows.activity_calls import execute_where
     from workflows.conditions import is_true
@@ -220,7 +221,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         if schema_violations or self._state.spec is None:
             violations = schema_violations or ["spec: the RayCluster has no readable spec"]
         else:
-            violations = [str(v) for v in validate(self._state.as_cluster(self._ref))]
+            violations = reported(validate(self._state.as_cluster(self._ref)))
         if violations and violations != self._state.reported_violations:
             message = "invalid spec: " + "; ".join(violations)
             self._state.remember(message)

@@ -7,6 +7,8 @@ again after a continue-as-new; the workflow only keeps the earliest one as its n
 deadline is "passed" at exactly its instant (`now >= deadline`, as `!time.Now().Before(d)`).
 The grace period and the status-check timeout are operator settings (KubeRay's
 RAYJOB_* variables); they come from the read activity's snapshot, never from the environment.
+Every deadline is computed with `workflows.durations.after`: the times it starts from come from
+the CR, its status and Ray's dashboard, any of which may lie near the year 9999.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from activities.rayjob.contract import JobOperatorOptions
 from crds.constants import DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobSpec, RayJobStatus
+from workflows import durations
 
 SUBMITTER_FINISHED_TIMEOUT = timedelta(seconds=DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS)
 KUBERAY_DEFAULTS = JobOperatorOptions()
@@ -54,7 +57,7 @@ class Deadlines(BaseModel):
 def _after(start: datetime | None, seconds: int | None) -> datetime | None:
     if start is None or seconds is None:
         return None
-    return start + timedelta(seconds=seconds)
+    return durations.after(start, seconds)
 
 
 def active_deadline(spec: RayJobSpec, status: RayJobStatus) -> datetime | None:
@@ -77,7 +80,7 @@ def submitter_finished_deadline(
     """The submitter ended; the Ray job gets 30 s more to become terminal."""
     if status.job_deployment_status != JobDeploymentStatus.RUNNING or finished_at is None:
         return None
-    return finished_at + SUBMITTER_FINISHED_TIMEOUT
+    return durations.after(finished_at, SUBMITTER_FINISHED_TIMEOUT)
 
 
 def transition_grace_period(options: JobOperatorOptions) -> timedelta:
@@ -100,7 +103,7 @@ def transition_grace_deadline(
         return None
     if info is None or info.end_time is None:
         return None
-    return info.end_time + transition_grace_period(options)
+    return durations.after(info.end_time, transition_grace_period(options))
 
 
 def status_check_deadline(
@@ -110,7 +113,7 @@ def status_check_deadline(
     if status.job_deployment_status != JobDeploymentStatus.RUNNING:
         return None
     since = status.job_status_check_failure_start_time
-    return None if since is None else since + status_check_timeout(options)
+    return None if since is None else durations.after(since, status_check_timeout(options))
 
 
 def deadlines(

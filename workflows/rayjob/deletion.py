@@ -18,13 +18,14 @@ The workflow sleeps until `next_at` on a durable timer instead of KubeRay's requ
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
 from activities.rayjob.contract import ClusterView
 from crds.enums import DeletionPolicyType, JobStatus
 from crds.rayjob import DeletionRule, RayJobSpec, RayJobStatus
+from workflows import durations
 
 Policy = DeletionPolicyType
 
@@ -63,8 +64,12 @@ def _matches(rule: DeletionRule, status: RayJobStatus) -> bool:
     return condition.job_deployment_status == status.job_deployment_status
 
 
-def _ttl(spec: RayJobSpec) -> timedelta:
-    return timedelta(seconds=spec.ttl_seconds_after_finished or 0)
+def _due(
+    policy: DeletionPolicyType, end: datetime, ttl_seconds: int | None, source: str
+) -> list[DueRule]:
+    """The rule, due `ttl_seconds` after `end`; none when that is never (past the year 9999)."""
+    due_at = durations.after(end, ttl_seconds or 0)
+    return [] if due_at is None else [DueRule(policy=policy, due_at=due_at, source=source)]
 
 
 def due_rules(spec: RayJobSpec, status: RayJobStatus, delete_self: bool = False) -> list[DueRule]:
@@ -79,19 +84,16 @@ def due_rules(spec: RayJobSpec, status: RayJobStatus, delete_self: bool = False)
     strategy = spec.deletion_strategy
     if strategy is not None and strategy.deletion_rules is not None:
         return [
-            DueRule(
-                policy=rule.policy,
-                due_at=end + timedelta(seconds=rule.condition.ttl_seconds or 0),
-                source=f"deletionRules[{index}]",
-            )
+            due
             for index, rule in enumerate(strategy.deletion_rules)
             if _matches(rule, status)
+            for due in _due(rule.policy, end, rule.condition.ttl_seconds, f"deletionRules[{index}]")
         ]
     if strategy is not None:
         return _legacy(spec, status, end)
     if spec.shutdown_after_job_finishes:
         policy = Policy.DELETE_SELF if delete_self else Policy.DELETE_CLUSTER
-        return [DueRule(policy=policy, due_at=end + _ttl(spec), source="shutdown")]
+        return _due(policy, end, spec.ttl_seconds_after_finished, "shutdown")
     return []
 
 
@@ -105,7 +107,7 @@ def _legacy(spec: RayJobSpec, status: RayJobStatus, end: datetime) -> list[DueRu
     if chosen is None or chosen.policy in (None, Policy.DELETE_NONE):
         return []
     source = "onSuccess" if status.job_status == JobStatus.SUCCEEDED else "onFailure"
-    return [DueRule(policy=chosen.policy, due_at=end + _ttl(spec), source=source)]
+    return _due(chosen.policy, end, spec.ttl_seconds_after_finished, source)
 
 
 def is_done(policy: DeletionPolicyType, cluster: ClusterView | None) -> bool:

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.enums import JobSubmissionMode as Mode
     from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
     from crds.validation import validate
+    from crds.violations import reported
     from workflows import messages
     from workflows.activity_calls import RAY_JOB, execute, execute_local, start
     from workflows.entity import CrWorkflow
@@ -203,7 +204,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             # Ray's state as of now, not as of the last poll.
             await self._poll(peek=True)
             facts = replace(facts, attempt=state.attempt)
-        violations = snap.schema_violations or [str(v) for v in validate(self._rayjob(facts))]
+        violations = snap.schema_violations or reported(validate(self._rayjob(facts)))
         if violations:
             step = machine.validation_failed(facts, violations)
         else:

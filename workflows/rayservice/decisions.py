@@ -22,6 +22,7 @@ from crds.enums import RayServiceConditionType as Cond
 from crds.enums import RayServiceUpgradeType as Upgrade
 from crds.rayservice import RayServiceSpec
 from crds.validation import formats
+from workflows import durations
 from workflows.conditions import find_condition, is_true
 
 HEALTHY_OBSERVATIONS = 3
@@ -90,7 +91,7 @@ def deletion_delay(spec: RayServiceSpec) -> timedelta:
     seconds = spec.ray_cluster_deletion_delay_seconds
     if seconds is None:
         seconds = constants.DEFAULT_RAYCLUSTER_DELETION_DELAY_SECONDS
-    return timedelta(seconds=max(seconds, 0))
+    return durations.seconds(max(seconds, 0))
 
 
 def appends_worker_groups(cluster: ClusterView, goal_hash: str) -> bool:
@@ -156,7 +157,9 @@ def schedule_deletions(
     for name in owned:
         if name in keep:
             continue
-        plan[name] = scheduled.get(name, now + delay)
+        at = scheduled.get(name) or durations.after(now, delay)
+        if at is not None:  # None: a delay past the year 9999, never due
+            plan[name] = at
     due = sorted(name for name, at in plan.items() if at <= now)
     return DeletionPlan(scheduled=plan, due=due)
 
@@ -166,11 +169,8 @@ def initializing_timeout(annotations: dict[str, str]) -> timedelta | None:
     value = annotations.get(constants.ANNOTATION_INITIALIZING_TIMEOUT)
     if not value:
         return None
-    nanos = formats.parse_go_duration(value)
-    if nanos is not None:
-        return timedelta(microseconds=nanos // 1000) if nanos > 0 else None
-    seconds = formats.parse_go_int(value)
-    return timedelta(seconds=seconds) if seconds and seconds > 0 else None
+    nanos = formats.parse_duration_or_seconds(value)
+    return timedelta(microseconds=nanos // 1000) if nanos is not None and nanos > 0 else None
 
 
 def initializing_deadline(
@@ -183,7 +183,7 @@ def initializing_deadline(
         return None
     if ready.status != ConditionStatus.FALSE or ready.reason != Reason.INITIALIZING:
         return None
-    return ready.last_transition_time + timeout
+    return durations.after(ready.last_transition_time, timeout)
 
 
 def timed_out(conditions: list[Condition] | None) -> bool:

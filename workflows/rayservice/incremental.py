@@ -21,6 +21,7 @@ from activities.kube.vocabulary import GATEWAY_READY, ROUTE_PARENT_READY
 from activities.rayservice.contract import GatewayRouteStatus
 from crds.enums import ConditionStatus
 from crds.rayservice import RayServiceSpec
+from workflows import durations
 
 _DEFAULT_MAX_SURGE = 100
 
@@ -67,7 +68,7 @@ class Move(BaseModel):
     kind: MoveKind
     traffic: Traffic
     until: datetime | None = None
-    """For WAIT: when the next weight step is allowed."""
+    """For WAIT: when the next weight step is allowed; None if never (past the year 9999)."""
     needs_healthy_pending: bool = False
     """For WEIGHTS: traffic moves to the pending cluster only while its apps all run."""
 
@@ -84,7 +85,7 @@ def options_of(spec: RayServiceSpec) -> Options:
     return Options(
         max_surge=surge,
         step=max(1, given.step_size_percent or surge),
-        interval=timedelta(seconds=given.interval_seconds or 30),
+        interval=durations.seconds(given.interval_seconds or 30),
     )
 
 
@@ -105,9 +106,8 @@ def next_move(traffic: Traffic, options: Options, now: datetime) -> Move:
             return _capacity(
                 MoveKind.PENDING_CAPACITY, t.model_copy(update={"pending_capacity": raise_to})
             )
-    due = _due(t.migrated_at, options.interval)
-    if due is not None and due > now:
-        return Move(kind=MoveKind.WAIT, traffic=t, until=due)
+    if (wait := _wait(t, options, now)) is not None:
+        return wait
     pending = min(100, t.pending_weight + options.step, t.pending_capacity)
     moved = t.model_copy(
         update={"pending_weight": pending, "active_weight": 100 - pending, "migrated_at": now}
@@ -134,9 +134,8 @@ def next_rollback_move(
             return _capacity(
                 MoveKind.ACTIVE_CAPACITY, t.model_copy(update={"active_capacity": raise_to})
             )
-    due = _due(t.migrated_at, options.interval)
-    if due is not None and due > now:
-        return Move(kind=MoveKind.WAIT, traffic=t, until=due)
+    if (wait := _wait(t, options, now)) is not None:
+        return wait
     active = min(100, t.active_weight + options.step, t.active_capacity)
     moved = t.model_copy(
         update={"active_weight": active, "pending_weight": 100 - active, "migrated_at": now}
@@ -181,5 +180,11 @@ def _capacity(kind: MoveKind, traffic: Traffic) -> Move:
     return Move(kind=kind, traffic=traffic)
 
 
-def _due(migrated_at: datetime | None, interval: timedelta) -> datetime | None:
-    return None if migrated_at is None else migrated_at + interval
+def _wait(traffic: Traffic, options: Options, now: datetime) -> Move | None:
+    """A wait until the interval since the last weight step has passed, if it has not."""
+    if traffic.migrated_at is None:
+        return None
+    due = durations.after(traffic.migrated_at, options.interval)
+    if due is not None and due <= now:
+        return None
+    return Move(kind=MoveKind.WAIT, traffic=traffic, until=due)

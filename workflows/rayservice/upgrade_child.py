@@ -232,8 +232,8 @@ class RayServiceUpgradeWorkflow:
             if move.kind == MoveKind.ROLLED_BACK:
                 return await self._undo(Outcome.ROLLED_BACK, "DesiredClusterSpecChanged")
             if move.kind == MoveKind.WAIT:
-                assert move.until is not None
-                await self._pause(move.until - now, wake_on_nudge=False)
+                wait = None if move.until is None else move.until - now
+                await self._pause(wait, wake_on_nudge=False)
                 continue
             gated = move.kind == MoveKind.WEIGHTS and not rolling_back
             if gated and workflow.patched(GATEWAY_GATE_PATCH):
@@ -381,10 +381,14 @@ class RayServiceUpgradeWorkflow:
         await self._report("blocked: waiting for the Gateway API CRDs")
         await self._pause(min(POLL, deadline - workflow.now()))
 
-    async def _pause(self, wait: timedelta, wake_on_nudge: bool = True) -> None:
+    async def _pause(self, wait: timedelta | None, wake_on_nudge: bool = True) -> None:
+        """Wait `wait` (at least a second; None: until something happens) or until woken."""
         self._nudged = False
         goal = self._goal
-        timeout = max(wait, timedelta(seconds=1))
+        timeout = summary = None
+        if wait is not None:
+            timeout = max(wait, timedelta(seconds=1))
+            summary = f"upgrade: next look in {int(timeout.total_seconds())}s"
         with contextlib.suppress(asyncio.TimeoutError):
             await workflow.wait_condition(
                 lambda: (
@@ -393,7 +397,7 @@ class RayServiceUpgradeWorkflow:
                     or (wake_on_nudge and self._nudged)
                 ),
                 timeout=timeout,
-                timeout_summary=f"upgrade: next look in {int(timeout.total_seconds())}s",
+                timeout_summary=summary,
             )
 
     async def _report(self, phase: str, serve: ServeStatus | None = None) -> None:

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from crds import constants
     from crds.rayservice import RayService, RayServiceStatuses
     from crds.validation import validate
+    from crds.violations import reported
     from workflows import messages, user_signals
     from workflows.activity_calls import execute
     from workflows.entity import CrWorkflow
@@ -223,7 +224,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
         state = self._state
         assert state.spec is not None
         meta = self._ref.meta(state.generation, state.labels, state.annotations)
-        return [str(v) for v in validate(RayService(metadata=meta, spec=state.spec))]
+        return reported(validate(RayService(metadata=meta, spec=state.spec)))
 
     async def _suspension(self, snap: contract.ServiceSnapshot) -> bool:
         """KubeRay's atomic suspend (S19); True while it keeps the rest of the pass away."""

@@ -11,6 +11,7 @@ import pytest
 
 from activities.builders import desired_resources
 from crds import replicas
+from crds.quantities import parse_quantity
 from crds.raycluster import WorkerGroupSpec
 from tests.activities.builders.fixtures import cluster, instance_dict
 
@@ -115,3 +116,12 @@ def test_gpu_and_tpu() -> None:
     result = desired_resources(cluster(data))
     # Three replicas; GPUs of every vendor are summed.
     assert (result.gpu, result.tpu, result.cpu, result.memory) == ("6", "12", "1", "1Gi")
+
+
+def test_a_quantity_beyond_the_bounds_counts_as_unreadable() -> None:
+    # Before validation refuses it, a read pass computes the status from it: that must not stall.
+    huge = [{"replicas": 2**31 - 1, "numOfHosts": 2**31 - 1, "template": _pod("1e400000", "1Ei")}]
+    result = desired_resources(cluster(_cluster(huge)))
+    assert result.cpu == "1"  # the head's; the workers' CPU cannot be read
+    workers = parse_quantity("1Ei").times((2**31 - 1) ** 2)
+    assert result.memory == str(workers + parse_quantity("100Mi"))

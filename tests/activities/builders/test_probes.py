@@ -154,6 +154,11 @@ def test_unified_rayservice_worker_readiness_still_execs() -> None:
         pytest.param("2.52.0", False, id="older"),
         pytest.param("nightly", False, id="unparseable"),
         pytest.param(None, False, id="unset"),
+        # As KubeRay's version.ParseGeneric reads them.
+        pytest.param("02.53.0", False, id="leading-zero"),
+        pytest.param("2.53.0\n", False, id="line-break"),
+        pytest.param("9" * 5000 + ".53", False, id="past-the-int-digit-limit"),
+        pytest.param("3." + "1" * 40_000 + "\n", False, id="long-digits-and-a-line-break"),
     ],
 )
 def test_version_switch(version: str | None, unified: bool) -> None:

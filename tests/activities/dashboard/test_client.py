@@ -22,7 +22,8 @@ from aiohttp import web
 
 from activities.dashboard import client as rd
 from activities.dashboard import errors, urls
-from activities.dashboard.contract import MAX_TEXT, JobInfo, JobSubmission, ServeStatus
+from activities.dashboard.contract import JobInfo, JobSubmission, ServeStatus
+from crds.messages import STATUS_MESSAGE_LIMIT
 
 BASE = "http://demo-head-svc.ns.svc.cluster.local:8265"
 TOKEN = "s3cr3t-T0ken-value-1234"
@@ -226,6 +227,13 @@ def test_job_timestamps(raw, expected):
 def test_job_info_survives_a_payload_round_trip():
     info = JobInfo.model_validate(JOB)
     assert JobInfo.model_validate_json(info.model_dump_json()) == info
+
+
+def test_a_job_message_of_any_size_is_clipped_to_a_status_message():
+    # The Ray cluster, and so what its dashboard answers, belongs to the CR's owner.
+    info = JobInfo.model_validate({**JOB, "message": "x" * 1_000_000})
+    assert len(info.message.encode()) <= STATUS_MESSAGE_LIMIT
+    assert info.message.startswith("xxx") and info.message.endswith("…")
 
 
 @pytest.mark.parametrize(
@@ -881,4 +889,4 @@ async def test_answers_are_asked_for_uncompressed(make):
 async def test_rays_texts_are_clipped(make):
     client, _ = make(reply(200, {**JOB, "message": "y" * 100_000}))
     info = await client.job_info("j")
-    assert len(info.message) == MAX_TEXT and info.message.endswith("…")
+    assert len(info.message) <= STATUS_MESSAGE_LIMIT and info.message.startswith("yyy")

@@ -66,6 +66,18 @@ def run(activity: Any, arg: Any) -> Any:
     return ActivityEnvironment().run(activity, arg)
 
 
+async def service_with_cluster(
+    client: KubeClient, acts: ServiceActivities
+) -> tuple[ObjectRef, str, str]:
+    """A RayService and its first cluster: (ref, goal hash, cluster name)."""
+    ref = await make_service(client)
+    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
+    name = f"{ref.name}-abcde"
+    create = contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
+    await run(acts.create_cluster, create)
+    return ref, goal, name
+
+
 async def reasons(client: KubeClient) -> list[str]:
     return sorted(e["reason"] for e in await client.list_all(kube.EVENTS, "default"))
 
@@ -169,12 +181,7 @@ async def test_create_cluster_once_with_kuberay_labels(client: KubeClient) -> No
 
 async def test_appended_worker_group_is_an_in_place_update(client: KubeClient) -> None:
     acts = ServiceActivities(client)
-    ref = await make_service(client)
-    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
-    name = f"{ref.name}-abcde"
-    await run(
-        acts.create_cluster, contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
-    )
+    ref, goal, name = await service_with_cluster(client, acts)
     await client.patch(kube.RAYCLUSTERS, "default", name, {"spec": {"suspend": True}})
     extra = {**GROUP, "groupName": "big"}
     groups = {"workerGroupSpecs": [GROUP, extra]}
@@ -195,6 +202,21 @@ async def test_appended_worker_group_is_an_in_place_update(client: KubeClient) -
     assert after.clusters[0].num_worker_groups == 2
 
 
+@pytest.mark.parametrize("count", ["two", "²", "9" * 5000, "-1"])
+async def test_an_unreadable_worker_group_count_matches_no_prefix(
+    client: KubeClient, count: str
+) -> None:
+    # Anyone who can edit the RayCluster can write the annotation: the read must not fail.
+    acts = ServiceActivities(client)
+    ref, _, name = await service_with_cluster(client, acts)
+    annotations = {"ray.io/num-worker-groups": count}
+    await client.patch(
+        kube.RAYCLUSTERS, "default", name, {"metadata": {"annotations": annotations}}
+    )
+    [view] = (await run(acts.read, contract.ReadServiceInput(ref=ref))).clusters
+    assert (view.num_worker_groups, view.goal_prefix_hash) == (0, "")
+
+
 async def test_autoscaling_clusters_start_without_replicas(client: KubeClient) -> None:
     acts = ServiceActivities(client)
     ref = await make_service(client)
@@ -211,12 +233,7 @@ async def test_autoscaling_clusters_start_without_replicas(client: KubeClient) -
 
 async def test_delete_cluster_tolerates_a_second_run(client: KubeClient) -> None:
     acts = ServiceActivities(client)
-    ref = await make_service(client)
-    goal = (await run(acts.read, contract.ReadServiceInput(ref=ref))).goal_hash
-    name = f"{ref.name}-abcde"
-    await run(
-        acts.create_cluster, contract.CreateServiceClusterInput(ref=ref, name=name, goal_hash=goal)
-    )
+    ref, _, name = await service_with_cluster(client, acts)
     delete = contract.ClusterNameInput(ref=ref, cluster=name, reason="retired")
     await run(acts.delete_cluster, delete)
     await run(acts.delete_cluster, delete)

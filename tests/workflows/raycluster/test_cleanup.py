@@ -100,6 +100,12 @@ def test_waiting_steps_carry_the_deadline() -> None:
         ({"ray.io/gcs-ft-deletion-timeout": "42"}, 42),
         ({"ray.io/gcs-ft-deletion-timeout": "-1"}, 300),
         ({"ray.io/gcs-ft-deletion-timeout": "x"}, 300),
+        # As KubeRay's strconv.Atoi reads it: a sign, ASCII digits, within a Go Duration.
+        ({"ray.io/gcs-ft-deletion-timeout": "+42"}, 42),
+        ({"ray.io/gcs-ft-deletion-timeout": "²"}, 300),
+        ({"ray.io/gcs-ft-deletion-timeout": "9" * 5000}, 300),
+        ({"ray.io/gcs-ft-deletion-timeout": "9223372036"}, 9223372036),
+        ({"ray.io/gcs-ft-deletion-timeout": "9223372037"}, 300),
     ],
 )
 def test_deletion_timeout(annotations: dict[str, str], seconds: int) -> None:

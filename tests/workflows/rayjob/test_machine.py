@@ -9,12 +9,15 @@ from typing import Any
 
 import pytest
 
-from activities.rayjob.contract import ClusterView, RayJobView, SubmitterView
+from activities.rayjob.contract import ClusterView, EventSpec, RayJobView, SubmitterView
 from crds.enums import JobDeploymentStatus as D
 from crds.enums import JobFailedReason as R
 from crds.enums import JobStatus as J
+from crds.messages import EVENT_MESSAGE_LIMIT, STATUS_MESSAGE_LIMIT
 from crds.raycluster import RayClusterStatus
-from crds.rayjob import RayJobSpec, RayJobStatus, RayJobStatusInfo
+from crds.rayjob import RayJob, RayJobSpec, RayJobStatus, RayJobStatusInfo
+from crds.validation import validate
+from crds.violations import reported
 from workflows.names import KUBERNETES_ALPHABET
 from workflows.rayjob import actions as act
 from workflows.rayjob import machine, naming
@@ -431,6 +434,23 @@ def test_validation_failure_reports_paths_once() -> None:
         ["spec.suspend: needs shutdownAfterJobFinishes"],
     )
     assert kinds(again) == []
+
+
+def test_validation_failure_of_a_huge_spec_is_bounded_in_status_and_event() -> None:
+    # A thousand worker groups, each breaking a rule with a value of a kilobyte.
+    groups = [
+        {"groupName": "g" * 1000 + str(i), "minReplicas": -1, "template": {}} for i in range(1000)
+    ]
+    spec = {"rayClusterSpec": {"headGroupSpec": {"template": {}}, "workerGroupSpecs": groups}}
+    f = facts(D.NEW, spec)
+    violations = reported(validate(RayJob(spec=f.spec)))
+    step = machine.validation_failed(f, violations)
+    assert len((step.status.message or "").encode()) <= STATUS_MESSAGE_LIMIT
+    assert "more violations" in (step.status.message or "")
+    [record] = step.actions
+    assert isinstance(record, act.RecordEvent)
+    event = EventSpec(type=record.type, reason=record.reason, message=record.message)
+    assert len(event.message.encode()) <= EVENT_MESSAGE_LIMIT
 
 
 def test_every_state_has_a_handler_and_edges() -> None:

@@ -171,6 +171,53 @@ def test_mechanisms_use_ttl_seconds_after_finished(
     assert (step.run.policy if step.run else None) == expect
 
 
+HUGE = 10**18
+"""Seconds a RayJob once held: computing its deletion time raised OverflowError forever."""
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({"shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": HUGE}, id="ttl"),
+        pytest.param(
+            {
+                "ttlSecondsAfterFinished": HUGE,
+                "deletionStrategy": {
+                    "onSuccess": {"policy": "DeleteSelf"},
+                    "onFailure": {"policy": "DeleteNone"},
+                },
+            },
+            id="legacy",
+        ),
+        pytest.param(
+            {
+                "deletionStrategy": {
+                    "deletionRules": [
+                        {
+                            "policy": "DeleteCluster",
+                            "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": HUGE},
+                        }
+                    ]
+                }
+            },
+            id="rule",
+        ),
+    ],
+)
+def test_a_deletion_past_year_9999_never_falls_due(fields: dict[str, Any]) -> None:
+    assert deletion.due_rules(spec(**fields), DONE) == []
+    step = deletion.next_deletion(spec(**fields), DONE, CLUSTER, s(10**9))
+    assert (step.run, step.next_at) == (None, None)
+
+
+def test_a_deadline_past_year_9999_never_runs_out() -> None:
+    running = status(job_deployment_status=D.INITIALIZING)
+    found = deadlines.deadlines(
+        spec(activeDeadlineSeconds=HUGE, preRunningDeadlineSeconds=HUGE), running
+    )
+    assert found.earliest() is None
+
+
 def test_not_finished_means_no_cleanup() -> None:
     running = status(job_deployment_status=D.RUNNING, end_time=T0)
     assert deletion.due_rules(spec(shutdownAfterJobFinishes=True), running) == []
@@ -219,3 +266,16 @@ def test_status_changed_ignores_observed_generation() -> None:
     a = status(observed_generation=1)
     assert not status_changed(a, a.model_copy(update={"observed_generation": 2}))
     assert status_changed(a, a.model_copy(update={"job_status": J.RUNNING}))
+
+
+def test_a_ray_end_time_near_year_9999_has_no_grace_deadline() -> None:
+    # Ray's dashboard (the CR owner's to shape) reported the job's end in the last second.
+    end = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    running = status(
+        job_deployment_status=D.RUNNING,
+        job_status=J.SUCCEEDED,
+        ray_job_info=RayJobStatusInfo(end_time=end),
+        job_status_check_failure_start_time=end,
+    )
+    found = deadlines.deadlines(spec(), running, submitter_finished_at=end)
+    assert found.earliest() is None

@@ -305,6 +305,18 @@ async def test_invalid_rayjob_creates_nothing(harness: Harness) -> None:
     assert world.reasons() == ["InvalidRayJobSpec"] and world.created_clusters == []
 
 
+async def test_an_out_of_range_ttl_is_refused_not_a_failed_task(harness: Harness) -> None:
+    # Accepted, it would run and finish, and its deletion time would lie past the year 9999.
+    world = harness.world
+    world.spec = job_spec(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=10**18)
+    await harness.start()
+    await harness.state("ValidationFailed")
+    assert world.status is not None
+    assert "spec.ttlSecondsAfterFinished" in (world.status.message or "")
+    assert "int32" in (world.status.message or "")
+    assert world.created_clusters == []
+
+
 async def test_deletion_rules_fire_in_order_at_their_ttls(harness: Harness) -> None:
     world = harness.world
     rules = [

@@ -17,6 +17,7 @@ from workflows.rayservice.incremental import (
     Traffic,
     next_move,
     next_rollback_move,
+    options_of,
     traffic_gate,
 )
 
@@ -85,10 +86,49 @@ def test_deletions_keep_their_deadline_and_fall_due() -> None:
     assert later.due == ["b"]
 
 
-@pytest.mark.parametrize(("value", "seconds"), [("5m", 300), ("90", 90), ("0", None), ("", None)])
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("5m", 300),
+        ("90", 90),
+        ("0", None),
+        ("", None),
+        # Refused by validation; the workflow reads them on every pass all the same.
+        ("9223372036", 9223372036),
+        ("100000000000000", None),
+        ("9" * 5000, None),
+        ("1s" * 131_072, None),
+        ("²", None),
+    ],
+)
 def test_initializing_timeout(value: str, seconds: int | None) -> None:
     got = d.initializing_timeout({"ray.io/initializing-timeout": value})
     assert got == (timedelta(seconds=seconds) if seconds else None)
+
+
+def test_a_deletion_delay_past_year_9999_never_falls_due() -> None:
+    spec = RayServiceSpec.model_validate(
+        {"rayClusterConfig": {"headGroupSpec": {"template": {}}}}
+        | {"rayClusterDeletionDelaySeconds": 10**18}
+    )
+    plan = d.schedule_deletions(["a", "b"], {"a"}, {}, d.deletion_delay(spec), NOW)
+    assert (plan.scheduled, plan.due) == ({}, [])
+
+
+def test_an_upgrade_interval_past_year_9999_waits_for_ever() -> None:
+    spec = RayServiceSpec.model_validate(
+        {
+            "rayClusterConfig": {"headGroupSpec": {"template": {}}},
+            "upgradeStrategy": {
+                "type": "NewClusterWithIncrementalUpgrade",
+                "clusterUpgradeOptions": {"stepSizePercent": 10, "intervalSeconds": 10**18},
+            },
+        }
+    )
+    options = options_of(spec)
+    moved = Traffic(pending_capacity=100, pending_weight=10, active_weight=90, migrated_at=NOW)
+    move = next_move(moved, options, NOW + timedelta(days=365 * 1000))
+    assert (move.kind, move.until) == (MoveKind.WAIT, None)
 
 
 def test_initializing_deadline_counts_from_the_initializing_transition() -> None:
