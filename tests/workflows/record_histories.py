@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
+import temporalio
 from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -30,6 +31,7 @@ from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from kuberay_temporal.binaries import temporal_cli
 from tests.eventually import eventually
+from tests.reference import REPO_ROOT
 from tests.time_skipping import start_time_skipping
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
@@ -336,6 +338,17 @@ SCENARIOS = {
 }
 
 
+def without_paths(text: str) -> str:
+    """A history's JSON without the machine's paths its failures' stack traces name.
+
+    A failure records where in the code it was raised; only the part inside the checkout or
+    the installed packages says anything, and the rest is the recording machine's layout.
+    """
+    for prefix in (str(Path(temporalio.__file__).parents[1]), str(REPO_ROOT)):
+        text = text.replace(prefix + "/", "")
+    return text
+
+
 async def main() -> None:
     only = set(sys.argv[1:]) or set(SCENARIOS) | set(DEV_SERVER_SCENARIOS)
     env = await start_time_skipping()
@@ -360,7 +373,7 @@ async def _record(client: Client, scenarios: dict[str, Scenario], only: set[str]
     for name, scenario in scenarios.items():
         if name in only:
             history = await scenario(client)
-            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            (HISTORIES / f"{name}.json").write_text(without_paths(history.to_json()))
             print(f"recorded {name}: {len(history.events)} events")
 
 

@@ -44,3 +44,9 @@ async def test_history_replays(name: str, strict: bool) -> None:
     )
     await replayer.replay_workflow(history)
     assert spans.get_finished_spans() == ()
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_a_history_names_no_path_of_the_machine_that_recorded_it(name: str) -> None:
+    """A failure's stack trace is kept relative to the checkout or the installed packages."""
+    assert 'File \\"/' not in TEXTS[name]
