@@ -21,9 +21,9 @@ from activities.dashboard.heads import HeadService, HeadServiceRefused, head_of,
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from crds.raycluster import RayCluster
-from tests.activities.head_services import make_head_service
+from tests.activities.head_services import VICTIM_HEAD, make_alias_service, make_head_service
 
-VICTIM = "victim-head-svc.victim.svc.cluster.local"
+VICTIM = VICTIM_HEAD
 TEMPLATE = {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}}
 
 
@@ -177,17 +177,7 @@ async def test_a_head_service_made_before_the_cluster_is_not_called(
 ) -> None:
     """The tenant's own ExternalName Service under the head Service's name."""
     cluster = await created_cluster(client)
-    alias = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "c-head-svc", "namespace": "a"},
-        "spec": {
-            "type": "ExternalName",
-            "externalName": VICTIM,
-            "ports": [{"name": "dashboard", "port": 8265}],
-        },
-    }
-    await client.create(kube.SERVICES, "a", alias)
+    await make_alias_service(client, "a", "c-head-svc")
     network = Recorder()
     connector = DashboardConnector(client, access, httpx.MockTransport(network))
     with pytest.raises(HeadServiceRefused, match="not owned by RayCluster c"):

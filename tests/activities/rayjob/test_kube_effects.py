@@ -21,7 +21,7 @@ from crds.enums import JobDeploymentStatus, JobStatus
 from crds.rayjob import RayJobStatus
 from crds.refs import ObjectRef
 from tests.activities.counting import Calls
-from tests.activities.head_services import make_head_service
+from tests.activities.head_services import make_alias_service, make_head_service
 from tests.activities.kube.test_informer import QuietApi, running
 from tests.eventually import eventually
 
@@ -137,17 +137,7 @@ async def test_a_head_service_the_cluster_does_not_own_gives_no_dashboard(
     acts = JobActivities(client, DEFAULT_OPTIONS)
     ref = await make_rayjob(client)
     name = f"{ref.name}-abcde"
-    alias = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": f"{name}-head-svc", "namespace": "default"},
-        "spec": {
-            "type": "ExternalName",
-            "externalName": "victim-head-svc.victim.svc.cluster.local",
-            "ports": [{"name": "dashboard", "port": 8265}],
-        },
-    }
-    await client.create(kube.SERVICES, "default", alias)
+    await make_alias_service(client, "default", f"{name}-head-svc")
     create = contract.CreateClusterInput(ref=ref, cluster_name=name, job_id="x", attempt=1)
     await run(acts.create_cluster, create)
     snap = await run(acts.read, contract.ReadJobInput(ref=ref, cluster_name=name))

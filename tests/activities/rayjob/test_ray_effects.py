@@ -28,7 +28,7 @@ from activities.rayjob.ray_effects import RayJobActivities
 from crds.enums import JobStatus
 from crds.refs import ObjectRef
 from tests.activities.counting import Calls
-from tests.activities.head_services import make_head_service
+from tests.activities.head_services import make_alias_service, make_head_service
 from tests.activities.kube.test_informer import QuietApi, running
 from tests.activities.rayjob.test_kube_effects import make_rayjob as make_bare_rayjob
 from tests.activities.rayjob.test_kube_effects import run
@@ -336,17 +336,7 @@ async def test_a_head_service_made_before_the_cluster_gets_no_call(client: KubeC
     """The RayJob's own namespace, the cluster's head Service's name, another namespace's Ray."""
     ref = await make_bare_rayjob(client, submissionMode="HTTPMode")
     name = cluster_of(ref)
-    alias = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": f"{name}-head-svc", "namespace": "default"},
-        "spec": {
-            "type": "ExternalName",
-            "externalName": "victim-head-svc.victim.svc.cluster.local",
-            "ports": [{"name": "dashboard", "port": 8265}],
-        },
-    }
-    await client.create(kube.SERVICES, "default", alias)
+    await make_alias_service(client, "default", f"{name}-head-svc")
     create = contract.CreateClusterInput(ref=ref, cluster_name=name, job_id="x", attempt=1)
     await run(JobActivities(client, DEFAULT_OPTIONS).create_cluster, create)
     dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
