@@ -5,7 +5,7 @@ The stack runs with `KUBERAY_TEMPORAL_METRICS_PORT` and JSON logs; the test appl
 with kubectl, waits for the state KubeRay would reach and scrapes `/metrics` over HTTP. On the
 simulated runtime a RayJob whose entrypoint sleeps for ten minutes (see devcluster's Ray
 simulator) fails on its `activeDeadlineSeconds` (a terminal transition KubeRay also times);
-the completed RayJob runs on real Ray.
+the completed RayJob, an HTTPMode one, runs on real Ray with direct dashboard calls.
 """
 
 from __future__ import annotations
@@ -173,12 +173,24 @@ async def test_a_rayjob_past_its_deadline_on_the_simulated_runtime(
 
 async def test_a_completed_rayjob_with_real_ray(tmp_path: Path) -> None:
     port = free_port()
-    env = {"KUBERAY_TEMPORAL_METRICS_PORT": str(port)}
+    # Direct dashboard calls (the deployed default): the worker submits to and polls the head
+    # pod's own address, found through the head Service and head pod the cluster owns
+    # (`activities/dashboard/heads.py`), so no cluster DNS is asked. The local stack's worker
+    # runs on the node, which routes to every process-runtime pod, as a worker in a cluster
+    # reaches pods.
+    env = {
+        "KUBERAY_TEMPORAL_METRICS_PORT": str(port),
+        "KUBERAY_TEMPORAL_DASHBOARD_ACCESS": "direct",
+    }
     async with running_stack(tmp_path, "process", env) as stack:
         began = time.monotonic()
-        await apply(stack, rayjob("done", ttlSecondsAfterFinished=600))
+        await apply(stack, rayjob("done", submissionMode="HTTPMode", ttlSecondsAfterFinished=600))
         job = await reaches(stack, "done", "Complete", within=240)
-        assert job["status"]["jobStatus"] == "SUCCEEDED"
+        status = job["status"]
+        assert status["jobStatus"] == "SUCCEEDED"
+        # The status still shows KubeRay's Service address, whatever the worker called.
+        head = f"{status['rayClusterName']}-head-svc.default.svc.cluster.local:8265"
+        assert status["dashboardURL"] == head
         series = await scrape(port)
         check_rayjob_series(series, job, "Complete", time.monotonic() - began)
         check_sdk_series(series)
