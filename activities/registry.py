@@ -28,6 +28,7 @@ from activities.raycronjob.schedules import ScheduleActivities
 from activities.rayjob.contract import JobOperatorOptions
 from activities.rayjob.kube_effects import JobActivities
 from activities.rayjob.ray_effects import RayJobActivities
+from activities.rayjob.ray_watch import running_job
 from activities.rayservice.kube_effects import ServiceActivities
 from activities.rayservice.ray_effects import HeadLabeler, ServeActivities
 from activities.rayservice.routes import RouteActivities
@@ -45,6 +46,7 @@ class Copies:
     services: Informer
     clusters: Informer
     rayjobs: Informer
+    """Summarized by their running Ray jobs (`ray_watch.running_job`)."""
 
 
 def build_activities(
@@ -79,8 +81,7 @@ def build_activities(
         if copies
         else (None, None, None, None)
     )
-    access = DashboardAccess(dashboard_access)
-    connector = DashboardConnector(kube, access, None, services, pods)
+    connector = dashboard_connector(kube, dashboard_access, copies)
     serve = ServeActivities(kube, connector)
     labeler = HeadLabeler(kube, serve)
     return [
@@ -98,6 +99,14 @@ def build_activities(
         *CronJobActivities(kube).activities(),
         *ScheduleActivities().activities(),
     ]
+
+
+def dashboard_connector(
+    kube: KubeClient, dashboard_access: str, copies: Copies | None
+) -> DashboardConnector:
+    """How calls reach dashboards, finding head Services and pods in `copies` (None: live)."""
+    services, pods = (copies.services, copies.pods) if copies else (None, None)
+    return DashboardConnector(kube, DashboardAccess(dashboard_access), None, services, pods)
 
 
 def rayjob_essentials(obj: JSON) -> JSON:
@@ -127,7 +136,13 @@ async def watching(
         # nobody reads.
         clusters=Informer(kube, RAYCLUSTERS, LABEL_CLUSTER, "", namespaces=namespaces),
         rayjobs=Informer(
-            kube, RAYJOBS, LABEL_CLUSTER, "", namespaces=namespaces, keep=rayjob_essentials
+            kube,
+            RAYJOBS,
+            LABEL_CLUSTER,
+            "",
+            namespaces=namespaces,
+            keep=rayjob_essentials,
+            summarize=running_job,
         ),
     )
     tasks = [

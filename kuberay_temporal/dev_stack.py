@@ -36,7 +36,7 @@ from runtime.settings import Settings
 from runtime.telemetry import Tracing
 from runtime.temporal_client import connect, payload_codec
 from worker.codec_server import dev_ui_origins, serving_codec
-from worker.running import build_worker, configured_activities
+from worker.running import build_worker, configured_activities, watching_ray_jobs
 from worker.search_attributes import ensure_search_attributes
 
 
@@ -189,6 +189,7 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     kube, durations = stack.kube, telemetry.kuberay
     async with (
         watching(kube, settings.namespaces) as copies,
+        watching_ray_jobs(stack.require_client(), kube, settings, copies),
         serving_metrics(
             settings.metrics_port,
             telemetry,

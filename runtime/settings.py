@@ -81,6 +81,52 @@ class Settings(BaseModel):
             "(about 75 KB of memory each)."
         ),
     )
+    # A worker's capacity, by the names Temporal's SDKs give it. No activity stays open while a
+    # Ray job runs, so these bound bursts of work, not how many jobs may run.
+    max_concurrent_workflow_tasks: int = Field(
+        default=100,
+        validation_alias="KUBERAY_TEMPORAL_MAX_CONCURRENT_WORKFLOW_TASKS",
+        ge=2,
+        le=10_000,
+        description=(
+            "Workflow tasks one worker runs at a time (the SDK's default); each is a pass's "
+            "decision, its short Kubernetes calls run inside it as local activities."
+        ),
+    )
+    max_concurrent_activities: int = Field(
+        default=100,
+        validation_alias="KUBERAY_TEMPORAL_MAX_CONCURRENT_ACTIVITIES",
+        ge=1,
+        le=10_000,
+        description=(
+            "Scheduled activities one worker runs at a time (the SDK's default): calls that "
+            "failed as local ones, Serve health waits of an upgrade (a minute at most)."
+        ),
+    )
+    max_concurrent_local_activities: int = Field(
+        default=100,
+        validation_alias="KUBERAY_TEMPORAL_MAX_CONCURRENT_LOCAL_ACTIVITIES",
+        ge=1,
+        le=10_000,
+        description=(
+            "Local activities one worker runs at a time (the SDK's default): the Kubernetes "
+            "calls and dashboard questions of every pass."
+        ),
+    )
+    max_concurrent_workflow_task_polls: int = Field(
+        default=5,
+        validation_alias="KUBERAY_TEMPORAL_MAX_CONCURRENT_WORKFLOW_TASK_POLLS",
+        ge=2,
+        le=100,
+        description="Long polls for workflow tasks one worker keeps open (the SDK's default).",
+    )
+    max_concurrent_activity_task_polls: int = Field(
+        default=5,
+        validation_alias="KUBERAY_TEMPORAL_MAX_CONCURRENT_ACTIVITY_TASK_POLLS",
+        ge=1,
+        le=100,
+        description="Long polls for activity tasks one worker keeps open (the SDK's default).",
+    )
     graceful_shutdown_timeout: timedelta = Field(
         default=timedelta(seconds=30),
         validation_alias="KUBERAY_TEMPORAL_GRACEFUL_SHUTDOWN_TIMEOUT",

@@ -27,7 +27,12 @@ from runtime.prometheus import build_telemetry, serving_metrics
 from runtime.settings import Settings, describe_invalid
 from runtime.telemetry import Tracing, TracingConfigError, build_tracing
 from runtime.temporal_client import connect, exit_without_finalizing
-from worker.running import build_worker, configured_activities, stop_on_signals
+from worker.running import (
+    build_worker,
+    configured_activities,
+    stop_on_signals,
+    watching_ray_jobs,
+)
 from worker.search_attributes import SearchAttributeError, ensure_search_attributes
 
 logger = logging.getLogger(__name__)
@@ -147,6 +152,7 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
             durations = telemetry.kuberay
             async with (
                 watching(kube, settings.namespaces) as copies,
+                watching_ray_jobs(client, kube, settings, copies),
                 serving_metrics(
                     settings.metrics_port,
                     telemetry,

@@ -9,18 +9,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.kube.client import KubeClient
 from activities.kuberay_metrics import KubeRayMetrics
-from activities.registry import Copies, build_activities
+from activities.rayjob.ray_watch import RayJobWatch
+from activities.registry import Copies, build_activities, dashboard_connector
+from crds.refs import ObjectRef
 from runtime.settings import Settings
+from workflows import messages
 from workflows.registry import WORKFLOWS
 
 # Modules that are deterministic and side-effect free, so the tests' sandbox may share
@@ -89,7 +93,7 @@ def build_worker(
 
     Args:
         client: Connected client, with the pydantic data converter.
-        settings: Task queue, cache size and graceful shutdown timeout.
+        settings: Task queue, cache size, capacity and graceful shutdown timeout.
         activities: The activity callables (see `activities.registry.build_activities`).
 
     Returns:
@@ -102,8 +106,51 @@ def build_worker(
         activities=list(activities),
         workflow_runner=build_workflow_runner(),
         max_cached_workflows=settings.max_cached_workflows,
+        max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
+        max_concurrent_activities=settings.max_concurrent_activities,
+        max_concurrent_local_activities=settings.max_concurrent_local_activities,
+        max_concurrent_workflow_task_polls=settings.max_concurrent_workflow_task_polls,
+        max_concurrent_activity_task_polls=settings.max_concurrent_activity_task_polls,
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
     )
+
+
+RAY_JOB_NEWS = messages.OwnedChanged(kinds=["Ray job"])
+"""What the watch of running Ray jobs signals: Ray's answer about the job changed."""
+
+
+@asynccontextmanager
+async def watching_ray_jobs(
+    client: Client, kube: KubeClient | None, settings: Settings, copies: Copies | None
+) -> AsyncIterator[RayJobWatch | None]:
+    """The worker's watch of running Ray jobs (`activities.rayjob.ray_watch`), while it runs.
+
+    None without the Kubernetes API or the worker's copies: workflows then ask Ray on their
+    own timers only.
+    """
+    if kube is None or copies is None:
+        yield None
+        return
+
+    async def nudge(ref: ObjectRef) -> None:
+        try:
+            await client.get_workflow_handle(ref.workflow_id).signal(
+                messages.OWNED_CHANGED, RAY_JOB_NEWS
+            )
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            # The CR's workflow has ended: its status is stale, and nobody waits on the job.
+
+    connector = dashboard_connector(kube, settings.dashboard_access, copies)
+    watch = RayJobWatch(connector, copies.rayjobs, copies.clusters, nudge)
+    async with connector.pooled():
+        task = asyncio.create_task(watch.run(), name="watch of running Ray jobs")
+        try:
+            yield watch
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
 
 @contextmanager

@@ -75,6 +75,7 @@ class DashboardConnector:
         self._services = services
         self._pods = pods
         self._tls: ssl.SSLContext | None = None
+        self._pool: httpx.AsyncClient | None = None
 
     @property
     def access(self) -> DashboardAccess:
@@ -127,19 +128,41 @@ class DashboardConnector:
         """
         base = await self.base_url(cluster)
         token = await self._ray_token(cluster)
-        verify = self._tls_context()
-        if self._access == DashboardAccess.DIRECT:
-            async with httpx.AsyncClient(transport=self._traced(verify), verify=verify) as http:
-                yield RayDashboardClient(http, base, auth_token=token, timeout=DIRECT_TIMEOUT)
+        direct = self._access == DashboardAccess.DIRECT
+        timeout = DIRECT_TIMEOUT if direct else PROXY_TIMEOUT
+        headers = {} if direct else await self._proxy_headers()
+        if self._pool is not None:
+            yield RayDashboardClient(
+                self._pool, base, auth_token=token, timeout=timeout, headers=headers
+            )
             return
+        verify = self._tls_context()
+        async with httpx.AsyncClient(transport=self._traced(verify), verify=verify) as http:
+            yield RayDashboardClient(http, base, auth_token=token, timeout=timeout, headers=headers)
+
+    @asynccontextmanager
+    async def pooled(self) -> AsyncIterator[None]:
+        """Keep one HTTP client, and its connections, for every `open` inside the block.
+
+        A client per call costs a new connection each time (a TLS handshake, through the API
+        server's proxy), which a loop asking about every running job every few seconds cannot
+        afford; the worker keeps one for as long as it runs.
+        """
+        verify = self._tls_context()
+        async with httpx.AsyncClient(transport=self._traced(verify), verify=verify) as http:
+            self._pool = http
+            try:
+                yield
+            finally:
+                self._pool = None
+
+    async def _proxy_headers(self) -> dict[str, str]:
+        """The worker's own credentials for the API server, asked for each call (they rotate)."""
         headers: dict[str, str] = {}
         for setting in (await self._kube.configuration.auth_settings()).values():
             if setting.get("in") == "header" and setting.get("value"):
                 headers[str(setting["key"])] = str(setting["value"])
-        async with httpx.AsyncClient(
-            transport=self._traced(verify), headers=headers, verify=verify
-        ) as http:
-            yield RayDashboardClient(http, base, auth_token=token, timeout=PROXY_TIMEOUT)
+        return headers
 
     def _tls_context(self) -> ssl.SSLContext:
         """The TLS settings of every dashboard call, built once.

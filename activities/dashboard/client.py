@@ -107,6 +107,7 @@ class RayDashboardClient:
         *,
         auth_token: str | None = None,
         timeout: float = DIRECT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         if auth_token is not None and not (auth_token and set(auth_token) <= _TOKEN_CHARS):
             # Checked here because httpx and h11 quote a rejected header value in their errors.
@@ -115,6 +116,8 @@ class RayDashboardClient:
         self._base_url = base_url.rstrip("/")
         self._token = auth_token
         self._timeout = timeout
+        self._headers = dict(headers or {})
+        """Sent with every request: the API server's credentials on the proxy's road."""
 
     def __repr__(self) -> str:
         auth = "token" if self._token else "none"
@@ -297,7 +300,7 @@ class RayDashboardClient:
         needs_auth: bool,
     ) -> httpx.Response:
         # Uncompressed: the bound is on what is held, and a small gzip can hold a great deal.
-        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
+        headers = {**self._headers, "Accept": "application/json", "Accept-Encoding": "identity"}
         if needs_auth and self._token:
             headers[AUTH_HEADER] = f"Bearer {self._token}"
         request = self._http.build_request(

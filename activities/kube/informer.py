@@ -40,6 +40,10 @@ CATCH_UP = 2.0
 """Seconds a read waits for a copy to reach the version the bridge reported."""
 
 
+def _nothing(obj: JSON) -> None:
+    return None
+
+
 def _without_managed_fields(obj: JSON) -> JSON:
     meta = obj["metadata"]
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
@@ -50,6 +54,9 @@ class Informer:
 
     Which objects: those `label_selector` selects; by default those that carry the index label,
     all of them with "".
+
+    `summarize` keeps a small digest of each object beside it (None: none), for a reader that
+    goes over all of them often (`summaries`) and would otherwise decode every object each time.
     """
 
     def __init__(
@@ -61,8 +68,11 @@ class Informer:
         namespaces: Sequence[str | None] = (None,),
         relist_period: float = 300.0,
         keep: Callable[[JSON], JSON] = _without_managed_fields,
+        summarize: Callable[[JSON], object | None] = _nothing,
     ) -> None:
         self._label = index_label
+        self._summarize = summarize
+        self._summaries: dict[Key, object] = {}
         self._what = resource.plural
         self._keep_of = keep
         self._objects: dict[Key, bytes] = {}
@@ -171,6 +181,13 @@ class Informer:
         names = sorted(self._index.get((namespace, value), ()))
         return [json.loads(self._objects[(namespace, name)]) for name in names]
 
+    def summaries(self) -> list[object]:
+        """The digests of the objects held now (of every namespace), while the copy is whole.
+
+        Empty while it is not: a reader of all of them waits for a copy it can trust.
+        """
+        return list(self._summaries.values()) if self.whole else []
+
     def __len__(self) -> int:
         return len(self._objects)
 
@@ -202,6 +219,9 @@ class Informer:
         self._forget(key)
         kept = self._keep_of(obj)
         self._objects[key] = json.dumps(kept, separators=(",", ":")).encode()
+        summary = self._summarize(obj)
+        if summary is not None:
+            self._summaries[key] = summary
         uid = obj["metadata"].get("uid")
         if isinstance(uid, str):
             self._uids[key] = uid
@@ -212,6 +232,7 @@ class Informer:
 
     def _forget(self, key: Key) -> None:
         self._objects.pop(key, None)
+        self._summaries.pop(key, None)
         self._uids.pop(key, None)
         value = self._labelled.pop(key, None)
         if value is not None:

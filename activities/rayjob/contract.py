@@ -31,6 +31,7 @@ from crds.rayjob import RayJobSpec, RayJobStatus
 from crds.refs import ObjectRef
 
 __all__ = [
+    "ASK_RAY_JOB",
     "CREATE_RAYJOB_CLUSTER",
     "CREATE_SUBMITTER_JOB",
     "DELETE_ATTEMPT",
@@ -44,8 +45,8 @@ __all__ = [
     "STOP_RAY_JOB",
     "SUBMIT_RAY_JOB",
     "SUSPEND_WORKERS",
-    "WAIT_RAY_JOB",
     "WRITE_RAYJOB_STATUS",
+    "AskRayJobInput",
     "ClusterView",
     "CreateClusterInput",
     "CreateResult",
@@ -68,7 +69,6 @@ __all__ = [
     "SubmitRayJobResult",
     "SubmitterView",
     "SuspendWorkersInput",
-    "WaitRayJobInput",
     "WriteJobStatusInput",
     "Written",
 ]
@@ -361,18 +361,8 @@ class SubmitRayJobResult(BaseModel):
     """Set (and `submitted` False) when the dashboard could not be reached."""
 
 
-class WaitRayJobInput(RayJobDashboardInput):
-    """Poll the dashboard inside one heartbeating activity until something worth a decision.
-
-    Returns when the job's view differs from `known` (status, found, reachability), when the
-    job is terminal, at `return_by` (the workflow's next deadline) or after `max_wait_seconds`,
-    whichever comes first.
-    """
-
-    known: RayJobView | None = None
-    return_by: datetime | None = None
-    max_wait_seconds: int = 180
-    poll_seconds: float = 2.0
+class AskRayJobInput(RayJobDashboardInput):
+    """`GET /api/jobs/<id>`, once: the job's view as the dashboard gives it now."""
 
 
 class StopRayJobInput(RayJobDashboardInput):
@@ -391,7 +381,7 @@ DELETE_ATTEMPT = ActivityRef("delete_attempt", DeleteAttemptInput, DeleteAttempt
 SUSPEND_WORKERS = ActivityRef("suspend_workers", SuspendWorkersInput, type(None))
 DELETE_RAYJOB = ActivityRef("delete_rayjob", RayJobRef, type(None))
 SUBMIT_RAY_JOB = ActivityRef("submit_ray_job", SubmitRayJobInput, SubmitRayJobResult)
-WAIT_RAY_JOB = ActivityRef("wait_ray_job", WaitRayJobInput, RayJobView)
+ASK_RAY_JOB = ActivityRef("ask_ray_job", AskRayJobInput, RayJobView)
 STOP_RAY_JOB = ActivityRef("stop_ray_job", StopRayJobInput, type(None))
 WRITE_RAYJOB_STATUS = ActivityRef("write_rayjob_status", WriteJobStatusInput, Written)
 SET_RAYJOB_SUSPEND = ActivityRef("set_rayjob_suspend", SetJobSuspendInput, Written)

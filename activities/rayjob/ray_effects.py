@@ -1,9 +1,9 @@
-"""The RayJob's Ray activities: submit (HTTPMode), wait on the job, stop it (the finalizer).
+"""The RayJob's Ray activities: submit (HTTPMode), ask about the job, stop it (the finalizer).
 
-`wait_ray_job` is the one long activity of a RayJob: it polls `GET /api/jobs/<id>` inside
-itself every couple of seconds, heartbeating, and returns only when there is something to
-decide on (a status change, a terminal status, the workflow's next deadline, or its bound), so
-a ten-hour job costs the same few history events as a ten-second one.
+`ask_ray_job` asks `GET /api/jobs/<id>` once and returns at once: no activity stays open while
+a job runs, so a worker's slots do not run out however many long jobs there are. The workflow
+asks on a timer that backs off, and the worker's watch of running Ray jobs
+(`activities.rayjob.ray_watch`) nudges it as soon as Ray's answer changes.
 
 Submission is exactly-once by construction: the submission id is fixed per attempt before
 anything is submitted, and Ray refuses a second job under the same id, which counts as success.
@@ -18,10 +18,8 @@ taken from the RayJob's status, which may have been written by anyone before the
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from temporalio import activity
@@ -71,7 +69,7 @@ class RayJobActivities:
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
-        return [self.submit, self.wait, self.stop]
+        return [self.submit, self.ask, self.stop]
 
     @activity.defn(name=contract.SUBMIT_RAY_JOB.name)
     async def submit(self, params: contract.SubmitRayJobInput) -> contract.SubmitRayJobResult:
@@ -97,33 +95,17 @@ class RayJobActivities:
         )
         return contract.SubmitRayJobResult(duplicate=result.duplicate)
 
-    @activity.defn(name=contract.WAIT_RAY_JOB.name)
-    async def wait(self, params: contract.WaitRayJobInput) -> contract.RayJobView:
-        """Poll the job until its view changes, it is terminal, or the wait is up."""
+    @activity.defn(name=contract.ASK_RAY_JOB.name)
+    async def ask(self, params: contract.AskRayJobInput) -> contract.RayJobView:
+        """Ask the dashboard about the job once (the workflow paces the questions)."""
         _, cluster = await self._read(params.ref, params.cluster_name)
         if cluster is None:
             return contract.RayJobView(reachable=False, error=_missing(params))
-        bound = time.monotonic() + max(params.max_wait_seconds, 0)
         try:
             async with self._connector.open(cluster) as dashboard:
-                return await self._wait(dashboard, params, bound)
+                return await job_view(dashboard, params.job_id)
         except DashboardError as err:  # no head Service to call: as unreachable as can be
             return contract.RayJobView(reachable=False, error=_short(err))
-
-    async def _wait(
-        self, dashboard: RayDashboardClient, params: contract.WaitRayJobInput, bound: float
-    ) -> contract.RayJobView:
-        while True:
-            if not activity.info().is_local:  # a peek runs locally: nothing to beat for
-                activity.heartbeat()
-            asked_at = datetime.now(UTC)
-            view = await job_view(dashboard, params.job_id)
-            if _worth_returning(view, params, bound, asked_at):
-                return view
-            left = bound - time.monotonic()
-            if params.return_by is not None:
-                left = min(left, (params.return_by - datetime.now(UTC)).total_seconds())
-            await asyncio.sleep(max(0.0, min(params.poll_seconds, left)))
 
     @activity.defn(name=contract.STOP_RAY_JOB.name)
     async def stop(self, params: contract.StopRayJobInput) -> None:
@@ -210,17 +192,6 @@ def view_of(info: JobInfo) -> contract.RayJobView:
 
 def _ms(moment: datetime | None) -> int:
     return 0 if moment is None else int(moment.timestamp() * 1000)
-
-
-def _worth_returning(
-    view: contract.RayJobView, params: contract.WaitRayJobInput, bound: float, asked_at: datetime
-) -> bool:
-    if not view.same_as(params.known) or (view.found and view.status.is_terminal):
-        return True
-    # At the workflow's deadline, return an answer asked for at or after it, not just before.
-    if params.return_by is not None and asked_at >= params.return_by:
-        return True
-    return time.monotonic() >= bound
 
 
 def _missing(params: contract.RayJobDashboardInput) -> str:

@@ -188,3 +188,23 @@ def test_helm_values_for_cloud_mtls_and_namespaces_reach_the_settings() -> None:
         "mountPath": "/etc/kuberay-temporal/temporal-tls",
         "readOnly": True,
     } in mounts
+
+
+def test_helm_values_for_a_workers_capacity_reach_the_settings() -> None:
+    values = {
+        "worker": {
+            "maxConcurrentWorkflowTasks": 40,
+            "maxConcurrentActivities": 10,
+            "maxConcurrentLocalActivities": 200,
+            "maxConcurrentWorkflowTaskPolls": 4,
+            "maxConcurrentActivityTaskPolls": 2,
+        }
+    }
+    settings = Settings.from_env(settings_env(helm_docs(values), "worker"))
+    assert (
+        settings.max_concurrent_workflow_tasks,
+        settings.max_concurrent_activities,
+        settings.max_concurrent_local_activities,
+        settings.max_concurrent_workflow_task_polls,
+        settings.max_concurrent_activity_task_polls,
+    ) == (40, 10, 200, 4, 2)

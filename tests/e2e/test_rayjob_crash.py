@@ -4,8 +4,9 @@ The parts run as a deployment runs them: the worker and the bridge are their own
 (`kuberay-temporal worker` and `kuberay-temporal bridge`), beside devcluster with real Ray pods
 and the Temporal dev server, so the worker can die without taking anything else with it. The
 worker is killed twice: once while the attempt's RayCluster is still coming up (before the
-HTTPMode submission) and once while Ray runs the job (during the long wait on Ray). Each time a
-new worker process takes over the same workflow from its history.
+HTTPMode submission) and once while Ray runs the job (the workflow asleep on its timer, the
+worker's watch of running Ray jobs asking Ray). Each time a new worker process takes over the
+same workflow from its history, and the new worker's watch starts again from the status.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ async def test_kill_9_of_the_worker_submits_once_and_completes(stack: LocalStack
         await kill(worker)
         await worker.start()
 
-        # Second death: Ray runs the job, the worker is inside its long wait on it.
+        # Second death: Ray runs the job; the worker's watch was asking about it.
         await eventually(
             lambda: _ray_runs(stack, cluster, job_id), within=240, message="Ray runs the job"
         )

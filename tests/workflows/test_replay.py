@@ -1,7 +1,8 @@
 """Recorded histories replay against the current workflow code (determinism guard).
 
-A failure here means a change would break workflows that are running right now: guard the
-change with `workflow.patched()`, do not re-record.
+A failure here means a change would break runs recorded before it. Until a first release no
+run outside the tests exists to keep, so a change to a workflow re-records its histories
+(`python -m tests.workflows.record_histories <name>`) instead of adding a `workflow.patched()`.
 
 Each replays in the runner the worker uses (no sandbox) and in the strict sandbox the workflow
 tests run. The replayer carries the worker's tracing interceptor, as a worker with OTEL_* variables

@@ -2,7 +2,8 @@
 
 One workflow per RayJob, alive as long as the CR. A pass reads a snapshot, validates, asks
 `machine.decide` for the next step, runs its actions, settles and writes the status, and, in
-Running, waits on Ray through one heartbeating activity. Signals only mark a pass as due;
+Running, asks Ray about the job (one quick question; no activity stays open while the job
+runs). Signals only mark a pass as due;
 deadlines and cleanup TTLs are absolute times in the status, re-armed as durable timers after
 every pass and after a continue-as-new.
 """
@@ -26,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from crds.validation import validate
     from crds.violations import reported
     from workflows import messages
-    from workflows.activity_calls import RAY_JOB, execute, execute_local, start
+    from workflows.activity_calls import RAY_JOB, execute, execute_local
     from workflows.entity import CrWorkflow
     from workflows.patches import Patches
     from workflows.rayjob import machine, naming
@@ -36,7 +37,6 @@ with workflow.unsafe.imports_passed_through():
         CLUSTER_STATUS_PATCH,
         COVERINGS,
         IDLE_PATCH,
-        LOCAL_PATCH,
         NAMES_PATCH,
         REFIT_PATCH,
         SIDECAR_END_PATCH,
@@ -49,17 +49,17 @@ with workflow.unsafe.imports_passed_through():
     from workflows.resync import ResyncTimer
 
 RESYNC = timedelta(seconds=300)
-"""KubeRay's RayCluster resync; RayJob polls Ray through `wait_ray_job` instead of a requeue."""
+"""KubeRay's RayCluster resync; a running Ray job is asked about on `poll_at` instead."""
 BUSY_RESYNC = timedelta(seconds=5)
 POLL_GAP = timedelta(seconds=3)
-"""Ask Ray at most this often (KubeRay's 3 s requeue) when it answers quickly..."""
-MAX_POLL_GAP = timedelta(seconds=120)
-"""...and back off to this while quick answers keep saying nothing changed (a signal or
-a deadline asks Ray at once anyway)."""
-# A Ray job costs one wait per real change (plus one per day it runs): the history grows with
-# state changes, not with the job's duration. The 30 s heartbeat timeout, not this bound, is
-# what notices a dead worker; deadlines end a wait through `return_by`, signals cancel it.
-WAIT_BOUND = timedelta(hours=24)
+"""Ask Ray this soon (KubeRay's 3 s requeue) after its answer changed..."""
+MAX_POLL_GAP = timedelta(minutes=10)
+"""...and back off to this while its answers stay the same. No activity stays open while a
+job runs, so a worker's slots never run out; the worker's watch of running Ray jobs nudges the
+workflow as soon as Ray's answer changes (`activities.rayjob.ray_watch`), and these questions
+only stand in for a nudge that was lost, so a lost one costs ten minutes at most. A running
+job costs six questions an hour (about 13 actions, 45 events; new runs keep each history near
+a hundred events)."""
 IDLE_STATES = frozenset(
     {Deploy.COMPLETE, Deploy.FAILED, Deploy.VALIDATION_FAILED, Deploy.SUSPENDED}
 )
@@ -129,9 +129,10 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
     async def _wait_for_work(self) -> None:
         state, now = self._state, workflow.now()
         wake = now + (BUSY_RESYNC if state.busy else RESYNC)
-        for moment in (state.wake_at, state.poll_at):
-            if moment is not None:
-                wake = min(wake, moment)
+        if state.poll_at is not None and not state.busy:
+            wake = state.poll_at  # the pass that asks Ray is the resync of a running job
+        if state.wake_at is not None:
+            wake = min(wake, state.wake_at)
         if not state.dirty and self._idle() and self._patches.on(IDLE_PATCH):
             # Nothing can change on its own: a periodic resync would only cost a timer and a
             # read every few minutes for as long as the CR is kept. Edits and deletion signal.
@@ -153,6 +154,14 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
                         timeout_summary=summary,
                     )
         state.dirty = False
+
+    def _settled(self) -> bool:
+        """Between passes everything is in the state; a pending `suspend` is written first.
+
+        So a job that runs for hours goes on in a new run every hundred-odd events: its
+        history, and what a worker keeps of it, stays that size however long the job runs.
+        """
+        return self._state.user_suspend is None
 
     def _idle(self) -> bool:
         state = self._state
@@ -238,66 +247,36 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         state.dirty = state.dirty or again
 
     async def _poll(self, peek: bool = False) -> bool:
-        """Wait on Ray inside one activity; a signal interrupts it. True when Ray moved.
+        """Ask Ray about the job, once; True when its answer moved.
 
-        A `peek` asks once and returns at once, without waiting for a change.
+        Unless a `peek` (something changed, or a clock ran out: ask now), a question asked
+        moments ago is not asked again: `_wait_for_work` comes back at `poll_at`.
         """
         state = self._state
         status = state.status or RayJobStatus()
         now = workflow.now()
         recent = state.poll_at is not None and now < state.poll_at and state.attempt.ray_job
         if recent and not self._nudged and not peek:
-            return False  # asked moments ago: `_wait_for_work` comes back at poll_at
+            return False
         self._nudged = False
         known = state.attempt.ray_job
-        params = contract.WaitRayJobInput(
-            ref=self._ref,
-            cluster_name=status.ray_cluster_name or "",
-            job_id=status.job_id or "",
-            known=known,
-            return_by=state.wake_at,
-            max_wait_seconds=0 if peek else int(WAIT_BOUND.total_seconds()),
+        params = contract.AskRayJobInput(
+            ref=self._ref, cluster_name=status.ray_cluster_name or "", job_id=status.job_id or ""
         )
-        if peek and self._patches.on(LOCAL_PATCH):
-            # One question, answered at once: in this workflow task, like the other calls.
-            view = await self._peek(params)
-        else:
-            wait = start(
-                contract.WAIT_RAY_JOB,
-                params,
-                summary=f"wait for Ray job {status.job_id}",
-                policy=RAY_JOB.within(WAIT_BOUND + timedelta(minutes=1), timedelta(seconds=30)),
-            )
-            await workflow.wait_condition(
-                lambda: wait.done() or (state.dirty and not peek) or state.gone
-            )
-            if not wait.done():
-                state.poll_at = now + state.poll_gap
-                wait.cancel()
-                with contextlib.suppress(ActivityError, asyncio.CancelledError):
-                    await wait
-                return False
-            try:
-                view = wait.result()
-            except ActivityError as err:
-                view = _unreachable(err)
-        state.poll_at = now + state.poll_gap
-        state.attempt = state.attempt.model_copy(update={"ray_job": view})
-        changed = not view.same_as(known)
-        # A long wait already paced itself; quick unchanged answers back off (up to a minute).
-        quick = workflow.now() - now < POLL_GAP
-        gap = state.poll_gap * 2 if quick and not changed else POLL_GAP
-        state.poll_gap = min(gap, MAX_POLL_GAP)
-        return changed
-
-    async def _peek(self, params: contract.WaitRayJobInput) -> contract.RayJobView:
-        summary = f"ask Ray for job {params.job_id}"
         try:
-            return await execute_local(
-                contract.WAIT_RAY_JOB, params, summary=summary, policy=RAY_JOB
+            view = await execute_local(
+                contract.ASK_RAY_JOB,
+                params,
+                summary=f"ask Ray for job {params.job_id}",
+                policy=RAY_JOB,
             )
         except ActivityError as err:
-            return _unreachable(err)
+            view = _unreachable(err)
+        state.attempt = state.attempt.model_copy(update={"ray_job": view})
+        changed = not view.same_as(known)
+        state.poll_gap = POLL_GAP if changed else min(state.poll_gap * 2, MAX_POLL_GAP)
+        state.poll_at = now + state.poll_gap
+        return changed
 
     async def _finalize(self) -> None:
         """The CR is being deleted: stop the Ray job (best effort), release the finalizer (J26)."""

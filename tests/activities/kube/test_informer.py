@@ -71,6 +71,27 @@ async def test_it_keeps_the_labelled_objects_by_label_value(client: KubeClient) 
         assert "managedFields" not in kept["metadata"] and kept["spec"]["containers"]
 
 
+async def test_summaries_follow_the_objects_and_need_a_whole_copy(client: KubeClient) -> None:
+    """A reader of every object (the watch of running Ray jobs) reads digests, not objects."""
+
+    def image(obj: dict[str, Any]) -> str | None:
+        containers = obj["spec"]["containers"]
+        return str(containers[0]["image"]) if obj["metadata"]["name"] != "skipped" else None
+
+    await client.create(kube.PODS, "default", pod("a-head", "a"))
+    informer = Informer(client, kube.PODS, "ray.io/cluster", summarize=image)
+    assert informer.summaries() == []  # not listed yet: nothing it could vouch for
+    async with running(informer):
+        assert await eventually(lambda: informer.summaries() == ["rayproject/ray"])
+        other = pod("a-worker", "a")
+        other["spec"]["containers"][0]["image"] = "rayproject/ray:2.50.0"
+        await client.create(kube.PODS, "default", other)
+        await client.create(kube.PODS, "default", pod("skipped", "a"))
+        await client.delete(kube.PODS, "default", "a-head")
+        assert await eventually(lambda: informer.summaries() == ["rayproject/ray:2.50.0"])
+    assert informer.summaries() == []  # stopped
+
+
 async def test_a_version_not_reached_in_time_is_refused(client: KubeClient) -> None:
     informer = Informer(client, kube.PODS, "ray.io/cluster")
     async with running(informer):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import httpx
@@ -62,11 +61,9 @@ class Dashboard:
     def __init__(self, **answers: list[Answer]) -> None:
         self.answers = answers
         self.requests: list[httpx.Request] = []
-        self.last_asked: datetime | None = None
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
-        self.last_asked = datetime.now(UTC)
         key = f"{request.method} {request.url.path.split('/proxy', 1)[-1]}"
         script = self.answers.get(key)
         if not script:
@@ -111,15 +108,8 @@ def activities(client: KubeClient, dashboard: Dashboard) -> RayJobActivities:
     return RayJobActivities(client, DashboardConnector(client, DashboardAccess.PROXY, transport))
 
 
-def wait_input(ref: ObjectRef, known: contract.RayJobView | None = None, **fields: Any) -> Any:
-    return contract.WaitRayJobInput(
-        ref=ref,
-        cluster_name=cluster_of(ref),
-        job_id="job-x-1",
-        known=known,
-        poll_seconds=0.01,
-        **fields,
-    )
+def ask_input(ref: ObjectRef) -> contract.AskRayJobInput:
+    return contract.AskRayJobInput(ref=ref, cluster_name=cluster_of(ref), job_id="job-x-1")
 
 
 def submit_input(ref: ObjectRef) -> contract.SubmitRayJobInput:
@@ -179,26 +169,26 @@ async def test_submit_for_a_recreated_rayjob_sends_nothing(client: KubeClient) -
     assert dashboard.requests == []
 
 
-# --- wait -------------------------------------------------------------------------------------
+# --- ask --------------------------------------------------------------------------------------
 
 
-async def test_wait_returns_when_the_status_changes(client: KubeClient) -> None:
+async def test_an_ask_returns_rays_answer_at_once(client: KubeClient) -> None:
+    """One question, one answer: nothing stays open while the job runs."""
     ref = await make_rayjob(client)
     path = "GET /api/jobs/job-x-1"
-    dashboard = Dashboard(
-        **{path: [answer(200, job("RUNNING"))] * 3 + [answer(200, job("SUCCEEDED"))]}
-    )
-    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
-    view = await run(activities(client, dashboard).wait, wait_input(ref, known))
-    assert view.found and view.status == JobStatus.SUCCEEDED and view.end_time_ms
-    assert dashboard.calls("GET") == 4
+    dashboard = Dashboard(**{path: [answer(200, job("RUNNING")), answer(200, job("SUCCEEDED"))]})
+    view = await run(activities(client, dashboard).ask, ask_input(ref))
+    assert view.found and view.status == JobStatus.RUNNING
+    assert dashboard.calls("GET") == 1
+    view = await run(activities(client, dashboard).ask, ask_input(ref))
+    assert view.status == JobStatus.SUCCEEDED and view.end_time_ms
 
 
-async def test_waits_read_the_rayjob_from_the_copy_a_submission_live(
+async def test_asks_read_the_rayjob_from_the_copy_a_submission_live(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A wait is called again and again while a job runs: it needs only the cluster's name
-    (and its token Secret's), which the worker's copy has; a submission reads the spec now."""
+    """Ray is asked again and again while a job runs: that needs only the cluster's name (and
+    its token Secret's), which the worker's copy has; a submission reads the spec now."""
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     stored = await client.get(kube.RAYJOBS, "default", ref.name)
     rayjobs = Informer(cast(KubeClient, QuietApi([stored], {None: "5"})), kube.RAYJOBS, "x", "")
@@ -214,49 +204,26 @@ async def test_waits_read_the_rayjob_from_the_copy_a_submission_live(
     gets = Calls(client, "get_or_none", monkeypatch)
     async with running(rayjobs):
         assert await eventually(lambda: rayjobs.whole)
-        view = await run(acts.wait, wait_input(ref))
+        view = await run(acts.ask, ask_input(ref))
         assert view.status == JobStatus.SUCCEEDED and gets.count("rayjobs") == 0
         params = submit_input(ref)
         assert (await run(acts.submit, params)).submitted
         assert gets.count("rayjobs") == 1
 
 
-async def test_wait_reports_an_unreachable_dashboard_once_it_stops_answering(
-    client: KubeClient,
-) -> None:
+async def test_an_ask_reports_an_unreachable_dashboard(client: KubeClient) -> None:
     ref = await make_rayjob(client)
-    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING")), refused]})
-    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
-    view = await run(activities(client, dashboard).wait, wait_input(ref, known))
+    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [refused]})
+    view = await run(activities(client, dashboard).ask, ask_input(ref))
     assert not view.reachable and "refused" in view.error
 
 
-async def test_wait_reports_a_job_ray_does_not_know(client: KubeClient) -> None:
+async def test_an_ask_reports_a_job_ray_does_not_know(client: KubeClient) -> None:
     ref = await make_rayjob(client)
     not_found = answer(404, text="Job job-x-1 does not exist")
     dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [not_found]})
-    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
-    view = await run(activities(client, dashboard).wait, wait_input(ref, known))
+    view = await run(activities(client, dashboard).ask, ask_input(ref))
     assert view.reachable and not view.found
-
-
-async def test_wait_returns_at_the_workflows_deadline_with_nothing_new(client: KubeClient) -> None:
-    ref = await make_rayjob(client)
-    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
-    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
-    soon = datetime.now(UTC) + timedelta(milliseconds=200)
-    view = await run(activities(client, dashboard).wait, wait_input(ref, known, return_by=soon))
-    assert view.same_as(known)
-    # It kept asking until the deadline: the answer it returns was asked for at or after it.
-    assert dashboard.last_asked is not None and dashboard.last_asked >= soon
-
-
-async def test_a_peek_asks_once(client: KubeClient) -> None:
-    ref = await make_rayjob(client)
-    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
-    known = contract.RayJobView(found=True, status=JobStatus.RUNNING)
-    view = await run(activities(client, dashboard).wait, wait_input(ref, known, max_wait_seconds=0))
-    assert view.same_as(known) and dashboard.calls("GET") == 1
 
 
 # --- stop -------------------------------------------------------------------------------------
@@ -324,8 +291,8 @@ async def test_a_status_from_before_leads_no_call_anywhere(client: KubeClient) -
     await client.patch(kube.RAYJOBS, "default", ref.name, {"status": forged}, sub="status")
     dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
     acts = activities(client, dashboard)
-    named = contract.WaitRayJobInput(ref=ref, cluster_name="nowhere", job_id="job-x-1")
-    view = await run(acts.wait, named)
+    named = contract.AskRayJobInput(ref=ref, cluster_name="nowhere", job_id="job-x-1")
+    view = await run(acts.ask, named)
     assert not view.reachable and view.error == "RayCluster nowhere does not exist"
     submitted = await run(acts.submit, submit_input(ref).model_copy(update={"cluster_name": ""}))
     assert not submitted.submitted and "(none named)" in submitted.error
@@ -342,6 +309,6 @@ async def test_a_head_service_made_before_the_cluster_gets_no_call(client: KubeC
     dashboard = Dashboard(**{"POST /api/jobs/": [answer(200, {"submission_id": "job-x-1"})]})
     result = await run(activities(client, dashboard).submit, submit_input(ref))
     assert not result.submitted and "not owned by RayCluster" in result.error
-    view = await run(activities(client, dashboard).wait, wait_input(ref))
+    view = await run(activities(client, dashboard).ask, ask_input(ref))
     assert not view.reachable and "not owned by RayCluster" in view.error
     assert dashboard.requests == []

@@ -4,8 +4,8 @@ A test double at the activity boundary for the time-skipping workflow tests (lay
 implements the RayJob activities under their real names and keeps what the API server and a
 Ray dashboard would. Clusters start unready until the test calls `make_ready`; the submitter
 (K8sJobMode) and the sidecar (SidecarMode) "submit" the job as the real ones would; the test
-finishes jobs with `finish`. `wait_ray_job` answers at once: the workflow paces its polls
-with durable timers, which the tests skip with `env.sleep`.
+finishes jobs with `finish`. `ask_ray_job` answers at once, as the real one does: the workflow
+paces its questions with durable timers, which the tests skip with `env.sleep`.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class FakeJobWorld:
             self.delete_rayjob,
             self.ensure_head_service,
             self.submit,
-            self.wait,
+            self.ask,
             self.stop,
             self.write_status,
             self.set_suspend,
@@ -269,10 +269,8 @@ class FakeJobWorld:
         self.submissions.append(params.job_id)
         return contract.SubmitRayJobResult()
 
-    @activity.defn(name=contract.WAIT_RAY_JOB.name)
-    async def wait(self, params: contract.WaitRayJobInput) -> contract.RayJobView:
-        if not activity.info().is_local:  # as the real one: a local peek has nothing to beat
-            activity.heartbeat()
+    @activity.defn(name=contract.ASK_RAY_JOB.name)
+    async def ask(self, params: contract.AskRayJobInput) -> contract.RayJobView:
         if not self.dashboard_up:
             return contract.RayJobView(reachable=False, error="connection refused")
         record = self.ray_jobs.get(params.job_id)

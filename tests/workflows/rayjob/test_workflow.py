@@ -140,11 +140,12 @@ async def test_success_in_each_mode(harness: Harness, mode: str) -> None:
 
 
 @pytest.mark.parametrize("started_with", [None, messages.COVERING_PATCHES["RayJob"]])
-async def test_only_the_wait_on_ray_is_dispatched(
+async def test_no_activity_is_dispatched_so_a_running_job_holds_no_slot(
     harness: Harness, started_with: str | None
 ) -> None:
-    """Kubernetes calls, the submission and a single question to Ray run as local activities
-    in the workflow task that decides them; only the long wait on Ray is a scheduled one."""
+    """Kubernetes calls, the submission and each question to Ray run as local activities in
+    the workflow task that decides them: nothing waits in a worker's activity slot while the
+    job runs, however long it runs."""
     world = harness.world
     world.spec = job_spec(submissionMode="HTTPMode", shutdownAfterJobFinishes=True)
     await harness.start(patches=started_with)
@@ -155,7 +156,13 @@ async def test_only_the_wait_on_ray_is_dispatched(
     await eventually(lambda: world.live_clusters() == [], message="cluster deleted after TTL 0")
     handle = harness.handle
     assert handle is not None
-    expected = {"read_rayjob", "create_rayjob_cluster", "submit_ray_job", "delete_attempt"}
+    expected = {
+        "read_rayjob",
+        "create_rayjob_cluster",
+        "submit_ray_job",
+        "ask_ray_job",
+        "delete_attempt",
+    }
 
     async def calls() -> tuple[list[str], list[str]] | None:
         # The deletion is done before the workflow task that did it is in the history.
@@ -163,7 +170,7 @@ async def test_only_the_wait_on_ray_is_dispatched(
         return (scheduled, local) if expected <= set(local) else None
 
     scheduled, _ = await eventually(calls, message="the deletion's marker")
-    assert set(scheduled) <= {"wait_ray_job"}, scheduled
+    assert scheduled == [], scheduled
     # One patch marker stands for all the patches a new run takes (`workflows.patches`); none
     # when the input names them, as the bridge's does.
     history = await handle.fetch_history()
