@@ -84,7 +84,9 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
     async with serving_health(settings.health_port, listed, address=settings.health_address):
         telemetry = build_telemetry(settings.metrics_port, settings.log_format)
         client = await connect(settings, telemetry.runtime, tracing.interceptors())
-        kube = await connect_kube(settings.kubeconfig, tracing.kube_tracer)
+        kube = await connect_kube(
+            settings.kubeconfig, tracing.kube_tracer, settings.kube_rate_limit()
+        )
         try:
             signaller = Signaller(client, settings.task_queue, tracing.tracer)
             bridge = Bridge.configured(kube, signaller, settings)

@@ -165,7 +165,11 @@ async def run_devcluster(stack: DevStack) -> AsyncIterator[None]:
         faults=stack.faults,
     )
     async with cluster:
-        kube = await connect_kube(str(cluster.kubeconfig_path), stack.tracing.kube_tracer)
+        kube = await connect_kube(
+            str(cluster.kubeconfig_path),
+            stack.tracing.kube_tracer,
+            stack.settings.kube_rate_limit(),
+        )
         try:
             await install_crds(kube)
             stack.kube = kube

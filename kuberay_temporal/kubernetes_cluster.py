@@ -225,9 +225,11 @@ async def run_kubernetes(stack: DevStack) -> AsyncIterator[None]:
         try:
             async with AsyncExitStack() as clients:
                 worker = cluster.worker_kubeconfig
-                stack.kube = await connect_kube(str(worker), tracer)
+                limit = stack.settings.kube_rate_limit
+                stack.kube = await connect_kube(str(worker), tracer, limit())
                 clients.push_async_callback(stack.kube.close)
-                stack.bridge_kube = await connect_kube(str(cluster.bridge_kubeconfig), tracer)
+                bridge = str(cluster.bridge_kubeconfig)
+                stack.bridge_kube = await connect_kube(bridge, tracer, limit())
                 clients.push_async_callback(stack.bridge_kube.close)
                 stack.settings = stack.settings.model_copy(update={"kubeconfig": str(worker)})
                 who = (

@@ -26,6 +26,7 @@ from pydantic_core import ErrorDetails
 
 from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
 from activities.builders.options import BuildOptions
+from activities.kube.rate_limit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from activities.rayjob.contract import JobOperatorOptions
 from crds.constants import (
     DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
@@ -239,6 +240,23 @@ class Settings(BaseModel):
             "kubeconfig file for the Kubernetes API; unset means in-cluster configuration "
             "(a service account), else ~/.kube/config."
         ),
+    )
+    kube_api_qps: float = Field(
+        default=DEFAULT_QPS,
+        validation_alias="KUBERAY_TEMPORAL_KUBE_API_QPS",
+        gt=0,
+        le=100_000,
+        description=(
+            "KubeRay's `--qps`: requests per second each process sends the API server on "
+            "average (client-go's token bucket); more wait their turn in the process."
+        ),
+    )
+    kube_api_burst: int = Field(
+        default=DEFAULT_BURST,
+        validation_alias="KUBERAY_TEMPORAL_KUBE_API_BURST",
+        ge=1,
+        le=100_000,
+        description="KubeRay's `--burst`: requests each process may send at once above the QPS.",
     )
     watch_namespaces: str = Field(
         default="",
@@ -460,6 +478,10 @@ class Settings(BaseModel):
             except ValueError:
                 return value
         return value
+
+    def kube_rate_limit(self) -> TokenBucket:
+        """A fresh token bucket of `kube_api_qps` and `kube_api_burst`, for one client."""
+        return TokenBucket(self.kube_api_qps, self.kube_api_burst)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -186,7 +186,7 @@ async def connect_kube_or_none(
     """The Kubernetes API from the settings; None (with a warning) when there is none."""
     tracer = tracing.kube_tracer if tracing is not None else None
     try:
-        return await connect_kube(settings.kubeconfig, tracer)
+        return await connect_kube(settings.kubeconfig, tracer, settings.kube_rate_limit())
     except ConfigException as err:
         logger.warning(
             "no Kubernetes configuration (%s): running without the CR workflows' activities; "

@@ -22,6 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from opentelemetry.trace import Tracer
 
 from activities.kube import decoding, errors, session
+from activities.kube.rate_limit import TokenBucket
 from activities.kube.spans import client_span, default_tracer, kube_path_template
 from activities.kube.vocabulary import WatchEventType
 
@@ -113,13 +114,18 @@ VOLCANO_POD_GROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups")
 PLUGINS_POD_GROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 
 
-async def connect(kubeconfig: str | None = None, tracer: Tracer | None = None) -> KubeClient:
+async def connect(
+    kubeconfig: str | None = None,
+    tracer: Tracer | None = None,
+    limit: TokenBucket | None = None,
+) -> KubeClient:
     """A client from a kubeconfig file, else in-cluster configuration, else ~/.kube/config.
 
     Args:
         kubeconfig: The kubeconfig file; None: in-cluster, else the default file.
         tracer: Makes a span per request made inside a trace (`activities.kube.spans`);
             None: no spans.
+        limit: The requests per second it may send (`rate_limit`); None: no limit.
     """
     configuration = Configuration()
     if kubeconfig:
@@ -132,16 +138,19 @@ async def connect(kubeconfig: str | None = None, tracer: Tracer | None = None) -
     session.settle_proxy(configuration)
     api = ApiClient(configuration=configuration)
     session.trust_no_environment(api)
-    return KubeClient(api, tracer)
+    return KubeClient(api, tracer, limit)
 
 
 class KubeClient:
     """JSON requests against the API server behind an `ApiClient`."""
 
-    def __init__(self, api: ApiClient, tracer: Tracer | None = None) -> None:
+    def __init__(
+        self, api: ApiClient, tracer: Tracer | None = None, limit: TokenBucket | None = None
+    ) -> None:
         self._api = api
         self._traced_by = tracer
         self._tracer = tracer or default_tracer()
+        self._limit = limit
 
     async def close(self) -> None:
         """Release the connection pool."""
@@ -379,6 +388,8 @@ class KubeClient:
         content_type: str,
         request_timeout: float,
     ) -> aiohttp.ClientResponse:
+        if self._limit is not None:
+            await self._limit.take()
         headers = {"Accept": "application/json", "Content-Type": content_type}
         params = [
             (k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()

@@ -1,0 +1,82 @@
+"""KubeRay's `--qps` and `--burst`: client-go's token bucket, on a clock the test moves."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.kube import client as kube
+from activities.kube import rate_limit
+from activities.kube.client import KubeClient
+from activities.kube.rate_limit import TokenBucket
+from runtime.settings import Settings
+
+
+class Clock:
+    """`time.monotonic` and `asyncio.sleep` for the bucket: sleeping moves the clock."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+        monkeypatch.setattr(rate_limit.time, "monotonic", lambda: self.now)
+        monkeypatch.setattr(rate_limit.asyncio, "sleep", self.sleep)
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(round(seconds, 6))
+        self.now += seconds
+
+
+async def test_a_burst_goes_at_once_then_requests_come_at_the_qps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock(monkeypatch)
+    bucket = TokenBucket(qps=10, burst=3)
+    for _ in range(3):
+        await bucket.take()
+    assert clock.slept == []
+    await bucket.take()
+    await bucket.take()
+    assert clock.slept == [0.1, 0.1]
+
+
+async def test_an_idle_bucket_fills_up_to_its_burst_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock(monkeypatch)
+    bucket = TokenBucket(qps=10, burst=2)
+    await bucket.take()
+    await bucket.take()
+    clock.now += 3600
+    for _ in range(3):
+        await bucket.take()
+    assert clock.slept == [0.1]
+
+
+@pytest.mark.parametrize(("qps", "burst"), [(0, 1), (-1, 5), (1, 0)])
+def test_a_bucket_that_could_never_give_a_token_is_refused(qps: float, burst: int) -> None:
+    with pytest.raises(ValueError, match="qps > 0 and burst >= 1"):
+        TokenBucket(qps=qps, burst=burst)
+
+
+def test_the_settings_default_to_kuberays_flags() -> None:
+    settings = Settings.from_env({})
+    assert (settings.kube_api_qps, settings.kube_api_burst) == (100.0, 200)
+    custom = Settings.from_env(
+        {"KUBERAY_TEMPORAL_KUBE_API_QPS": "5.5", "KUBERAY_TEMPORAL_KUBE_API_BURST": "7"}
+    )
+    assert (custom.kube_api_qps, custom.kube_api_burst) == (5.5, 7)
+
+
+class Counting(TokenBucket):
+    def __init__(self) -> None:
+        super().__init__(qps=1000, burst=1000)
+        self.taken = 0
+
+    async def take(self) -> None:
+        self.taken += 1
+        await super().take()
+
+
+async def test_every_request_of_a_client_takes_a_token(client: KubeClient) -> None:
+    bucket = Counting()
+    limited = KubeClient(client._api, None, bucket)
+    await limited.get_or_none(kube.CONFIGMAPS, "default", "absent")
+    await limited.list_all(kube.PODS, "default")
+    assert bucket.taken == 2
