@@ -43,10 +43,15 @@ run: install
 # typecheck and the tests that need no real control plane run beside them, and the tests marked
 # `kubernetes` (tests/conftest.py) run once they have ended (`building` waits for a build that
 # is under way, then finds its binaries, or builds and shows why it failed). KubeRay's e2e test
-# binaries (tests/kuberay_e2e/) share its operator's module and most of its build; its kubectl
-# plugin (tests/e2e/test_kubectl_ray.py) has a module of its own, controlplane/kubectl-ray/.
+# binaries (tests/kuberay_e2e/) share its operator's module and most of its build: only the
+# packages of the cases `make test` runs are built here (each other one is built on first use);
+# its kubectl plugin (tests/e2e/test_kubectl_ray.py) has a module of its own,
+# controlplane/kubectl-ray/.
+E2E_PACKAGES := e2e sampleyaml
+
 test: $(STAMP)
-	nice -n 19 $(BIN)/python -m devcluster.control_plane.building --kuberay --kuberay-e2e --kubectl-ray \
+	nice -n 19 $(BIN)/python -m devcluster.control_plane.building --kuberay --kubectl-ray \
+		$(foreach package,$(E2E_PACKAGES),--kuberay-e2e-package $(package)) \
 		> $(VENV)/background-build.log 2>&1 &
 	$(MAKE) lint typecheck unit go
 

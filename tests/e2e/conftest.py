@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 import pytest_asyncio
 import yaml
 from temporalio.client import Client
@@ -22,6 +23,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from devcluster.ports import free_port
 from kuberay_temporal.binaries import kubectl
 from tests.eventually import eventually
+from tests.full_set import deselect_unless_asked
 
 
 @dataclass
@@ -148,3 +150,11 @@ async def running_stack(
 
 def _tail(log: Path, lines: int = 400) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+REAL_SAMPLES = "KUBERAY_TEMPORAL_REAL_SAMPLES"
+"""`all`: KubeRay's samples at full size with real Ray, the `full_set` tests of this folder."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    deselect_unless_asked(config, items, Path(__file__).parent, REAL_SAMPLES)

@@ -12,7 +12,9 @@ Two sets of RayJobs, one stack (the real control plane, pods as processes):
   `env_vars` stay), and with it the sample code's assertion on the pinned `requests` version;
   deletion-rule TTLs are divided by `TTL_DIVISOR` (their order and policies are kept).
   `ray-job.kueue-toy-sample.yaml` runs ten minutes (its job counts to 600, a second a step), so
-  it runs only at full size, `KUBERAY_TEMPORAL_REAL_SAMPLES=all`.
+  it runs only at full size, `KUBERAY_TEMPORAL_REAL_SAMPLES=all`; so do `resources`,
+  `deletion-rules`, `custom-head-svc` and `platform-events` (`full_set`), whose controller
+  decisions the builder and workflow tests check without real Ray, to keep CI within its hour.
 * Our HTTPMode sample (`samples/rayjob.http-mode.yaml`, adapted in memory) for what the samples
   do not reach: failure and retries, suspend and resume, the active deadline, and how soon a
   finished Ray job shows as Complete.
@@ -183,6 +185,7 @@ async def test_shutdown_deletes_the_cluster_after_its_ttl(stack: LocalStack) -> 
     await cleanup(stack, rayjob, ("configmap", "ray-job-code-sample"))
 
 
+@pytest.mark.full_set
 async def test_resources_reach_ray(stack: LocalStack) -> None:
     rayjob = await apply_sample(stack, "resources")
     name = rayjob["metadata"]["name"]
@@ -246,6 +249,7 @@ async def test_use_existing_raycluster(stack: LocalStack) -> None:
     await delete(stack, "raycluster", "ray-cluster-kuberay")
 
 
+@pytest.mark.full_set
 async def test_deletion_rules_stage_by_stage(stack: LocalStack) -> None:
     rayjob = await apply_sample(stack, "deletion-rules")
     name = rayjob["metadata"]["name"]
@@ -274,6 +278,7 @@ async def _only_head(stack: LocalStack, cluster: str) -> bool:
     return not workers and len(heads) == 1
 
 
+@pytest.mark.full_set
 async def test_custom_head_service_carries_the_job(stack: LocalStack) -> None:
     rayjob = await apply_sample(stack, "custom-head-svc")
     name = rayjob["metadata"]["name"]
@@ -286,6 +291,7 @@ async def test_custom_head_service_carries_the_job(stack: LocalStack) -> None:
     await cleanup(stack, rayjob, ("configmap", "ray-job-code-sample"))
 
 
+@pytest.mark.full_set
 async def test_platform_events_head_runs_as_its_service_account(stack: LocalStack) -> None:
     rayjob = await apply_sample(stack, "platform-events")
     name = rayjob["metadata"]["name"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from devcluster.control_plane.building import KUBERAY_E2E_PACKAGES
 from tests.kuberay_e2e.gotest import Outcome, Result, results
+from tests.kuberay_e2e.outcomes import CASES
+from tests.reference import REPO_ROOT
 
 PASSED_AND_SKIPPED = """\
 === RUN   TestRayClusterManagedBy
@@ -52,3 +55,13 @@ def test_what_was_running_at_the_deadline_failed() -> None:
         "TestRayJob": Outcome.FAIL,
         "TestRayJob/Failing_RayJob": Outcome.FAIL,
     }
+
+
+def test_make_test_builds_the_binaries_of_the_cases_it_runs_and_no_more() -> None:
+    """`make test` builds KubeRay's e2e binaries beside the quick tests; each is minutes of CPU
+    on two cores, so only those of the CI cases (the others are built on first use)."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    (line,) = [ln for ln in makefile.splitlines() if ln.startswith("E2E_PACKAGES :=")]
+    built = set(line.split(":=", 1)[1].split())
+    assert built == {case.package for case in CASES if case.ci}
+    assert built <= set(KUBERAY_E2E_PACKAGES)

@@ -38,7 +38,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,8 +63,15 @@ KUBERAY_E2E_PACKAGES = (
     "sampleyaml",
 )
 """KubeRay's end-to-end test packages (`ray-operator/test/...`) run against our operator."""
-KUBERAY_E2E = tuple(f"kuberay-{package}.test" for package in KUBERAY_E2E_PACKAGES)
-"""Their test binaries (`go test -c`), built on request (`--kuberay-e2e`)."""
+
+
+def e2e_binaries(packages: Sequence[str]) -> tuple[str, ...]:
+    """The test binaries (`go test -c`) of some of KubeRay's end-to-end test packages."""
+    return tuple(f"kuberay-{package}.test" for package in packages)
+
+
+KUBERAY_E2E = e2e_binaries(KUBERAY_E2E_PACKAGES)
+"""Their test binaries, built on request (`--kuberay-e2e`, or `--kuberay-e2e-package`)."""
 KUBECTL_RAY = "kubectl-ray"
 KUBECTL_RAY_VERSION = "v1.6.2"
 """The newest `github.com/ray-project/kuberay` (its `kubectl-plugin/`) the module proxy serves."""
@@ -353,7 +360,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"also KubeRay {KUBERAY_VERSION}'s end-to-end test binaries",
     )
+    parser.add_argument(
+        "--kuberay-e2e-package",
+        action="append",
+        choices=KUBERAY_E2E_PACKAGES,
+        default=[],
+        metavar="PACKAGE",
+        help="also this one of KubeRay's end-to-end test binaries (repeatable)",
+    )
     args = parser.parse_args(argv)
+    e2e = KUBERAY_E2E if args.kuberay_e2e else e2e_binaries(args.kuberay_e2e_package)
     try:
         target = Build(repository_module(), args.cache_dir or default_cache_dir())
         started = time.monotonic()
@@ -368,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         (what, names)
         for what, names, asked in (
             ("KubeRay's operator", (KUBERAY_OPERATOR, KUBERAY_SUBMITTER), args.kuberay),
-            ("KubeRay's e2e tests", KUBERAY_E2E, args.kuberay_e2e),
+            ("KubeRay's e2e tests", e2e, bool(e2e)),
             ("KubeRay's kubectl plugin", (KUBECTL_RAY,), args.kubectl_ray),
         )
         if asked
