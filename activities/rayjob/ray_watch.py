@@ -128,8 +128,12 @@ class RayJobWatch:
         return sum(nudged)
 
     async def _check(self, job: RunningJob) -> bool:
-        async with self._in_flight:
-            view = await self._ask(job)
+        try:
+            async with self._in_flight:
+                view = await self._ask(job)
+        except Exception as err:  # one job's trouble (its Secret unreadable...) is not the round's
+            logger.warning("could not ask Ray about %s: %s", job.ref, err)
+            return False
         if view is None:
             return False
         key = (job.ref.uid, job.job_id)

@@ -16,10 +16,12 @@ import pytest
 from activities.dashboard.access import DashboardAccess, DashboardConnector
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
+from activities.kube.errors import KubeUnavailable
 from activities.rayjob.contract import RayJobView
 from activities.rayjob.ray_watch import RayJobWatch, RunningJob, running_job
 from activities.registry import Copies, watching
 from crds.enums import JobStatus
+from crds.raycluster import RayCluster
 from crds.refs import ObjectRef
 from tests.activities.counting import Calls
 from tests.activities.rayjob.test_ray_effects import (
@@ -220,3 +222,25 @@ async def test_a_job_whose_cluster_the_copy_lacks_is_left_to_its_workflow(
         await eventually(renamed, message="the RayJob naming no cluster in the copy")
         assert await watch.round() == 0
     assert dashboard.requests == [] and nudges.refs == []
+
+
+async def test_one_job_that_cannot_be_asked_about_spoils_no_other(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good, bad = await running_rayjob(client), await running_rayjob(client)
+    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("SUCCEEDED"))]})
+    nudges = Nudges()
+    async with watch_of(client, dashboard, nudges) as (watch, copies):
+        await in_the_copy(copies, good)
+        await in_the_copy(copies, bad)
+        connector = watch._connector
+        real = connector.open
+
+        def opening(cluster: RayCluster) -> Any:
+            if cluster.name == cluster_of(bad):
+                raise KubeUnavailable("GET secrets: connection reset")
+            return real(cluster)
+
+        monkeypatch.setattr(connector, "open", opening)
+        assert await watch.round() == 1
+    assert nudges.refs == [good]
