@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import ssl
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from enum import StrEnum
@@ -36,6 +37,13 @@ from activities.kube.informer import Informer, cached_or_live
 from activities.kube.spans import TracingTransport
 from crds.constants import LABEL_CLUSTER, PORT_NAME_DASHBOARD
 from crds.raycluster import RayCluster
+
+TOKEN_TTL = 30.0
+"""Seconds a Ray token read from its Secret serves again. The watch of running Ray jobs asks
+every cluster every 3 s: a Secret read each time would be most of a worker's API requests. A
+token rotated in the Secret is taken up within this time."""
+TOKENS_KEPT = 1024
+"""Tokens kept before the expired ones are let go."""
 
 
 class DashboardAccess(StrEnum):
@@ -76,6 +84,8 @@ class DashboardConnector:
         self._pods = pods
         self._tls: ssl.SSLContext | None = None
         self._pool: httpx.AsyncClient | None = None
+        self._tokens: dict[tuple[str, str], tuple[float, str | None]] = {}
+        """Ray tokens by (namespace, Secret name): when read, and what (in memory only)."""
 
     @property
     def access(self) -> DashboardAccess:
@@ -190,13 +200,24 @@ class DashboardConnector:
         return TracingTransport(inner, tracer)
 
     async def _ray_token(self, cluster: RayCluster) -> str | None:
-        """Ray's auth token from the cluster's Secret, when token authentication is on."""
+        """Ray's auth token from the cluster's Secret, when token authentication is on.
+
+        Read again once `TOKEN_TTL` has passed since the last read of that Secret.
+        """
         if not is_auth_enabled(cluster.spec):
             return None
         name = auth_secret_name(cluster.name, cluster.spec.auth_options)
+        key, now = (cluster.namespace, name), time.monotonic()
+        kept = self._tokens.get(key)
+        if kept is not None and now - kept[0] < TOKEN_TTL:
+            return kept[1]
         secret = await self._kube.get_or_none(kube.SECRETS, cluster.namespace, name)
         encoded = ((secret or {}).get("data") or {}).get(AUTH_TOKEN_SECRET_KEY)
-        return base64.b64decode(encoded).decode() if encoded else None
+        token = base64.b64decode(encoded).decode() if encoded else None
+        if len(self._tokens) >= TOKENS_KEPT:
+            self._tokens = {k: v for k, v in self._tokens.items() if now - v[0] < TOKEN_TTL}
+        self._tokens[key] = (now, token)
+        return token
 
 
 def _ssl_context(configuration: Configuration) -> ssl.SSLContext:

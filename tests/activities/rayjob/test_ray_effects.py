@@ -8,6 +8,8 @@ against a real head in `tests/e2e/test_rayjob_real.py`.
 
 from __future__ import annotations
 
+import base64
+import copy
 import json
 import ssl
 from collections.abc import Callable
@@ -29,8 +31,8 @@ from crds.refs import ObjectRef
 from tests.activities.counting import Calls
 from tests.activities.head_services import make_alias_service, make_head_service
 from tests.activities.kube.test_informer import QuietApi, running
+from tests.activities.rayjob.test_kube_effects import CLUSTER_SPEC, run
 from tests.activities.rayjob.test_kube_effects import make_rayjob as make_bare_rayjob
-from tests.activities.rayjob.test_kube_effects import run
 from tests.eventually import eventually
 
 DUPLICATE = (
@@ -278,6 +280,26 @@ async def test_dashboard_calls_build_their_tls_settings_once(
 
     assert dashboard.calls("POST") == 3
     assert len(built) == 1
+
+
+async def test_a_ray_token_is_read_from_its_secret_once_in_a_while(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch of running Ray jobs asks every cluster every 3 s: reading the token's Secret
+    each time would be most of the worker's requests to the API server."""
+    spec = copy.deepcopy(CLUSTER_SPEC) | {"authOptions": {"mode": "token", "secretName": "tok"}}
+    ref = await make_rayjob(client, rayClusterSpec=spec)
+    token = base64.b64encode(b"s3cret-token").decode()
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tok"}}
+    await client.create(kube.SECRETS, "default", secret | {"data": {"auth_token": token}})
+    dashboard = Dashboard(**{"GET /api/jobs/job-x-1": [answer(200, job("RUNNING"))]})
+    acts = activities(client, dashboard)
+    gets = Calls(client, "get_or_none", monkeypatch)
+    for _ in range(3):
+        assert (await run(acts.ask, ask_input(ref))).status == JobStatus.RUNNING
+    assert gets.count("secrets") == 1
+    sent = {request.headers.get("x-ray-authorization") for request in dashboard.requests}
+    assert sent == {"Bearer s3cret-token"}
 
 
 # --- where the dashboard is -------------------------------------------------------------------
