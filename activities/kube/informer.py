@@ -9,6 +9,9 @@ on every pass (a RayCluster's pods). Two rules keep a cached read as good as a l
 * **Only while whole.** Until the first list, and after the stream broke until the next list
   succeeds, the copy answers nothing and reads go live.
 
+It lists again only when its stream fails (KubeRay's informers do the same): an unbroken watch
+has missed nothing, so a periodic list of every object would only load the API server.
+
 The objects the workflow itself just created may still be missing; its expectations cover
 that, as KubeRay's do. resourceVersions are compared as numbers, as the API server's own watch
 cache does (they are etcd revisions); one that is not a number never counts as reached.
@@ -66,7 +69,7 @@ class Informer:
         index_label: str,
         label_selector: str | None = None,
         namespaces: Sequence[str | None] = (None,),
-        relist_period: float = 300.0,
+        relist_period: float | None = None,
         keep: Callable[[JSON], JSON] = _without_managed_fields,
         summarize: Callable[[JSON], object | None] = _nothing,
     ) -> None:

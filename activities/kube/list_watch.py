@@ -2,8 +2,10 @@
 
 The loop behind the bridge's watchers and the worker's informers. After every list the caller
 is told the complete set of objects, so it can notice objects that vanished while nobody was
-watching (a missed DELETED). The periodic re-list (default 300 s, KubeRay's requeue period)
-is the backstop that makes a missed event only ever a delay.
+watching (a missed DELETED). The bridge's periodic re-list (default 300 s, KubeRay's requeue
+period) is the backstop that makes a missed signal only ever a delay; the worker's copies
+re-list only when their stream fails (`relist_period=None`), as client-go's reflectors do: a
+watch that has not failed has missed nothing, and a read never trusts a copy behind the news.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class ListWatch:
         on_listed: OnListed,
         on_event: OnEvent,
         on_version: OnVersion | None = None,
-        relist_period: float = 300.0,
+        relist_period: float | None = 300.0,
         watch_timeout: int = 60,
     ) -> None:
         self._kube, self._resource, self._namespace = kube, resource, namespace
@@ -103,10 +105,13 @@ class ListWatch:
         return version
 
     async def _watch(self, version: str) -> None:
-        """Watch until the re-list period is over; raises on errors for `run` to handle."""
-        deadline = time.monotonic() + self._relist_period
-        while time.monotonic() < deadline:
-            remaining = max(1, min(self._watch_timeout, int(deadline - time.monotonic())))
+        """Watch until the re-list period is over (None: for ever); raises on errors for `run`."""
+        period = self._relist_period
+        deadline = None if period is None else time.monotonic() + period
+        while deadline is None or time.monotonic() < deadline:
+            remaining = self._watch_timeout
+            if deadline is not None:
+                remaining = max(1, min(remaining, int(deadline - time.monotonic())))
             stream = self._kube.watch(
                 self._resource,
                 self._namespace,

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import types
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from activities.kube import client as kube
+from activities.kube import list_watch
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeUnavailable
 from activities.kube.informer import Informer
@@ -124,6 +127,46 @@ class BreakingApi:
     async def _broken(self) -> AsyncIterator[Any]:
         raise KubeUnavailable("watch of pods broke")
         yield {}  # an async generator, so the failure comes from the iteration
+
+
+class EndingApi:
+    """Lists nothing, then each watch ends at once, as one whose timeout has passed."""
+
+    def __init__(self) -> None:
+        self.lists = 0
+        self.watches = 0
+
+    async def list_versioned(
+        self, resource: kube.Resource, namespace: str | None, label_selector: str = ""
+    ) -> tuple[list[Any], str]:
+        self.lists += 1
+        return [], "7"
+
+    def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.watches += 1
+        return self._ended()
+
+    async def _ended(self) -> AsyncIterator[Any]:
+        await asyncio.sleep(0)
+        for _ in ():
+            yield {}
+
+
+async def test_a_copy_lists_again_only_when_its_stream_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A watch that ends without an error has missed nothing: it is taken up again from the
+    version it reached, with no list of every object (KubeRay's informers do the same), however
+    long it runs: here each look at the clock is a minute later."""
+    minutes = itertools.count()
+    clock = types.SimpleNamespace(monotonic=lambda: 60.0 * next(minutes))
+    monkeypatch.setattr(list_watch, "time", clock)
+    api = EndingApi()
+    informer = Informer(api, kube.PODS, "ray.io/cluster")  # type: ignore[arg-type]
+    async with running(informer):
+        assert await eventually(lambda: api.watches >= 20)
+        assert informer.whole
+    assert api.lists == 1
 
 
 async def test_a_broken_stream_answers_nothing_until_listed_again() -> None:
