@@ -35,6 +35,12 @@ idle machine:
     python -m benchmarks.scale --kind rayjob --count 1000 --workers 1
     python -m benchmarks.scale --kind rayjob --count 1000 --workers 2
 
+Long jobs beside short ones (the shape of a cluster of training jobs): `--running 1000` applies
+1,000 RayJobs of `--running-seconds` (an hour by default; half HTTPMode, half K8sJobMode) and
+waits until Ray runs each before the measured CRs, which then come and go beside them:
+
+    python -m benchmarks.scale --kind rayjob --count 1000 --running 1000 --job-seconds 5
+
 A quick check of the harness: the same with `--count 20`. Memory per CR includes the worker's
 warm-up (its first workflows load the sandbox's modules), so it means something only at large
 counts; on a machine doing other work the latencies measure that work too (the summary notes the
@@ -52,6 +58,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +134,15 @@ def rayjob_body(name: str, mode: str, job_seconds: float) -> dict[str, Any]:
     }
 
 
+def running(kind: str, obj: dict[str, Any]) -> str | None:
+    """`done` once a RayJob runs and Ray says so, `failed` if it ended or failed first."""
+    status = obj.get("status") or {}
+    state = status.get("jobDeploymentStatus")
+    if state == "Running" and status.get("jobStatus") == "RUNNING":
+        return "done"
+    return "failed" if state in ("Complete", "Failed", "ValidationFailed") else None
+
+
 def outcome(kind: str, obj: dict[str, Any]) -> str | None:
     """`done` once ready / Complete, `failed` on a terminal failure, else None."""
     status = obj.get("status") or {}
@@ -141,8 +157,14 @@ def outcome(kind: str, obj: dict[str, Any]) -> str | None:
 class Finishes:
     """Watches one kind and notes when each expected CR first reaches its outcome."""
 
-    def __init__(self, client: kube.KubeClient, kind: str, names: set[str]) -> None:
-        self.client, self.kind, self.names = client, kind, names
+    def __init__(
+        self,
+        client: kube.KubeClient,
+        kind: str,
+        names: set[str],
+        reached: Callable[[str, dict[str, Any]], str | None] = outcome,
+    ) -> None:
+        self.client, self.kind, self.names, self.reached = client, kind, names, reached
         self.at: dict[str, float] = {}
         self.failed: dict[str, str] = {}
         self.clusters: dict[str, str] = {}
@@ -155,7 +177,7 @@ class Finishes:
         cluster = (obj.get("status") or {}).get("rayClusterName")
         if cluster:
             self.clusters[name] = cluster
-        result = outcome(self.kind, obj)
+        result = self.reached(self.kind, obj)
         if result == "done":
             self.at[name] = time.monotonic()
         elif result == "failed":
@@ -197,11 +219,42 @@ async def apply_all(
     return started, applied
 
 
-async def delete_all(stack: Stack, kind: str, names: list[str], within: float) -> float | None:
-    """Delete every CR; seconds until no workflow runs (None: some still ran after `within`)."""
+async def start_long_jobs(stack: Stack, names: list[str], args: argparse.Namespace) -> str:
+    """Apply `names` as long RayJobs, half HTTPMode, half K8sJobMode; wait until Ray runs each.
+
+    Returns the summary's note on them.
+    """
+    modes = ("HTTPMode", "K8sJobMode")
+    bodies = [rayjob_body(n, modes[i % 2], args.running_seconds) for i, n in enumerate(names)]
+    runs = Finishes(stack.kube, "rayjob", set(names), reached=running)
+    watching = asyncio.create_task(runs.run())
+    started, _ = await apply_all(stack.kube, bodies)
+    try:
+        await asyncio.wait_for(asyncio.shield(watching), args.timeout)
+    except TimeoutError:
+        watching.cancel()
+    took = time.monotonic() - started
+    note = (
+        f"beside {len(names)} RayJobs of {args.running_seconds:g} s (half HTTPMode, half "
+        f"K8sJobMode), applied first: {len(runs.at)} running {took:.1f} s after the first apply"
+    )
+    if runs.failed:
+        note += f"; {len(runs.failed)} ended or failed first"
+    return note
+
+
+async def delete_all(
+    stack: Stack, kind: str, names: list[str], within: float, long_names: Sequence[str] = ()
+) -> float | None:
+    """Delete every CR; seconds until no workflow runs (None: some still ran after `within`).
+
+    `long_names`: RayJobs applied before the measured CRs, deleted with them.
+    """
     started = time.monotonic()
     for name in names:
         await stack.kube.delete(RESOURCES[kind], NAMESPACE, name)
+    for name in long_names:
+        await stack.kube.delete(kube.RAYJOBS, NAMESPACE, name)
     while time.monotonic() - started < within:
         left = await stack.temporal.count_workflows('ExecutionStatus = "Running"')
         if left.count == 0:
@@ -275,10 +328,13 @@ async def run(args: argparse.Namespace) -> tuple[Summary, list[Sample]]:
         + (f"; Ray jobs run {args.job_seconds:g} s in {args.mode}" if args.kind == "rayjob" else "")
     ]
     state = Path(tempfile.mkdtemp(prefix="kuberay-scale-"))
+    long_names = [f"lr{i:04d}" for i in range(args.running)]
     async with running_stack(state, args.workers, args.ready_delay) as stack:
         ceiling = None
         if args.ceiling:
             ceiling = (args.ceiling, await measure_ceiling(stack.temporal, args.ceiling))
+        if long_names:
+            notes.append(await start_long_jobs(stack, long_names, args))
         before = stack.memory(stack.workers)
         others_before = [*stack.memory(stack.others), stack.server_now()]
         finishes = Finishes(stack.kube, args.kind, set(names))
@@ -303,7 +359,7 @@ async def run(args: argparse.Namespace) -> tuple[Summary, list[Sample]]:
         ]
         for name, message in list(finishes.failed.items())[:5]:
             notes.append(f"failed: {name}: {message}")
-        deleted_in = await delete_all(stack, args.kind, names, args.timeout)
+        deleted_in = await delete_all(stack, args.kind, names, args.timeout, long_names)
         lifecycles = [
             await lifecycle_counts(
                 stack.temporal, lifecycle_queries(args.kind, n, finishes.clusters.get(n))
@@ -347,6 +403,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, choices=(1, 2), default=1, help="worker processes")
     parser.add_argument("--mode", choices=("HTTPMode", "K8sJobMode"), default="HTTPMode")
     parser.add_argument("--job-seconds", type=float, default=1.0, help="simulated Ray job run")
+    parser.add_argument(
+        "--running",
+        type=int,
+        default=0,
+        help="long RayJobs applied first, running while the CRs are measured",
+    )
+    parser.add_argument(
+        "--running-seconds", type=float, default=3600.0, help="how long their Ray jobs run"
+    )
     parser.add_argument("--ready-delay", type=float, default=1.0, help="simulated pod start")
     parser.add_argument("--sample", type=int, default=20, help="lifecycles whose history counts")
     parser.add_argument(

@@ -141,6 +141,8 @@ class DashboardConnector:
         direct = self._access == DashboardAccess.DIRECT
         timeout = DIRECT_TIMEOUT if direct else PROXY_TIMEOUT
         headers = {} if direct else await self._proxy_headers()
+        if not direct:  # a request to the API server, as KubeRay's proxied calls count in --qps
+            await self._kube.pace()
         if self._pool is not None:
             yield RayDashboardClient(
                 self._pool, base, auth_token=token, timeout=timeout, headers=headers

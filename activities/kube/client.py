@@ -167,6 +167,15 @@ class KubeClient:
         configuration: Configuration = self._api.configuration
         return configuration
 
+    async def pace(self) -> None:
+        """Wait for a turn under the client's limit (`rate_limit`).
+
+        For a request another client sends the same API server: a dashboard call through its
+        service proxy.
+        """
+        if self._limit is not None:
+            await self._limit.take()
+
     async def request(
         self,
         method: str,
@@ -388,8 +397,7 @@ class KubeClient:
         content_type: str,
         request_timeout: float,
     ) -> aiohttp.ClientResponse:
-        if self._limit is not None:
-            await self._limit.take()
+        await self.pace()
         headers = {"Accept": "application/json", "Content-Type": content_type}
         params = [
             (k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()

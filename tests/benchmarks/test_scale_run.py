@@ -20,6 +20,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 async def test_a_tiny_run_measures_every_figure(kind: str, tmp_path: Path) -> None:
     sizes = ["--count", "2", "--workers", "2", "--sample", "2", "--ceiling", "10"]
     sizes += ["--memory-reference", "5"]
+    if kind == "rayjob":  # hour-long jobs running beside the measured ones
+        sizes += ["--running", "2"]
     args = parse_args(["--kind", kind, *sizes, "--out", str(tmp_path)])
     summary, samples = await run(args)
 
@@ -29,6 +31,9 @@ async def test_a_tiny_run_measures_every_figure(kind: str, tmp_path: Path) -> No
     assert [m.label for m in summary.workers_memory] == ["worker-1", "worker-2"]
     assert all(m.before > 50 * 1024 and m.peak >= m.after for m in summary.workers_memory)
     assert summary.deleted_in is not None
+    if kind == "rayjob":
+        (note,) = [n for n in summary.notes if n.startswith("beside 2 RayJobs of 3600 s")]
+        assert ": 2 running" in note and "failed" not in note, note
     # Each sampled lifecycle was found in visibility and counted: a start, the bridge's
     # signals, activities.
     assert len(summary.lifecycles) == 2

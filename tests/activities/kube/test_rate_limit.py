@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
+from activities.dashboard.access import DashboardAccess, DashboardConnector
 from activities.kube import client as kube
 from activities.kube import rate_limit
 from activities.kube.client import KubeClient
 from activities.kube.rate_limit import TokenBucket
+from crds.raycluster import RayCluster
 from runtime.settings import Settings
 
 
@@ -80,3 +83,32 @@ async def test_every_request_of_a_client_takes_a_token(client: KubeClient) -> No
     await limited.get_or_none(kube.CONFIGMAPS, "default", "absent")
     await limited.list_all(kube.PODS, "default")
     assert bucket.taken == 2
+
+
+async def test_a_dashboard_call_through_the_api_servers_proxy_takes_a_token_too(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KubeRay's proxied dashboard calls count in its --qps: so do ours, in proxy mode only."""
+    bucket = Counting()
+    limited = KubeClient(client._api, None, bucket)
+    cluster = RayCluster.model_validate(
+        {
+            "metadata": {"name": "c", "namespace": "default", "uid": "u-1"},
+            "spec": {"headGroupSpec": {"template": {"spec": {"containers": []}}}},
+        }
+    )
+    found = {"submission_id": "job-1", "status": "RUNNING", "entrypoint": "x", "type": "SUBMISSION"}
+
+    def ray(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=found)
+
+    async def base_url(cluster: RayCluster) -> str:
+        return "http://head:8265"
+
+    for access, taken in ((DashboardAccess.PROXY, 1), (DashboardAccess.DIRECT, 0)):
+        bucket.taken = 0
+        connector = DashboardConnector(limited, access, httpx.MockTransport(ray))
+        monkeypatch.setattr(connector, "base_url", base_url)
+        async with connector.open(cluster) as dashboard:
+            assert (await dashboard.job_info("job-1")).status == "RUNNING"
+        assert bucket.taken == taken, access
