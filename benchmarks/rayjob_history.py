@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from temporalio import activity
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -74,8 +75,11 @@ class RayLikeWorld(FakeJobWorld):
         return await FakeJobWorld.ask(self, params)
 
 
-async def lifecycle(env: WorkflowEnvironment, seconds: float) -> Counter[str]:
-    """One RayJob whose Ray job runs `seconds`; the counts over every run of its workflow."""
+async def lifecycle(
+    env: WorkflowEnvironment, seconds: float
+) -> tuple[Counter[str], list[list[HistoryEvent]]]:
+    """One RayJob whose Ray job runs `seconds`: the counts over every run of its workflow, and
+    the runs' events."""
     queue = f"bench-{uuid.uuid4()}"
     world = RayLikeWorld(
         "bench",
@@ -107,10 +111,11 @@ async def lifecycle(env: WorkflowEnvironment, seconds: float) -> Counter[str]:
         # its poll timers (no watch of running jobs here to nudge it sooner).
         await eventually(lambda: skip_until(env, world, "Complete"), within=300, message="Complete")
         await eventually(lambda: not world.live_clusters(), message="cluster deleted")
-        counts = await count_history(env, handle)
+        runs = await run_histories(env, handle)
+        counts = count_history(runs)
         counts["asks"] = world.asks
         await handle.terminate("benchmark done")
-    return counts
+    return counts, runs
 
 
 async def skip_until(env: WorkflowEnvironment, world: RayLikeWorld, state: str) -> bool:
@@ -120,25 +125,39 @@ async def skip_until(env: WorkflowEnvironment, world: RayLikeWorld, state: str) 
     return world.state == state
 
 
-async def count_history(
+async def run_histories(
     env: WorkflowEnvironment, handle: WorkflowHandle[RayJobWorkflow, str]
-) -> Counter[str]:
-    """Events and actions over the chain of runs (continue-as-new included)."""
-    counts: Counter[str] = Counter()
+) -> list[list[HistoryEvent]]:
+    """The events of each run of the workflow, first to last (continue-as-new followed)."""
+    runs: list[list[HistoryEvent]] = []
     run_id: str | None = handle.first_execution_run_id
     while run_id:
-        counts["runs"] += 1
         run = env.client.get_workflow_handle(handle.id, run_id=run_id)
+        runs.append([event async for event in run.fetch_history_events()])
         run_id = None
-        events = []
-        async for event in run.fetch_history_events():
-            marker = event.marker_recorded_event_attributes.marker_name
-            events.append((event_kind(event.WhichOneof("attributes") or "", marker), 0))
+        for event in runs[-1]:
             if event.HasField("workflow_execution_continued_as_new_event_attributes"):
-                run_id = (
-                    event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-                )
-        counts.update(count_actions(events))
+                attributes = event.workflow_execution_continued_as_new_event_attributes
+                run_id = attributes.new_execution_run_id
+    return runs
+
+
+def count_history(runs: list[list[HistoryEvent]]) -> Counter[str]:
+    """Events and actions over the chain of runs."""
+    counts: Counter[str] = Counter()
+    for events in runs:
+        counts["runs"] += 1
+        kinds = [
+            (
+                event_kind(
+                    event.WhichOneof("attributes") or "",
+                    event.marker_recorded_event_attributes.marker_name,
+                ),
+                0,
+            )
+            for event in events
+        ]
+        counts.update(count_actions(kinds))
         counts["longest run"] = max(counts["longest run"], len(events))
     return counts
 
@@ -149,7 +168,7 @@ async def main(durations: list[float]) -> None:
         columns = ["events", "actions", *ACTION_COLUMNS, "runs", "longest run", "asks"]
         print(f"{'Ray job duration':>18} " + " ".join(f"{c:>10}" for c in columns))
         for seconds in durations:
-            counts = await lifecycle(env, seconds)
+            counts, _ = await lifecycle(env, seconds)
             counts["actions"] = actions(counts)
             shown = " ".join(f"{counts[c]:>10}" for c in columns)
             print(f"{timedelta(seconds=seconds)!s:>18} {shown}", flush=True)

@@ -60,6 +60,8 @@ workflow as soon as Ray's answer changes (`activities.rayjob.ray_watch`), and th
 only stand in for a nudge that was lost, so a lost one costs ten minutes at most. A running
 job costs six questions an hour (about 13 actions, 45 events; new runs keep each history near
 a hundred events)."""
+NEW_RUN_GAP = timedelta(milliseconds=1)
+"""The timer that puts a continue-as-new in a workflow task of its own."""
 IDLE_STATES = frozenset(
     {Deploy.COMPLETE, Deploy.FAILED, Deploy.VALIDATION_FAILED, Deploy.SUSPENDED}
 )
@@ -113,7 +115,7 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             await self._pass()
             if self._state.gone:
                 break
-            if self._should_continue_as_new():
+            if self._should_continue_as_new() and await self._in_a_task_of_its_own():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(
                     RayJobInput(
@@ -155,11 +157,23 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
                     )
         state.dirty = False
 
+    async def _in_a_task_of_its_own(self) -> bool:
+        """Cross into a workflow task of its own; whether a new run is still due there.
+
+        A signal that comes in while a task closes the run makes Temporal refuse the task
+        (UnhandledCommand), and with it the results of the local activities it ran, though
+        their effects stand: the retried task would decide again on a changed world (a Ray job
+        whose cluster it had just deleted). A task that only closes the run loses nothing.
+        """
+        await workflow.sleep(NEW_RUN_GAP, summary="go on in a new run")
+        return self._should_continue_as_new()
+
     def _settled(self) -> bool:
         """Between passes everything is in the state; a pending `suspend` is written first.
 
-        So a job that runs for hours goes on in a new run every hundred-odd events: its
-        history, and what a worker keeps of it, stays that size however long the job runs.
+        So a job that runs for hours goes on in a new run every hundred-odd events (from a task
+        of its own, `_in_a_task_of_its_own`): its history, and what a worker keeps of it, stays
+        that size however long the job runs.
         """
         return self._state.user_suspend is None
 
