@@ -148,8 +148,7 @@ class DashboardConnector:
                 self._pool, base, auth_token=token, timeout=timeout, headers=headers
             )
             return
-        verify = self._tls_context()
-        async with httpx.AsyncClient(transport=self._traced(verify), verify=verify) as http:
+        async with self._http_client() as http:
             yield RayDashboardClient(http, base, auth_token=token, timeout=timeout, headers=headers)
 
     @asynccontextmanager
@@ -160,13 +159,17 @@ class DashboardConnector:
         server's proxy), which a loop asking about every running job every few seconds cannot
         afford; the worker keeps one for as long as it runs.
         """
-        verify = self._tls_context()
-        async with httpx.AsyncClient(transport=self._traced(verify), verify=verify) as http:
+        async with self._http_client() as http:
             self._pool = http
             try:
                 yield
             finally:
                 self._pool = None
+
+    def _http_client(self) -> httpx.AsyncClient:
+        """An HTTP client for dashboard calls: this connector's TLS settings, traced as it is."""
+        verify = self._tls_context()
+        return httpx.AsyncClient(transport=self._traced(verify), verify=verify)
 
     async def _proxy_headers(self) -> dict[str, str]:
         """The worker's own credentials for the API server, asked for each call (they rotate)."""

@@ -175,15 +175,19 @@ async def job_view(dashboard: RayDashboardClient, job_id: str) -> contract.RayJo
     return view_of(info)
 
 
-def view_of(info: JobInfo) -> contract.RayJobView:
-    """A dashboard `JobInfo` reduced to the view (an unknown newer status counts as PENDING)."""
+def job_status_of(text: str) -> JobStatus:
+    """Ray's status of a job as the state machine reads it: one newer than ours is PENDING."""
     try:
-        status = JobStatus(info.status)
+        return JobStatus(text)
     except ValueError:
-        status = JobStatus.PENDING
+        return JobStatus.PENDING
+
+
+def view_of(info: JobInfo) -> contract.RayJobView:
+    """A dashboard `JobInfo` reduced to the view."""
     return contract.RayJobView(
         found=True,
-        status=status,
+        status=job_status_of(info.status),
         message=info.message,
         start_time_ms=_ms(info.start_time),
         end_time_ms=_ms(info.end_time),

@@ -32,7 +32,7 @@ from activities.dashboard.errors import DashboardError
 from activities.kube.client import JSON
 from activities.kube.informer import Informer
 from activities.rayjob.contract import RayJobView
-from activities.rayjob.ray_effects import job_view
+from activities.rayjob.ray_effects import job_status_of, job_view
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.raycluster import RayCluster
 from crds.refs import ObjectRef
@@ -69,10 +69,7 @@ def running_job(obj: JSON) -> RunningJob | None:
     if not all(isinstance(value, str) for value in (job_id, cluster, uid)):
         return None
     text = status.get("jobStatus") or ""
-    try:
-        job_status = JobStatus(text) if text else JobStatus.NEW
-    except ValueError:
-        job_status = JobStatus.PENDING  # as `view_of` reads a status it does not know
+    job_status = job_status_of(text) if text else JobStatus.NEW
     if job_status.is_terminal:
         return None  # Ray never changes it again; what is left is the submitter's, the bridge's
     ref = ObjectRef(kind="RayJob", namespace=meta["namespace"], name=meta["name"], uid=uid)
