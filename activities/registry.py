@@ -56,6 +56,7 @@ def build_activities(
     metrics: KubeRayMetrics | None = None,
     job_options: JobOperatorOptions | None = None,
     copies: Copies | None = None,
+    connector: DashboardConnector | None = None,
 ) -> list[Callable[..., Any]]:
     """Return the activity callables to register on the worker.
 
@@ -70,6 +71,9 @@ def build_activities(
         job_options: KubeRay's RayJob switches, reported in every RayJob snapshot; None
             means KubeRay's defaults.
         copies: The worker's copies of pods and Services (`watching`); None reads them live.
+        connector: How RayJob and RayService activities reach dashboards, shared with the
+            watch of running Ray jobs (one HTTP pool, one cache of Ray tokens); None builds
+            one from `dashboard_access` and `copies`.
 
     Returns:
         Functions decorated with `@activity.defn`.
@@ -81,7 +85,8 @@ def build_activities(
         if copies
         else (None, None, None, None)
     )
-    connector = dashboard_connector(kube, dashboard_access, copies)
+    if connector is None:
+        connector = dashboard_connector(kube, dashboard_access, copies)
     serve = ServeActivities(kube, connector)
     labeler = HeadLabeler(kube, serve)
     return [

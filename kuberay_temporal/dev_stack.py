@@ -36,7 +36,12 @@ from runtime.settings import Settings
 from runtime.telemetry import Tracing
 from runtime.temporal_client import connect, payload_codec
 from worker.codec_server import dev_ui_origins, serving_codec
-from worker.running import build_worker, configured_activities, watching_ray_jobs
+from worker.running import (
+    build_worker,
+    configured_activities,
+    dashboards,
+    watching_ray_jobs,
+)
 from worker.search_attributes import ensure_search_attributes
 
 
@@ -193,7 +198,8 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
     kube, durations = stack.kube, telemetry.kuberay
     async with (
         watching(kube, settings.namespaces) as copies,
-        watching_ray_jobs(stack.require_client(), kube, settings, copies),
+        dashboards(kube, settings, copies) as connector,
+        watching_ray_jobs(stack.require_client(), connector, copies),
         serving_metrics(
             settings.metrics_port,
             telemetry,
@@ -203,7 +209,7 @@ async def run_worker(stack: DevStack) -> AsyncIterator[None]:
         build_worker(
             stack.require_client(),
             settings,
-            configured_activities(kube, settings, durations, copies),
+            configured_activities(kube, settings, durations, copies, connector),
         ),
     ):
         stack.running.append(f"worker    task queue {settings.task_queue}")

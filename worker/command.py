@@ -30,6 +30,7 @@ from runtime.temporal_client import connect, exit_without_finalizing
 from worker.running import (
     build_worker,
     configured_activities,
+    dashboards,
     stop_on_signals,
     watching_ray_jobs,
 )
@@ -152,7 +153,8 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
             durations = telemetry.kuberay
             async with (
                 watching(kube, settings.namespaces) as copies,
-                watching_ray_jobs(client, kube, settings, copies),
+                dashboards(kube, settings, copies) as connector,
+                watching_ray_jobs(client, connector, copies),
                 serving_metrics(
                     settings.metrics_port,
                     telemetry,
@@ -162,7 +164,7 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
                 build_worker(
                     client,
                     settings,
-                    configured_activities(kube, settings, durations, copies),
+                    configured_activities(kube, settings, durations, copies, connector),
                 ) as worker,
             ):
                 running.append(worker)

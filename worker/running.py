@@ -18,6 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.dashboard.access import DashboardConnector
 from activities.kube.client import KubeClient
 from activities.kuberay_metrics import KubeRayMetrics
 from activities.rayjob.ray_watch import RayJobWatch
@@ -74,8 +75,13 @@ def configured_activities(
     settings: Settings,
     metrics: KubeRayMetrics | None,
     copies: Copies | None,
+    connector: DashboardConnector | None = None,
 ) -> list[Callable[..., Any]]:
-    """The activities `settings` describe, reading pods and Services from `copies`."""
+    """The activities `settings` describe.
+
+    They read pods and Services from `copies` and call dashboards through `connector` (None:
+    a connector of their own).
+    """
     return build_activities(
         kube,
         settings.build_options(),
@@ -83,6 +89,7 @@ def configured_activities(
         metrics=metrics,
         job_options=settings.job_options(),
         copies=copies,
+        connector=connector,
     )
 
 
@@ -120,15 +127,33 @@ RAY_JOB_NEWS = messages.OwnedChanged(kinds=["Ray job"])
 
 
 @asynccontextmanager
+async def dashboards(
+    kube: KubeClient | None, settings: Settings, copies: Copies | None
+) -> AsyncIterator[DashboardConnector | None]:
+    """The worker's one road to dashboards, with one HTTP pool, while it runs.
+
+    The activities and the watch of running Ray jobs share it: their calls reuse the same
+    connections and a Ray token read for one serves the other. None without the Kubernetes
+    API (no activity calls a dashboard then).
+    """
+    if kube is None:
+        yield None
+        return
+    connector = dashboard_connector(kube, settings.dashboard_access, copies)
+    async with connector.pooled():
+        yield connector
+
+
+@asynccontextmanager
 async def watching_ray_jobs(
-    client: Client, kube: KubeClient | None, settings: Settings, copies: Copies | None
+    client: Client, connector: DashboardConnector | None, copies: Copies | None
 ) -> AsyncIterator[RayJobWatch | None]:
     """The worker's watch of running Ray jobs (`activities.rayjob.ray_watch`), while it runs.
 
-    None without the Kubernetes API or the worker's copies: workflows then ask Ray on their
+    None without a road to dashboards or the worker's copies: workflows then ask Ray on their
     own timers only.
     """
-    if kube is None or copies is None:
+    if connector is None or copies is None:
         yield None
         return
 
@@ -142,15 +167,13 @@ async def watching_ray_jobs(
                 raise
             # The CR's workflow has ended: its status is stale, and nobody waits on the job.
 
-    connector = dashboard_connector(kube, settings.dashboard_access, copies)
     watch = RayJobWatch(connector, copies.rayjobs, copies.clusters, nudge)
-    async with connector.pooled():
-        task = asyncio.create_task(watch.run(), name="watch of running Ray jobs")
-        try:
-            yield watch
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+    task = asyncio.create_task(watch.run(), name="watch of running Ray jobs")
+    try:
+        yield watch
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from activities.registry import Copies, watching
 from crds.enums import JobStatus
 from crds.raycluster import RayCluster
 from crds.refs import ObjectRef
+from runtime.settings import Settings
 from tests.activities.counting import Calls
 from tests.activities.rayjob.test_ray_effects import (
     Dashboard,
@@ -33,6 +34,7 @@ from tests.activities.rayjob.test_ray_effects import (
     refused,
 )
 from tests.eventually import eventually
+from worker.running import configured_activities, dashboards
 
 
 def stored(status: dict[str, Any], **meta: Any) -> dict[str, Any]:
@@ -244,3 +246,20 @@ async def test_one_job_that_cannot_be_asked_about_spoils_no_other(
         monkeypatch.setattr(connector, "open", opening)
         assert await watch.round() == 1
     assert nudges.refs == [good]
+
+
+async def test_the_activities_and_the_watch_share_one_road_to_dashboards(
+    client: KubeClient,
+) -> None:
+    """One HTTP pool and one cache of Ray tokens for the worker (`worker.running.dashboards`):
+    a token the watch read serves the next submission, and connections are kept for both."""
+    settings = Settings()
+    async with watching(client) as copies, dashboards(client, settings, copies) as connector:
+        assert connector is not None and copies is not None
+        activities = configured_activities(client, settings, None, copies, connector)
+        holders = [getattr(fn, "__self__", None) for fn in activities]
+        roads = {id(holder._connector) for holder in holders if hasattr(holder, "_connector")}
+        assert roads == {id(connector)}
+        assert len([h for h in holders if hasattr(h, "_connector")]) > 2  # RayJob and Serve
+        assert connector._pool is not None  # kept for as long as the worker runs
+    assert connector._pool is None
