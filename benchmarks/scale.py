@@ -297,18 +297,27 @@ def sample_names(names: list[str], size: int) -> list[str]:
     return names[::step][:size]
 
 
-def output_paths(out: Path, kind: str, count: int, workers: int) -> tuple[Path, Path, Path]:
-    """The run's CSV, its summary text, and the plot shared by runs of this count."""
-    stem = f"{kind}-n{count}-w{workers}"
+def output_paths(
+    out: Path, kind: str, count: int, workers: int, running: int = 0
+) -> tuple[Path, Path, Path]:
+    """The run's CSV, its summary text, and the plot shared by runs of this count.
+
+    A run beside `running` long jobs is named for them (`-r<running>`), so it never replaces
+    the run of the same count without them.
+    """
+    beside = f"-r{running}" if running else ""
+    stem = f"{kind}-n{count}{beside}-w{workers}"
     return out / f"{stem}.csv", out / f"{stem}.txt", out / f"latency-n{count}.png"
 
 
 def replot(out: Path, count: int, png: Path) -> None:
     """Plot every run of `count` CRs kept in `out` into one figure."""
     series: dict[str, list[Sample]] = {}
-    for csv_path in sorted(out.glob(f"*-n{count}-w*.csv")):
-        kind, _, workers = csv_path.stem.split("-")
+    for csv_path in sorted(out.glob(f"*-n{count}-*w*.csv")):
+        kind, _, *beside, workers = csv_path.stem.split("-")
         label = f"{kind}, {workers[1:]} worker{'s' if workers != 'w1' else ''}"
+        if beside:
+            label += f", beside {beside[0][1:]} running"
         series[label] = read_csv(csv_path)
     plot(series, png, f"Apply → ready / Complete, {count} CRs, simulated runtime")
 
@@ -435,7 +444,9 @@ def main(argv: list[str] | None = None) -> None:
     summary, samples = asyncio.run(run(args))
     text = format_summary(summary)
     print(text)
-    csv_path, txt_path, png = output_paths(args.out, args.kind, args.count, args.workers)
+    csv_path, txt_path, png = output_paths(
+        args.out, args.kind, args.count, args.workers, args.running
+    )
     write_csv(samples, csv_path)
     txt_path.write_text(text + "\n")
     replot(args.out, args.count, png)

@@ -141,7 +141,12 @@ class DashboardConnector:
         direct = self._access == DashboardAccess.DIRECT
         timeout = DIRECT_TIMEOUT if direct else PROXY_TIMEOUT
         headers = {} if direct else await self._proxy_headers()
-        if not direct:  # a request to the API server, as KubeRay's proxied calls count in --qps
+        if not direct:
+            # A request to the API server, so it takes a token of the worker's --qps. KubeRay's
+            # proxied calls do not (they go through its manager's HTTP transport, which client-go
+            # does not throttle), but its one reconcile loop asks one dashboard at a time; the
+            # watch of running Ray jobs asks 16 at once, every 3 s, and must leave room for
+            # the passes' own requests.
             await self._kube.pace()
         if self._pool is not None:
             yield RayDashboardClient(

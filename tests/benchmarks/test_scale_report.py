@@ -161,6 +161,9 @@ def test_runs_of_one_size_share_a_plot(tmp_path: Path) -> None:
         csv_path, _, png = output_paths(tmp_path, kind, 4, workers)
         write_csv(samples(), csv_path)
     write_csv(samples(), output_paths(tmp_path, "raycluster", 9, 1)[0])
+    beside, _, _ = output_paths(tmp_path, "rayjob", 4, 1, running=1000)
+    assert beside.name == "rayjob-n4-r1000-w1.csv"  # never the run without long jobs
+    write_csv(samples(), beside)
     replot(tmp_path, 4, png)
     assert png == tmp_path / "latency-n4.png"
     assert png.read_bytes().startswith(b"\x89PNG")

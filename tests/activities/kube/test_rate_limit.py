@@ -88,7 +88,8 @@ async def test_every_request_of_a_client_takes_a_token(client: KubeClient) -> No
 async def test_a_dashboard_call_through_the_api_servers_proxy_takes_a_token_too(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """KubeRay's proxied dashboard calls count in its --qps: so do ours, in proxy mode only."""
+    """A call through the API server's proxy counts in the worker's --qps (KubeRay's do not, but
+    its one reconcile loop asks one dashboard at a time); a direct call takes no token."""
     bucket = Counting()
     limited = KubeClient(client._api, None, bucket)
     cluster = RayCluster.model_validate(
