@@ -53,7 +53,8 @@ class Bridge:
     ignored: frozenset[str] = frozenset()
     """Namespaces among those watched whose objects never reach a workflow (another operator's)."""
     targets: Sequence[Target] = ALL_TARGETS
-    relist_period: float = 300.0
+    relist_period: float = 36000.0
+    """Seconds between lists while the watches hold (`Settings.relist_seconds`)."""
     concurrency: int = 32
     window: float = 1.0
     """Seconds after a send to a workflow in which what comes for it waits and is sent as one:

@@ -39,7 +39,7 @@ class Watcher:
         namespace: str | None,
         on_event: OnEvent,
         on_listed: OnListed,
-        relist_period: float = 300.0,
+        relist_period: float = 36000.0,
         watch_timeout: int = 60,
     ) -> None:
         self.target, self._namespace = target, namespace

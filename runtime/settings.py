@@ -272,12 +272,14 @@ class Settings(BaseModel):
         ),
     )
     relist_seconds: float = Field(
-        default=300.0,
+        default=36000.0,
         validation_alias="KUBERAY_TEMPORAL_RELIST_SECONDS",
         gt=0,
         description=(
-            "How often the bridge re-lists everything it watches (KubeRay's requeue period), "
-            "the backstop that turns any missed watch event into a delay."
+            "How often the bridge lists everything it watches again while its watches hold: "
+            "controller-runtime's sync period (10 hours), at which KubeRay's informers hand "
+            "every object they keep to its reconcilers again (the bridge keeps no whole "
+            "objects, so it lists). A watch that fails lists again at once."
         ),
     )
     bridge_concurrency: int = Field(

@@ -2,10 +2,10 @@
 
 The loop behind the bridge's watchers and the worker's informers. After every list the caller
 is told the complete set of objects, so it can notice objects that vanished while nobody was
-watching (a missed DELETED). The bridge's periodic re-list (default 300 s, KubeRay's requeue
-period) is the backstop that makes a missed signal only ever a delay; the worker's copies
-re-list only when their stream fails (`relist_period=None`), as client-go's reflectors do: a
-watch that has not failed has missed nothing, and a read never trusts a copy behind the news.
+watching (a missed DELETED). A watch that has not failed has missed nothing, so the loop lists
+again when its stream fails, as client-go's reflectors do; the worker's copies only then
+(`relist_period=None`), the bridge also every 10 hours while its watches hold (controller-
+runtime's sync period, when KubeRay's reconcilers are handed every object again).
 """
 
 from __future__ import annotations

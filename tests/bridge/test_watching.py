@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import types
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from activities.kube import client as kube
+from activities.kube import list_watch
 from bridge.queueing import Batch
 from bridge.running import Bridge
 from bridge.targets import RAYCLUSTER
 from crds.refs import ObjectRef
+from runtime.settings import Settings
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(30)
@@ -121,3 +125,58 @@ async def test_a_failure_is_logged_with_the_object_and_its_traceback(
     )
     assert record.exc_info is not None and record.exc_info[0] is ValueError
     assert getattr(record, "workflow_id", None) == "raycluster/ns/bad-generation/uid-bad-generation"
+
+
+class EndingWatchesApi(ScriptedApi):
+    """Counts lists; each of the first `ending` watches ends at once without an error, as one
+    whose timeout passed; the next stays open."""
+
+    def __init__(self, ending: int) -> None:
+        super().__init__([cluster("c")], [])
+        self.lists = 0
+        self.ending = ending
+
+    async def list_versioned(
+        self, resource: kube.Resource, namespace: str | None, label_selector: str = ""
+    ) -> tuple[list[Any], str]:
+        self.lists += 1
+        return await super().list_versioned(resource, namespace, label_selector)
+
+    def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.watches += 1
+        return self._ended() if self.watches <= self.ending else self._stream([])
+
+    async def _ended(self) -> AsyncIterator[Any]:
+        await asyncio.sleep(0)
+        for _ in ():
+            yield {}
+
+
+async def test_the_configured_bridge_lists_once_while_its_watches_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No LIST KubeRay does not make: while its watch holds, the bridge as deployed takes each
+    stream up again from the version it reached. Each look at the clock here is a minute later,
+    so the 200 watches below span more than 6 hours (it listed every 5 minutes before)."""
+    minutes = itertools.count()
+    monkeypatch.setattr(
+        list_watch, "time", types.SimpleNamespace(monotonic=lambda: 60.0 * next(minutes))
+    )
+    api = EndingWatchesApi(ending=200)
+    signaller = RecordingSignaller()
+    configured = Bridge.configured(api, signaller, Settings())  # type: ignore[arg-type]
+    bridge = Bridge(
+        api,  # type: ignore[arg-type]
+        signaller,
+        namespaces=["ns"],
+        targets=[RAYCLUSTER],
+        relist_period=configured.relist_period,
+    )
+    task = asyncio.create_task(bridge.run())
+    try:
+        await eventually(lambda: api.watches > api.ending, message="the watch that stays open")
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert api.lists == 1, bridge.watchers[0].stats

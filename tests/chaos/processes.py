@@ -250,7 +250,6 @@ def operator_component(
         "TEMPORAL_ADDRESS": temporal_address,
         "KUBECONFIG": str(kubeconfig),
         "KUBERAY_TEMPORAL_HEALTH_PORT": str(health),
-        "KUBERAY_TEMPORAL_RELIST_SECONDS": "30",
     }
     return Supervised(
         name, [sys.executable, "-m", "kuberay_temporal", name], env, log_dir, _healthy(health)

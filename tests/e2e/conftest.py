@@ -121,7 +121,7 @@ async def running_stack(
             *args,
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, "KUBERAY_TEMPORAL_RELIST_SECONDS": "30", **(env or {})},
+            env={**os.environ, **(env or {})},
         )
     try:
         await eventually(
