@@ -351,6 +351,10 @@ class RayJobDashboardInput(RayJobRef):
 class SubmitRayJobInput(RayJobDashboardInput):
     """`POST /api/jobs/` with `submission_id=job_id`, built from the RayJob's spec."""
 
+    as_of: int
+    """The newest RayJob version the workflow knows (it read it or wrote it): the spec comes
+    from the worker's copy once the copy has reached it, else from the API server."""
+
 
 class SubmitRayJobResult(BaseModel):
     """`duplicate`: Ray already knew the submission id, which is success (idempotence)."""

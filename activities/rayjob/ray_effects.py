@@ -42,7 +42,7 @@ from activities.dashboard.errors import (
 from activities.dashboard.heads import HeadServiceRefused
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.informer import Informer, cached_or_live
+from activities.kube.informer import Informer, cached_or_live, same_as_of
 from activities.rayjob import contract
 from crds.enums import JobStatus
 from crds.raycluster import RayCluster
@@ -74,7 +74,7 @@ class RayJobActivities:
     @activity.defn(name=contract.SUBMIT_RAY_JOB.name)
     async def submit(self, params: contract.SubmitRayJobInput) -> contract.SubmitRayJobResult:
         """`POST /api/jobs/` under the attempt's submission id; a duplicate is success (J7)."""
-        rayjob, cluster = await self._read(params.ref, params.cluster_name, live=True)
+        rayjob, cluster = await self._read(params.ref, params.cluster_name, params.as_of)
         if rayjob is None:
             return contract.SubmitRayJobResult(submitted=False, error="the RayJob no longer exists")
         if cluster is None:
@@ -123,24 +123,28 @@ class RayJobActivities:
             activity.logger.info("stop of Ray job %s: %s", params.job_id, _short(err))
 
     async def _read(
-        self, ref: ObjectRef, cluster_name: str, live: bool = False
+        self, ref: ObjectRef, cluster_name: str, as_of: int | None = None
     ) -> tuple[RayJob | None, RayCluster | None]:
         """The RayJob and the cluster the workflow named, in the RayJob's namespace.
 
-        From the worker's copies when they hold them, unless `live`: a submission is built
-        from the spec as it is now; waiting and stopping only need the cluster, its head
-        Service and its token Secret's name, which a copy a moment old has right (a wait is
-        called again and again while a job runs).
+        From the worker's copies when they hold them, as KubeRay reads from its cache. A
+        submission names `as_of`: its spec must be at least the one the workflow decided on,
+        so the copy serves once it has reached that version (else a live read). Waiting and
+        stopping only need the cluster, its head Service and its token Secret's name, which a
+        copy a moment old has right (a wait is called again and again while a job runs).
         """
-        rayjobs, clusters = (None, None) if live else (self._rayjobs, self._clusters)
-        obj = await cached_or_live(self._kube, rayjobs, kube.RAYJOBS, ref.namespace, ref.name)
+        key = (ref.namespace, ref.name)
+        if as_of is None:
+            obj = await cached_or_live(self._kube, self._rayjobs, kube.RAYJOBS, *key)
+        else:
+            obj = await same_as_of(self._kube, self._rayjobs, kube.RAYJOBS, key, ref.uid, as_of)
         if obj is None or obj["metadata"].get("uid") != ref.uid:
             return None, None
         rayjob = RayJob.model_validate(obj)
         if not cluster_name:
             return rayjob, None
         cluster = await cached_or_live(
-            self._kube, clusters, kube.RAYCLUSTERS, ref.namespace, cluster_name
+            self._kube, self._clusters, kube.RAYCLUSTERS, ref.namespace, cluster_name
         )
         return rayjob, None if cluster is None else RayCluster.model_validate(cluster)
 

@@ -164,7 +164,10 @@ class Applier:
     async def _submit(self, action: act.SubmitJob) -> bool:
         state = self._state
         params = contract.SubmitRayJobInput(
-            ref=self._ref, cluster_name=action.cluster_name, job_id=action.job_id
+            ref=self._ref,
+            cluster_name=action.cluster_name,
+            job_id=action.job_id,
+            as_of=state.rayjob_as_of,
         )
         try:
             result = await self._call(

@@ -114,8 +114,11 @@ def ask_input(ref: ObjectRef) -> contract.AskRayJobInput:
     return contract.AskRayJobInput(ref=ref, cluster_name=cluster_of(ref), job_id="job-x-1")
 
 
-def submit_input(ref: ObjectRef) -> contract.SubmitRayJobInput:
-    return contract.SubmitRayJobInput(ref=ref, cluster_name=cluster_of(ref), job_id="job-x-1")
+def submit_input(ref: ObjectRef, as_of: int = 0) -> contract.SubmitRayJobInput:
+    """A submission; `as_of` 0 (no version known) reads the RayJob from the API server."""
+    return contract.SubmitRayJobInput(
+        ref=ref, cluster_name=cluster_of(ref), job_id="job-x-1", as_of=as_of
+    )
 
 
 # --- submit -----------------------------------------------------------------------------------
@@ -186,11 +189,13 @@ async def test_an_ask_returns_rays_answer_at_once(client: KubeClient) -> None:
     assert view.status == JobStatus.SUCCEEDED and view.end_time_ms
 
 
-async def test_asks_read_the_rayjob_from_the_copy_a_submission_live(
+async def test_asks_and_submissions_read_the_rayjob_from_the_copy(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ray is asked again and again while a job runs: that needs only the cluster's name (and
-    its token Secret's), which the worker's copy has; a submission reads the spec now."""
+    its token Secret's), which the worker's copy has. A submission takes the spec from the copy
+    too, as KubeRay's from its cache, once the copy has reached the version the workflow
+    decided on; from the API server while it is behind."""
     ref = await make_rayjob(client, submissionMode="HTTPMode")
     stored = await client.get(kube.RAYJOBS, "default", ref.name)
     rayjobs = Informer(cast(KubeClient, QuietApi([stored], {None: "5"})), kube.RAYJOBS, "x", "")
@@ -208,9 +213,11 @@ async def test_asks_read_the_rayjob_from_the_copy_a_submission_live(
         assert await eventually(lambda: rayjobs.whole)
         view = await run(acts.ask, ask_input(ref))
         assert view.status == JobStatus.SUCCEEDED and gets.count("rayjobs") == 0
-        params = submit_input(ref)
-        assert (await run(acts.submit, params)).submitted
+        assert (await run(acts.submit, submit_input(ref, as_of=5))).submitted
+        assert gets.count("rayjobs") == 0
+        assert (await run(acts.submit, submit_input(ref, as_of=6))).submitted  # copy behind
         assert gets.count("rayjobs") == 1
+    assert dashboard.calls("POST") == 2
 
 
 async def test_an_ask_reports_an_unreachable_dashboard(client: KubeClient) -> None:
