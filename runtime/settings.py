@@ -26,7 +26,7 @@ from pydantic_core import ErrorDetails
 
 from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
 from activities.builders.options import BuildOptions
-from activities.kube.rate_limit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from activities.kube.rate_limit import DEFAULT_BURST, DEFAULT_QPS, RateLimits
 from activities.rayjob.contract import JobOperatorOptions
 from crds.constants import (
     DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
@@ -248,7 +248,8 @@ class Settings(BaseModel):
         le=100_000,
         description=(
             "KubeRay's `--qps`: requests per second each process sends the API server on "
-            "average (client-go's token bucket); more wait their turn in the process."
+            "average for each API type (pods, Services, RayClusters...: client-go's token "
+            "bucket, one per kind as controller-runtime gives KubeRay); more wait their turn."
         ),
     )
     kube_api_burst: int = Field(
@@ -256,7 +257,10 @@ class Settings(BaseModel):
         validation_alias="KUBERAY_TEMPORAL_KUBE_API_BURST",
         ge=1,
         le=100_000,
-        description="KubeRay's `--burst`: requests each process may send at once above the QPS.",
+        description=(
+            "KubeRay's `--burst`: requests of one API type each process may send at once above "
+            "the QPS."
+        ),
     )
     watch_namespaces: str = Field(
         default="",
@@ -481,9 +485,12 @@ class Settings(BaseModel):
                 return value
         return value
 
-    def kube_rate_limit(self) -> TokenBucket:
-        """A fresh token bucket of `kube_api_qps` and `kube_api_burst`, for one client."""
-        return TokenBucket(self.kube_api_qps, self.kube_api_burst)
+    def kube_rate_limit(self) -> RateLimits:
+        """Fresh token buckets of `kube_api_qps` and `kube_api_burst` for one client.
+
+        One per API type, as KubeRay's (`activities.kube.rate_limit`).
+        """
+        return RateLimits(self.kube_api_qps, self.kube_api_burst)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

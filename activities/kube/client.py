@@ -22,7 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from opentelemetry.trace import Tracer
 
 from activities.kube import decoding, errors, session
-from activities.kube.rate_limit import TokenBucket
+from activities.kube.rate_limit import PROXY, RateLimits, api_type_of
 from activities.kube.spans import client_span, default_tracer, kube_path_template
 from activities.kube.vocabulary import WatchEventType
 
@@ -117,7 +117,7 @@ PLUGINS_POD_GROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 async def connect(
     kubeconfig: str | None = None,
     tracer: Tracer | None = None,
-    limit: TokenBucket | None = None,
+    limit: RateLimits | None = None,
 ) -> KubeClient:
     """A client from a kubeconfig file, else in-cluster configuration, else ~/.kube/config.
 
@@ -125,7 +125,8 @@ async def connect(
         kubeconfig: The kubeconfig file; None: in-cluster, else the default file.
         tracer: Makes a span per request made inside a trace (`activities.kube.spans`);
             None: no spans.
-        limit: The requests per second it may send (`rate_limit`); None: no limit.
+        limit: The requests per second it may send of each API type (`rate_limit`); None: no
+            limit.
     """
     configuration = Configuration()
     if kubeconfig:
@@ -145,7 +146,7 @@ class KubeClient:
     """JSON requests against the API server behind an `ApiClient`."""
 
     def __init__(
-        self, api: ApiClient, tracer: Tracer | None = None, limit: TokenBucket | None = None
+        self, api: ApiClient, tracer: Tracer | None = None, limit: RateLimits | None = None
     ) -> None:
         self._api = api
         self._traced_by = tracer
@@ -167,14 +168,14 @@ class KubeClient:
         configuration: Configuration = self._api.configuration
         return configuration
 
-    async def pace(self) -> None:
-        """Wait for a turn under the client's limit (`rate_limit`).
+    async def pace(self, api_type: str = PROXY) -> None:
+        """Wait for a turn under the client's limit of `api_type` (`rate_limit`).
 
-        For a request another client sends the same API server: a dashboard call through its
-        service proxy.
+        Every request of this client waits so; another client's request to the same API server
+        may too: a dashboard call through its service proxy (`PROXY`).
         """
         if self._limit is not None:
-            await self._limit.take()
+            await self._limit.take(api_type)
 
     async def request(
         self,
@@ -397,7 +398,7 @@ class KubeClient:
         content_type: str,
         request_timeout: float,
     ) -> aiohttp.ClientResponse:
-        await self.pace()
+        await self.pace(api_type_of(path))
         headers = {"Accept": "application/json", "Content-Type": content_type}
         params = [
             (k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()

@@ -1,4 +1,5 @@
-"""KubeRay's `--qps` and `--burst`: client-go's token bucket, on a clock the test moves."""
+"""KubeRay's `--qps` and `--burst`: client-go's token buckets, one per API type, on a clock the
+test moves."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from activities.dashboard.access import DashboardAccess, DashboardConnector
 from activities.kube import client as kube
 from activities.kube import rate_limit
 from activities.kube.client import KubeClient
-from activities.kube.rate_limit import TokenBucket
+from activities.kube.rate_limit import PROXY, RateLimits, TokenBucket, api_type_of
 from crds.raycluster import RayCluster
 from runtime.settings import Settings
 
@@ -67,22 +68,53 @@ def test_the_settings_default_to_kuberays_flags() -> None:
     assert (custom.kube_api_qps, custom.kube_api_burst) == (5.5, 7)
 
 
-class Counting(TokenBucket):
+async def test_each_api_type_has_a_bucket_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As KubeRay's: controller-runtime gives each kind its client a token bucket of its own,
+    so a burst of pod creations never holds up a status write."""
+    clock = Clock(monkeypatch)
+    limits = RateLimits(qps=10, burst=1)
+    await limits.take("/pods")
+    await limits.take("ray.io/rayclusters")
+    assert clock.slept == []
+    await limits.take("/pods")
+    assert clock.slept == [0.1]
+
+
+@pytest.mark.parametrize(
+    ("path", "api_type"),
+    [
+        ("/api/v1/namespaces/a/pods", "/pods"),
+        ("/api/v1/namespaces/a/pods/p/log", "/pods"),
+        ("/apis/ray.io/v1/namespaces/a/rayclusters/c/status", "ray.io/rayclusters"),
+        ("/apis/ray.io/v1/rayjobs", "ray.io/rayjobs"),
+        ("/api/v1/namespaces/a", "/namespaces"),
+        ("/api/v1/namespaces", "/namespaces"),
+        ("/apis/batch/v1/namespaces/a/jobs?watch=1", "batch/jobs"),
+        ("/version", "/version"),
+    ],
+)
+def test_a_path_counts_for_its_api_type(path: str, api_type: str) -> None:
+    assert api_type_of(path) == api_type
+
+
+class Counting(RateLimits):
     def __init__(self) -> None:
         super().__init__(qps=1000, burst=1000)
-        self.taken = 0
+        self.taken: list[str] = []
 
-    async def take(self) -> None:
-        self.taken += 1
-        await super().take()
+    async def take(self, api_type: str) -> None:
+        self.taken.append(api_type)
+        await super().take(api_type)
 
 
-async def test_every_request_of_a_client_takes_a_token(client: KubeClient) -> None:
-    bucket = Counting()
-    limited = KubeClient(client._api, None, bucket)
+async def test_every_request_of_a_client_takes_a_token_of_its_api_type(
+    client: KubeClient,
+) -> None:
+    limits = Counting()
+    limited = KubeClient(client._api, None, limits)
     await limited.get_or_none(kube.CONFIGMAPS, "default", "absent")
     await limited.list_all(kube.PODS, "default")
-    assert bucket.taken == 2
+    assert limits.taken == ["/configmaps", "/pods"]
 
 
 async def test_a_dashboard_call_through_the_api_servers_proxy_takes_a_token_too(
@@ -106,8 +138,8 @@ async def test_a_dashboard_call_through_the_api_servers_proxy_takes_a_token_too(
     async def base_url(cluster: RayCluster) -> str:
         return "http://head:8265"
 
-    for access, taken in ((DashboardAccess.PROXY, 1), (DashboardAccess.DIRECT, 0)):
-        bucket.taken = 0
+    for access, taken in ((DashboardAccess.PROXY, [PROXY]), (DashboardAccess.DIRECT, [])):
+        bucket.taken = []
         connector = DashboardConnector(limited, access, httpx.MockTransport(ray))
         monkeypatch.setattr(connector, "base_url", base_url)
         async with connector.open(cluster) as dashboard:
