@@ -23,6 +23,7 @@ from bridge.running import Bridge
 from bridge.targets import RAYCLUSTER
 from crds.refs import ObjectRef
 from runtime.settings import Settings
+from tests.activities.kube.test_informer import EndingApi
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(30)
@@ -127,31 +128,6 @@ async def test_a_failure_is_logged_with_the_object_and_its_traceback(
     assert getattr(record, "workflow_id", None) == "raycluster/ns/bad-generation/uid-bad-generation"
 
 
-class EndingWatchesApi(ScriptedApi):
-    """Counts lists; each of the first `ending` watches ends at once without an error, as one
-    whose timeout passed; the next stays open."""
-
-    def __init__(self, ending: int) -> None:
-        super().__init__([cluster("c")], [])
-        self.lists = 0
-        self.ending = ending
-
-    async def list_versioned(
-        self, resource: kube.Resource, namespace: str | None, label_selector: str = ""
-    ) -> tuple[list[Any], str]:
-        self.lists += 1
-        return await super().list_versioned(resource, namespace, label_selector)
-
-    def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        self.watches += 1
-        return self._ended() if self.watches <= self.ending else self._stream([])
-
-    async def _ended(self) -> AsyncIterator[Any]:
-        await asyncio.sleep(0)
-        for _ in ():
-            yield {}
-
-
 async def test_the_configured_bridge_lists_once_while_its_watches_hold(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -162,7 +138,7 @@ async def test_the_configured_bridge_lists_once_while_its_watches_hold(
     monkeypatch.setattr(
         list_watch, "time", types.SimpleNamespace(monotonic=lambda: 60.0 * next(minutes))
     )
-    api = EndingWatchesApi(ending=200)
+    api = EndingApi(ending=200)
     signaller = RecordingSignaller()
     configured = Bridge.configured(api, signaller, Settings())  # type: ignore[arg-type]
     bridge = Bridge(

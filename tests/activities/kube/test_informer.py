@@ -130,11 +130,13 @@ class BreakingApi:
 
 
 class EndingApi:
-    """Lists nothing, then each watch ends at once, as one whose timeout has passed."""
+    """Lists nothing, then each watch ends at once, as one whose timeout has passed; past
+    `ending` watches (None: never), the next stays open."""
 
-    def __init__(self) -> None:
+    def __init__(self, ending: int | None = None) -> None:
         self.lists = 0
         self.watches = 0
+        self.ending = ending
 
     async def list_versioned(
         self, resource: kube.Resource, namespace: str | None, label_selector: str = ""
@@ -144,12 +146,18 @@ class EndingApi:
 
     def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         self.watches += 1
+        if self.ending is not None and self.watches > self.ending:
+            return self._open()
         return self._ended()
 
     async def _ended(self) -> AsyncIterator[Any]:
         await asyncio.sleep(0)
         for _ in ():
             yield {}
+
+    async def _open(self) -> AsyncIterator[Any]:
+        await asyncio.Event().wait()
+        yield {}
 
 
 async def test_a_copy_lists_again_only_when_its_stream_fails(
