@@ -29,7 +29,7 @@ from activities.kuberay_metrics import KubeRayMetrics
 from activities.raycluster import contract
 from activities.raycluster.observation import (
     ClusterObserver,
-    labelled_policies,
+    policies_to_check,
     stale_policies,
 )
 from activities.raycluster.owned_objects import (
@@ -107,7 +107,7 @@ class ClusterActivities:
         wanted = wanted_objects(cluster, self._options, ips)
         # The LIST of policies goes out while the objects before them are made (one round trip
         # fewer); the policies it finds need no create.
-        policies = asyncio.ensure_future(labelled_policies(self._kube, cluster))
+        policies = asyncio.ensure_future(policies_to_check(self._kube, cluster, wanted))
         try:
             await self._make(cluster, wanted, policies)
         except BaseException:

@@ -55,6 +55,20 @@ async def labelled_policies(client: KubeClient, cluster: RayCluster) -> dict[str
     return {p["metadata"]["name"]: p for p in listed}
 
 
+async def policies_to_check(
+    client: KubeClient, cluster: RayCluster, wanted: list[Owned]
+) -> dict[str, kube.JSON]:
+    """The cluster's labelled NetworkPolicies where some may exist, else none (no LIST).
+
+    Only the option builds them, so they exist where the spec asks for them now or may have
+    asked before: a spec never changed (generation 1) without the option has none, and a new
+    cluster's first pass, KubeRay's own with its feature gate off, lists nothing.
+    """
+    if not any(_is_policy(o) for o in wanted) and (cluster.metadata.generation or 0) <= 1:
+        return {}
+    return await labelled_policies(client, cluster)
+
+
 def stale_policies(
     cluster: RayCluster, labelled: dict[str, kube.JSON], wanted: list[Owned]
 ) -> list[str]:
@@ -205,7 +219,7 @@ class ClusterObserver:
         # and it lists them itself (a first pass lists NetworkPolicies once, not twice).
         if spec_changed and not snapshot.missing_objects:
             if policies is None:
-                policies = await labelled_policies(self._kube, cluster)
+                policies = await policies_to_check(self._kube, cluster, wanted)
             stale = stale_policies(cluster, policies, wanted)
             snapshot.missing_objects += [f"NetworkPolicy/{name}" for name in stale]
 

@@ -128,6 +128,8 @@ class ReadJobInput(RayJobRef):
     worker's copies answer for it, and for its pods, once they have reached it."""
     as_of: int = 0
     """The newest RayJob resourceVersion the workflow wrote or heard of: read it this new."""
+    count_left_pods: bool = False
+    """Count the pods a missing cluster left: only a teardown waits for them."""
 
 
 class ClusterView(BaseModel):
@@ -244,6 +246,9 @@ class CreateSubmitterInput(RayJobRef):
     as_of: int = 0
     """The newest RayJob resourceVersion the workflow knows (`ReadJobInput.as_of`): the RayJob
     comes from the worker's copy once the copy has reached it."""
+    cluster_as_of: int = 0
+    """As `ReadJobInput.cluster_as_of`: the cluster comes from the worker's copy once the copy
+    has reached it."""
 
 
 class CreateResult(BaseModel):
@@ -284,6 +289,9 @@ class EnsureHeadServiceInput(RayJobRef):
     as_of: int = 0
     """The newest RayJob resourceVersion the workflow knows (`ReadJobInput.as_of`): the RayJob
     comes from the worker's copy once the copy has reached it."""
+    cluster_as_of: int = 0
+    """As `ReadJobInput.cluster_as_of`: the cluster comes from the worker's copy once the copy
+    has reached it."""
 
 
 class WriteJobStatusInput(RayJobRef):

@@ -29,9 +29,9 @@ from activities.builders.rayjob import (
 )
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
-from activities.kube.errors import KubeRejected
+from activities.kube.errors import KubeNotFound, KubeRejected
 from activities.kube.informer import Informer, same_as_of
-from activities.kube.recent import RecentReads, patch_version, replace_status, version_of
+from activities.kube.recent import RecentReads, replace_status, version_number, version_of
 from activities.kube.spans import stamp_trace_context
 from activities.kube.vocabulary import EventType
 from activities.kuberay_metrics import KubeRayMetrics
@@ -126,7 +126,11 @@ class JobActivities:
             mode = rayjob.spec.submission_mode or JobSubmissionMode.K8S_JOB
             sidecar = mode == JobSubmissionMode.SIDECAR
             view, _, pods = await self._views.cluster(
-                ref.namespace, params.cluster_name, sidecar, params.cluster_as_of
+                ref.namespace,
+                params.cluster_name,
+                sidecar,
+                params.cluster_as_of,
+                count_left_pods=params.count_left_pods,
             )
             snap.cluster = view
             snap.submitter = await self._views.submitter(ref.namespace, ref.name, mode, pods)
@@ -202,7 +206,7 @@ class JobActivities:
         """Create the K8sJobMode submitter Job `<rayjob>` for the attempt (J5, J6)."""
         rayjob = await self._rayjob(params.ref, params.as_of)
         ns = params.ref.namespace
-        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
+        obj = await self._views.cluster_object(ns, params.cluster_name, params.cluster_as_of)
         if rayjob is None or obj is None:
             # The RayJob is gone, or its cluster vanished: the next pass decides what now.
             return contract.CreateResult(created=False)
@@ -242,7 +246,7 @@ class JobActivities:
         """Create `<rayjob>-head-svc`, or re-point it when the cluster changed (J15)."""
         rayjob = await self._rayjob(params.ref, params.as_of)
         ns = params.ref.namespace
-        obj = await self._kube.get_or_none(kube.RAYCLUSTERS, ns, params.cluster_name)
+        obj = await self._views.cluster_object(ns, params.cluster_name, params.cluster_as_of)
         if rayjob is None or obj is None:
             return
         wanted = build_rayjob_head_service(rayjob, RayCluster.model_validate(obj), self._options)
@@ -375,7 +379,7 @@ class JobActivities:
         meta = obj["metadata"]
         finalizers = list(meta.get("finalizers") or [])
         if (FINALIZER_RAYJOB in finalizers) == params.present:
-            return contract.Written(version=version_of(obj))
+            return contract.Written(version=version_number(self._recent.keep(kube.RAYJOBS, obj)))
         if params.present:
             finalizers.append(FINALIZER_RAYJOB)
         else:
@@ -399,8 +403,16 @@ class JobActivities:
         return None if obj is None else RayJob.model_validate(obj)
 
     async def _patch(self, ref: ObjectRef, patch: kube.JSON) -> contract.Written:
-        version = await patch_version(self._kube, kube.RAYJOBS, ref, patch)
-        return contract.Written(version=version)
+        """Patch the RayJob's metadata or spec, and keep what the write left.
+
+        The pass's status write names that version (`Applier.set_finalizer`): kept, it is one
+        request, not a 409 against the pass's read, a GET and the write again.
+        """
+        try:
+            written = await self._kube.patch(kube.RAYJOBS, ref.namespace, ref.name, patch)
+        except KubeNotFound:  # nothing left to write
+            return contract.Written()
+        return contract.Written(version=version_number(self._recent.keep(kube.RAYJOBS, written)))
 
     async def _event(self, ref: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         """Record an Event once per activity and message (a retried attempt records none)."""

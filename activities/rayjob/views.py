@@ -93,20 +93,26 @@ class JobViews:
         self._pods = pods
 
     async def cluster(
-        self, namespace: str, name: str, sidecar: bool = False, as_of: int = 0
+        self,
+        namespace: str,
+        name: str,
+        sidecar: bool = False,
+        as_of: int = 0,
+        count_left_pods: bool = True,
     ) -> tuple[ClusterView, RayCluster | None, list[kube.JSON]]:
         """The cluster's view, its model (None when missing or unreadable) and its pods.
 
-        The pods are listed only where they decide something: once the cluster is gone (its
-        teardown ends with its last pod), and in SidecarMode (the head pod and its submitter
-        container); otherwise the view counts none and the list is empty. A pass of an HTTPMode
-        RayJob saved a LIST of pods this way, every pass.
+        The pods are listed only where they decide something: once the cluster is gone, when
+        `count_left_pods` (a teardown ends with its last pod), and in SidecarMode (the head pod
+        and its submitter container); otherwise the view counts none and the list is empty. A
+        pass of an HTTPMode RayJob saved a LIST of pods this way, every pass, and a finished
+        one whose cluster a deletion rule removed, a LIST every pass until the pods went.
 
         What comes from the worker's copies and when: `cluster_object`, `cluster_pods`.
         """
         obj = await self.cluster_object(namespace, name, as_of)
         if obj is None:
-            left = await self.cluster_pods(namespace, name, as_of)
+            left = await self.cluster_pods(namespace, name, as_of) if count_left_pods else []
             return ClusterView(name=name, exists=False, pods=len(left)), None, left
         pods: list[kube.JSON] = []
         if sidecar:  # the submitter container's state: the whole pod, as it is now

@@ -19,7 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from activities.contract import ActivityRef
     from activities.rayjob import contract
-    from crds.enums import DeletionPolicyType
+    from crds.enums import DeletionPolicyType, JobDeploymentStatus
     from crds.rayjob import RayJobStatus
     from crds.refs import ObjectRef
     from workflows.activity_calls import KUBE, RAY_JOB, CallPolicy, execute_where
@@ -32,6 +32,8 @@ InputT = TypeVar("InputT")
 ResultT = TypeVar("ResultT")
 
 Policy = DeletionPolicyType
+TEARDOWN = (JobDeploymentStatus.SUSPENDING, JobDeploymentStatus.RETRYING)
+"""The states that wait for a deleted cluster's last pod (`machine._tear_down`)."""
 
 
 class Applier:
@@ -47,17 +49,22 @@ class Applier:
         state = self._state
         known = state.generation if state.spec is not None else None
         cluster = state.status.ray_cluster_name if state.status else None
+        status = state.status.job_deployment_status if state.status else None
+        unmade = cluster is not None and state.attempt.cluster_to_create
         snap = await self._call(
             contract.READ_RAYJOB,
             contract.ReadJobInput(
                 ref=self._ref,
                 known_generation=known,
-                cluster_name=cluster,
+                cluster_name=None if unmade else cluster,
                 cluster_as_of=state.cluster_as_of,
                 as_of=state.rayjob_as_of,
+                count_left_pods=status in TEARDOWN,
             ),
             summary="read the RayJob, its RayCluster and its submitter",
         )
+        if unmade and snap.exists:  # not read: a GET and a LIST of pods that find nothing
+            snap.cluster = contract.ClusterView(name=cluster or "", exists=False)
         self._read_version = snap.resource_version
         return snap
 
@@ -98,6 +105,10 @@ class Applier:
             contract.SET_RAYJOB_FINALIZER, params, summary=f"{verb} the finalizer"
         )
         self._wrote(written)
+        if written is not None and written.version:
+            # The pass's status write comes next: against this write, not the pass's read,
+            # which the write made stale (a 409, a GET and the write again).
+            self._read_version = str(written.version)
         self._state.has_finalizer = present
 
     async def set_suspend(self, wanted: bool) -> None:
@@ -119,7 +130,10 @@ class Applier:
 
     async def _ensure_head_service(self, action: act.EnsureHeadService) -> bool:
         params = contract.EnsureHeadServiceInput(
-            ref=self._ref, cluster_name=action.cluster_name, as_of=self._state.rayjob_as_of
+            ref=self._ref,
+            cluster_name=action.cluster_name,
+            as_of=self._state.rayjob_as_of,
+            cluster_as_of=self._state.cluster_as_of,
         )
         summary = f"point {self._ref.name}-head-svc at {action.cluster_name}"
         await self._call(contract.ENSURE_RAYJOB_HEAD_SERVICE, params, summary=summary)
@@ -141,6 +155,8 @@ class Applier:
         )
         summary = f"create RayCluster {action.cluster_name}"
         result = await self._create(contract.CREATE_RAYJOB_CLUSTER, params, summary)
+        attempt = self._state.attempt
+        self._state.attempt = attempt.model_copy(update={"cluster_to_create": False})
         # The cluster existed at this version: a copy that has seen it and lacks it saw it go.
         self._state.cluster_as_of = max(self._state.cluster_as_of, result.version)
         if result.created:
@@ -154,6 +170,7 @@ class Applier:
             job_id=action.job_id,
             attempt=self._state.attempt.number,
             as_of=self._state.rayjob_as_of,
+            cluster_as_of=self._state.cluster_as_of,
         )
         summary = f"create the submitter Job for {action.job_id}"
         result = await self._create(contract.CREATE_SUBMITTER_JOB, params, summary)

@@ -44,7 +44,8 @@ def _new(facts: Facts, now: datetime, rng: random.Random) -> Step:
     alphabet = facts.name_alphabet
     job_id = status.job_id or naming.job_id(facts.name, facts.spec, rng, alphabet)
     cluster = status.ray_cluster_name or naming.cluster_name(facts.name, facts.spec, rng, alphabet)
-    attempt = Attempt(number=facts.attempt.number + 1)
+    fresh = not status.ray_cluster_name and not naming.uses_selector(facts.spec)
+    attempt = Attempt(number=facts.attempt.number + 1, cluster_to_create=fresh)
     step = move(
         facts,
         Deploy.INITIALIZING,

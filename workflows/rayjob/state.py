@@ -30,6 +30,9 @@ class Attempt(BaseModel):
     """Ray has reported this job at least once (so a later 404 means Ray lost it)."""
     head_service: bool = False
     """`<rayjob>-head-svc` points at this attempt's cluster."""
+    cluster_to_create: bool = False
+    """This attempt named a RayCluster of its own (a new name, with a random part) and has not
+    created it yet: until it does, no cluster of that name exists to read."""
     ray_job: RayJobView | None = None
     """What the dashboard said last, if polled in this attempt."""
 

@@ -224,21 +224,33 @@ async def test_a_foreign_ingress_is_left_alone_with_kuberays_warning(client: Kub
     ]
 
 
-async def test_a_first_pass_lists_network_policies_once(
+async def test_network_policies_are_listed_only_where_some_may_exist(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The read lists stale policies only when nothing else sends the pass to the apply step,
-    which lists them itself: a new cluster's first pass listed them twice."""
+    """Only the option builds policies: a new cluster without it has none, and its first
+    pass lists none (KubeRay, its gate off, never does); a spec that dropped the option may
+    have left some, which are listed once (by the read or the apply step) and deleted."""
     acts = ClusterActivities(client, DEFAULT_OPTIONS)
-    ref = await make_cluster(client)
+    plain = await make_cluster(client)
     lists = Calls(client, "list_all", monkeypatch)
-    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    snap = await run(acts.read, contract.ReadClusterInput(ref=plain))
     assert snap.missing_objects  # the head Service, at least: the apply step runs
+    await run(acts.apply, contract.ApplyClusterInput(ref=plain, generation=1, ensure_objects=True))
+    assert (await run(acts.read, contract.ReadClusterInput(ref=plain))).missing_objects == []
+    assert lists.count("networkpolicies") == 0
+
+    ref = await make_cluster(client, networkPolicy={"mode": "DenyAll"})
+    await run(acts.read, contract.ReadClusterInput(ref=ref))
     await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=1, ensure_objects=True))
-    assert lists.count("networkpolicies") == 1
+    assert lists.count("networkpolicies") == 2  # the read's and the apply step's
+    await bump(client, ref.name, [{"op": "remove", "path": "/spec/networkPolicy"}])
     # A spec change with nothing missing: the read is what finds stale policies.
-    assert (await run(acts.read, contract.ReadClusterInput(ref=ref))).missing_objects == []
-    assert lists.count("networkpolicies") == 2
+    snap = await run(acts.read, contract.ReadClusterInput(ref=ref))
+    head, workers = f"{ref.name}-head", f"{ref.name}-workers-small"
+    assert snap.missing_objects == [f"NetworkPolicy/{head}", f"NetworkPolicy/{workers}"]
+    assert lists.count("networkpolicies") == 3
+    await run(acts.apply, contract.ApplyClusterInput(ref=ref, generation=2, ensure_objects=True))
+    assert await client.list_all(kube.NETWORK_POLICIES, "default") == []
 
 
 def _platform_object(kind: str, name: str) -> dict[str, Any]:

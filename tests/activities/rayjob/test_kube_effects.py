@@ -325,8 +325,13 @@ async def test_pods_are_listed_only_where_they_decide_something(
     snap = await run(acts.read, contract.ReadJobInput(ref=sidecar, cluster_name="c1"))
     assert snap.cluster.head_pod and listed == ["pods"]
     await client.delete(kube.RAYCLUSTERS, "default", "c1")
+    # A finished job's cluster removed by a deletion rule: its pods decide nothing.
     snap = await run(acts.read, contract.ReadJobInput(ref=http, cluster_name="c1"))
-    assert not snap.cluster.exists and snap.cluster.pods == 1 and not snap.cluster.gone
+    assert not snap.cluster.exists and listed == ["pods"]
+    # A teardown waits for the last pod.
+    teardown = contract.ReadJobInput(ref=http, cluster_name="c1", count_left_pods=True)
+    snap = await run(acts.read, teardown)
+    assert snap.cluster.pods == 1 and not snap.cluster.gone and listed == ["pods", "pods"]
 
 
 async def test_the_status_write_reuses_the_pass_read(
@@ -354,6 +359,29 @@ async def test_the_status_write_reuses_the_pass_read(
     assert stored["jobDeploymentStatus"] == "Suspended" and "jobId" not in stored
 
 
+async def test_the_status_write_after_the_finalizer_names_the_finalizer_write(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first pass adds the finalizer, then writes the status: against the version the
+    finalizer left, one PATCH (against the read's, a 409, a GET and the PATCH again)."""
+    acts = JobActivities(client, DEFAULT_OPTIONS)
+    ref = await make_rayjob(client)
+    await run(acts.read, contract.ReadJobInput(ref=ref))
+    written = await run(acts.set_finalizer, contract.SetFinalizerInput(ref=ref, present=True))
+    gets = Calls(client, "get_same", monkeypatch)
+    patches = Calls(client, "patch", monkeypatch)
+    initializing = RayJobStatus(job_deployment_status=JobDeploymentStatus.INITIALIZING)
+    write = contract.WriteJobStatusInput(
+        ref=ref, status=initializing, read_version=str(written.version)
+    )
+    after = await run(acts.write_status, write)
+    assert gets.count("rayjobs") == 0 and patches.count("rayjobs") == 1
+    assert after.version > written.version
+    stored = await client.get(kube.RAYJOBS, "default", ref.name)
+    assert stored["status"]["jobDeploymentStatus"] == "Initializing"
+    assert stored["metadata"]["finalizers"] == ["ray.io/rayjob-finalizer"]
+
+
 async def test_the_cluster_comes_from_the_copy_when_it_is_as_new_as_the_news(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -372,13 +400,20 @@ async def test_the_cluster_comes_from_the_copy_when_it_is_as_new_as_the_news(
     acts = JobActivities(client, DEFAULT_OPTIONS, clusters=clusters)
     monkeypatch.setattr(informer, "CATCH_UP", 0.2)
     read = contract.ReadJobInput(ref=ref, cluster_name="ghost", cluster_as_of=5)
+    point = contract.EnsureHeadServiceInput(ref=ref, cluster_name="ghost", cluster_as_of=6)
     async with running(clusters):
         assert await eventually(lambda: clusters.whole)
         cached = await run(acts.read, read)
         behind = await run(acts.read, read.model_copy(update={"cluster_as_of": 6}))
+        await run(acts.ensure_head_service, point)  # behind: live, and no cluster there
+        assert await client.get_or_none(kube.SERVICES, "default", f"{ref.name}-head-svc") is None
+        await run(acts.ensure_head_service, point.model_copy(update={"cluster_as_of": 5}))
     assert cached.cluster is not None and cached.cluster.exists
     assert cached.cluster.status is not None and cached.cluster.status.state == "ready"
     assert behind.cluster == contract.ClusterView(name="ghost", exists=False)  # read live
+    # The step after the read takes the cluster where the read did: from the copy.
+    service = await client.get(kube.SERVICES, "default", f"{ref.name}-head-svc")
+    assert service["spec"]["selector"]["ray.io/cluster"] == "ghost"
 
 
 async def test_the_rayjob_comes_from_the_copy_when_it_is_as_new_as_the_workflow_knows(
@@ -424,7 +459,7 @@ async def test_a_gone_cluster_and_its_pods_come_from_the_copies_once_they_saw_it
     acts = JobActivities(client, DEFAULT_OPTIONS, clusters=clusters, pods=pods)
     monkeypatch.setattr(informer, "CATCH_UP", 0.2)
     lists = Calls(client, "list_all", monkeypatch)
-    read = contract.ReadJobInput(ref=ref, cluster_name="old", cluster_as_of=5)
+    read = contract.ReadJobInput(ref=ref, cluster_name="old", cluster_as_of=5, count_left_pods=True)
     delete = contract.DeleteAttemptInput(
         ref=ref, cluster_name="old", delete_submitter=False, cluster_as_of=5
     )

@@ -70,6 +70,13 @@ class FakeJobWorld:
     """`cluster_as_of` of every attempt deletion."""
     writes: int = 0
     """Writes to the RayJob so far; each one's version is 100 more than this count."""
+    stale_status_writes: int = 0
+    """Status writes naming a version the RayJob had already left by the workflow's own
+    write: each a 409, a GET and the write again on a real API server."""
+    unmade_cluster_reads: int = 0
+    """Reads naming a cluster before the workflow created it: a GET and a LIST for nothing."""
+    left_pods_counted: list[tuple[str, bool]] = field(default_factory=list)
+    """(deployment status, `count_left_pods`) of every read that named a cluster."""
     clusters: dict[str, FakeRayCluster] = field(default_factory=dict)
     created_clusters: list[str] = field(default_factory=list)
     submitter: FakeSubmitter | None = None
@@ -160,8 +167,14 @@ class FakeJobWorld:
         self.read_as_of.append(params.as_of)
         if not self.exists:
             return contract.JobSnapshot(exists=False)
+        if params.cluster_name:
+            deployment = self.status.job_deployment_status if self.status else None
+            self.left_pods_counted.append((str(deployment), params.count_left_pods))
+            if params.cluster_name not in self.created_clusters:
+                self.unmade_cluster_reads += 1
         same = params.known_generation == self.generation
         return contract.JobSnapshot(
+            resource_version=str(100 + self.writes),
             options=self.options,
             generation=self.generation,
             deleting=self.deleting,
@@ -292,6 +305,8 @@ class FakeJobWorld:
 
     @activity.defn(name=contract.WRITE_RAYJOB_STATUS.name)
     async def write_status(self, params: contract.WriteJobStatusInput) -> contract.Written:
+        if params.read_version and params.read_version != str(100 + self.writes):
+            self.stale_status_writes += 1
         self.status = params.status
         self.status_writes.append(params.status)
         return self._written()

@@ -137,6 +137,9 @@ async def test_success_in_each_mode(harness: Harness, mode: str) -> None:
     await eventually(lambda: world.live_clusters() == [], message="cluster deleted after TTL 0")
     progress = await harness.progress()
     assert progress.state == "Complete"
+    # Each status write names the version the pass last read or wrote itself (the first
+    # pass's finalizer), and no pass reads a cluster before it exists.
+    assert world.stale_status_writes == 0 and world.unmade_cluster_reads == 0
 
 
 @pytest.mark.parametrize("started_with", [None, messages.COVERING_PATCHES["RayJob"]])
@@ -276,6 +279,10 @@ async def test_suspend_then_resume_starts_a_new_attempt(harness: Harness) -> Non
     await harness.signal(messages.RESUME, messages.UserRequest(reason="test"))
     second = await harness.ready_and_running()
     assert second != first and len(world.created_clusters) == 2
+    # Only the teardown waits for a deleted cluster's pods: other passes do not count them.
+    counted = {status for status, count in world.left_pods_counted if count}
+    assert counted == {"Suspending"}
+    assert any(status == "Running" for status, _ in world.left_pods_counted)
 
 
 async def test_signals_typed_in_the_ui_suspend_resume_or_are_refused(harness: Harness) -> None:
