@@ -42,11 +42,14 @@ def decide_running(facts: Facts, now: datetime) -> Step:
         return guard
     status = facts.status
     cluster = facts.cluster
+    view = facts.attempt.ray_job
     if cluster is not None and cluster.exists:
-        status = status.model_copy(update={"ray_cluster_status": cluster.status})
+        # As KubeRay, the cluster's status is copied along with Ray's answer, never alone: a
+        # pass that submits, or waits for the first answer, writes no status for it.
+        if view is not None and view.found:
+            status = status.model_copy(update={"ray_cluster_status": cluster.status})
         if cluster.dashboard_url:  # what the cluster's own head Service says, not what was
             status = status.model_copy(update={"dashboard_url": cluster.dashboard_url})
-    view = facts.attempt.ray_job
     if view is not None and view.found:
         status = _copy_job(status, view)
     facts = replace(facts, status=status)

@@ -489,16 +489,23 @@ def test_a_borrowed_cluster_is_looked_at_every_few_seconds(
 
 @pytest.mark.parametrize("early", [False, True], ids=["as-kuberay", "before-the-patch"])
 def test_the_cluster_status_is_copied_only_once_the_job_runs(early: bool) -> None:
-    """KubeRay copies `rayClusterStatus` in Running only: an InteractiveMode job Waiting for
-    its id shows none (workflows from before the patch copied it while Initializing)."""
+    """KubeRay copies `rayClusterStatus` in Running only, with Ray's answer: an InteractiveMode
+    job Waiting for its id shows none (workflows from before the patch copied it while
+    Initializing)."""
     interactive = {"submissionMode": "InteractiveMode"}
     initializing = facts(D.INITIALIZING, interactive, cluster=READY, cluster_status_early=early)
     waiting = decide(initializing)
     assert waiting.status.job_deployment_status == D.WAITING
     assert (waiting.status.ray_cluster_status is not None) is early
 
-    running = decide(facts(D.RUNNING, cluster=READY))
-    assert running.status.ray_cluster_status == READY.status
+    # In Running, along with Ray's answer, as KubeRay: a pass that submits or still waits
+    # for the first answer copies nothing (one status write fewer per job).
+    answered = decide(running(view=view(J.RUNNING)))
+    assert answered.status.ray_cluster_status == READY.status
+    http = {"submissionMode": "HTTPMode"}
+    for attempt in (Attempt(number=1), SEEN.model_copy(update={"ray_job": None})):
+        unanswered = decide(facts(D.RUNNING, http, cluster=READY, attempt=attempt))
+        assert unanswered.status.ray_cluster_status is None
 
 
 @pytest.mark.parametrize("catch_up", [True, False], ids=["as-kuberay", "before-the-patch"])
