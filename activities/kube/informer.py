@@ -253,6 +253,19 @@ async def cached_or_live(
     return cached if cached is not None else await kube.get_or_none(resource, namespace, name)
 
 
+async def cached_or_absent(
+    kube: KubeClient, copy: Informer | None, resource: Resource, namespace: str, name: str
+) -> JSON | None:
+    """As `cached_or_live`, but a whole copy that lacks the object says it is absent.
+
+    For a reader that made nothing yet the copy could lag behind (a first pass): the copy,
+    listed and watched, holds every object made before its last event, as KubeRay's cache.
+    """
+    if copy is not None and await copy.reached(namespace, 0, 0):
+        return copy.get(namespace, name)
+    return await cached_or_live(kube, copy, resource, namespace, name)
+
+
 async def same_as_of(
     kube: KubeClient,
     copy: Informer | None,

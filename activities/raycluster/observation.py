@@ -29,7 +29,7 @@ from activities.contract import summarize_pod, summarize_service
 from activities.kube import client as kube
 from activities.kube import informer
 from activities.kube.client import KubeClient
-from activities.kube.informer import Informer, cached_or_live, same_as_of
+from activities.kube.informer import Informer, cached_or_absent, cached_or_live, same_as_of
 from activities.kube.recent import RecentReads, version_number
 from activities.kube.vocabulary import JobConditionType
 from activities.raycluster import contract
@@ -126,7 +126,8 @@ class ClusterObserver:
         if params.known_generation is None:
             snapshot.status = cluster.status
         spec_changed = params.known_generation != snapshot.generation
-        await self._observe(cluster, snapshot, spec_changed, params.pods_as_of)
+        first = params.known_generation is None
+        await self._observe(cluster, snapshot, spec_changed, params.pods_as_of, first)
         if meta.get("deletionTimestamp"):
             await self._observe_deletion(cluster, snapshot)
         return snapshot
@@ -158,13 +159,22 @@ class ClusterObserver:
         snapshot: contract.ClusterSnapshot,
         spec_changed: bool,
         pods_as_of: int,
+        first: bool,
     ) -> None:
+        """Read the pods and owned objects; `first`: a run's first pass, which made nothing.
+
+        A first pass takes the head Service's absence from a whole copy, as KubeRay's cache
+        (a new cluster's first pass made a GET that found nothing); a later one reads live
+        what the copy lacks, so one it has not seen yet, or another's of the name (the copy
+        holds only labelled ones), is found.
+        """
         ns = cluster.namespace
         head_name = names.head_service_name(cluster.name, cluster.spec)
+        read_head = cached_or_absent if first else cached_or_live
         # Independent reads go out together: each is a round trip to the API server.
         (pods, snapshot.pods_seen), head = await asyncio.gather(
             self._cluster_pods(cluster, pods_as_of),
-            cached_or_live(self._kube, self._services, kube.SERVICES, ns, head_name),
+            read_head(self._kube, self._services, kube.SERVICES, ns, head_name),
         )
         snapshot.pods = [
             view

@@ -354,6 +354,30 @@ async def test_the_head_service_comes_from_the_copy_when_it_holds_it(
     assert cached.head_service is not None and cached.head_service.cluster_ip == "10.9.9.9"
 
 
+async def test_a_first_pass_takes_the_head_services_absence_from_a_whole_copy(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new cluster's first pass made a GET of its head Service that found nothing; a later
+    pass still reads live what the copy lacks: another's Service of the name has no label."""
+    ref = await make_cluster(client)
+    foreign = {"metadata": {"name": f"{ref.name}-head-svc"}, "spec": {"clusterIP": "None"}}
+    await client.create(kube.SERVICES, "default", foreign)
+    services = Informer(
+        cast(KubeClient, QuietApi([], {None: "5"})), kube.SERVICES, "ray.io/cluster"
+    )
+    acts = ClusterActivities(client, DEFAULT_OPTIONS, services=services)
+    gets = Calls(client, "get_or_none", monkeypatch)
+    async with running(services):
+        assert await eventually(lambda: services.whole)
+        first = await run(acts.read, contract.ReadClusterInput(ref=ref))
+        assert gets.count("services") == 0
+        later = await run(acts.read, contract.ReadClusterInput(ref=ref, known_generation=1))
+    assert gets.count("services") == 1
+    assert first.head_service is None
+    assert f"Service/{ref.name}-head-svc" in first.missing_objects  # the apply step finds it
+    assert later.head_service is not None
+
+
 async def test_a_pass_reads_its_raycluster_once(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
