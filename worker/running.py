@@ -122,7 +122,7 @@ def build_worker(
     )
 
 
-RAY_JOB_NEWS = messages.OwnedChanged(kinds=["Ray job"])
+RAY_JOB_NEWS = messages.OwnedChanged(kinds=[messages.RAY_JOB_KIND])
 """What the watch of running Ray jobs signals: Ray's answer about the job changed."""
 
 

@@ -90,6 +90,11 @@ class OwnedChanged(BaseModel):
     """The newest resourceVersion behind the change, by kind: a read from a cache waits for it."""
 
 
+RAY_JOB_KIND = "Ray job"
+"""The kind the worker's watch of running Ray jobs names in `OwnedChanged`: Ray's answer
+about the job changed (not an object the CR owns)."""
+
+
 class Deleted(BaseModel):
     """The CR got a deletionTimestamp (`gone=False`) or disappeared from the API (`gone=True`)."""
 

@@ -35,7 +35,7 @@ from tests.reference import REPO_ROOT
 from tests.time_skipping import start_time_skipping
 from tests.workflows.raycluster.fake_cluster import FakeCluster
 from tests.workflows.raycluster.test_workflow import SPEC
-from worker.running import strict_sandbox_runner
+from worker.running import RAY_JOB_NEWS, strict_sandbox_runner
 from worker.search_attributes import ALL_KEYS
 from workflows import messages
 from workflows.raycluster.state import RayClusterInput
@@ -151,8 +151,8 @@ async def rayjob_lifecycle(client: Client, patches: str | None = None) -> Workfl
             world.make_ready()
             await handle.signal(messages.OWNED_CHANGED, owned)
             await eventually(lambda: world.state == "Running" and world.submitter is not None)
-            world.finish(outcome, datetime.now(UTC))
-            await handle.signal(messages.OWNED_CHANGED, owned)
+            world.finish(outcome, datetime.now(UTC))  # as the watch of running Ray jobs says
+            await handle.signal(messages.OWNED_CHANGED, RAY_JOB_NEWS)
             await eventually(lambda: world.state in ("Retrying", "New", "Initializing", "Complete"))
         await eventually(lambda: world.state == "Complete" and not world.live_clusters())
         world.deleting = True

@@ -62,6 +62,8 @@ class RayJobState(BaseModel):
     """The next deadline or deletion rule: a pass is due then even without a signal."""
     poll_at: datetime | None = None
     """Do not poll Ray again before this (a quick unchanged answer must not spin)."""
+    asked_at: datetime | None = None
+    """When Ray was last asked about the job."""
     poll_gap: timedelta = timedelta(seconds=3)
     """The current pause between quick, unchanged answers from Ray (it backs off)."""
     busy: bool = False

@@ -81,6 +81,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._apply = Applier(self._ref, self._state, self._patches)
         self._nudged = False
         """A signal came in since the last poll: ask Ray now, even within the poll gap."""
+        self._ray_news = False
+        """The worker's watch saw Ray's answer change since the last poll: ask it now."""
 
     # --- what differs from `CrWorkflow` ---------------------------------------------------------
 
@@ -92,8 +94,9 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         self._state.rayjob_as_of = max(self._state.rayjob_as_of, change.version)
 
     def _owned_changed(self, change: messages.OwnedChanged) -> None:
-        """The RayCluster, the submitter Job or the head pod changed: ask Ray now."""
+        """The RayCluster, the submitter Job or the head pod changed, or Ray's answer did."""
         self._state.dirty = self._nudged = True
+        self._ray_news = self._ray_news or messages.RAY_JOB_KIND in change.kinds
         cluster = change.versions.get("RayCluster", 0)
         self._state.cluster_as_of = max(self._state.cluster_as_of, cluster)
 
@@ -222,11 +225,13 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         # signal about it arrives: Ray's last answer (say, "not found" from before the
         # submission) is then older than the submitter's end, and would fail a good job.
         stale = running and _submitter_outran_ray(facts) and self._patches.on(STALE_VIEW_PATCH)
-        if (self._nudged or deadline or stale) and running:
-            # Something changed (the submitter, the cluster) or a clock ran out: decide on
-            # Ray's state as of now, not as of the last poll.
+        nudged = self._nudged and (self._ray_news or _answer_may_be_old(facts, state))
+        if (nudged or deadline or stale) and running:
+            # Something changed (Ray's answer, the submitter, the cluster) or a clock ran out:
+            # decide on Ray's state as of now, not as of the last poll.
             await self._poll(peek=True)
             facts = replace(facts, attempt=state.attempt)
+        self._nudged = self._nudged and nudged
         violations = snap.schema_violations or reported(validate(self._rayjob(facts)))
         if violations:
             step = machine.validation_failed(facts, violations)
@@ -272,7 +277,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         recent = state.poll_at is not None and now < state.poll_at and state.attempt.ray_job
         if recent and not self._nudged and not peek:
             return False
-        self._nudged = False
+        self._nudged = self._ray_news = False
+        state.asked_at = now
         known = state.attempt.ray_job
         params = contract.AskRayJobInput(
             ref=self._ref, cluster_name=status.ray_cluster_name or "", job_id=status.job_id or ""
@@ -355,6 +361,20 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             line += f", Ray job {status.job_id} {status.job_status}"
         doing = f"attempt {state.attempt.number}: waiting for {state.waiting}"
         return f"{line}\n\n{doing}" if state.waiting else line
+
+
+def _answer_may_be_old(facts: Facts, state: RayJobState) -> bool:
+    """Whether a change of the cluster, its pods or the submitter is worth asking Ray again.
+
+    Not within `POLL_GAP` of the last question (KubeRay's requeue; its workqueue folds a burst
+    of events into one reconcile), and not before an HTTPMode submission (nothing asked then
+    decides anything: the submission comes next, and takes a job Ray already has). News from
+    the watch of running Ray jobs and a submitter that outran Ray's answer always ask.
+    """
+    if facts.mode == Mode.HTTP and not facts.attempt.submitted:
+        return False
+    asked = state.asked_at
+    return asked is None or workflow.now() >= asked + POLL_GAP
 
 
 def _submitter_outran_ray(facts: Facts) -> bool:

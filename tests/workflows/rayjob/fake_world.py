@@ -70,6 +70,8 @@ class FakeJobWorld:
     """`cluster_as_of` of every attempt deletion."""
     writes: int = 0
     """Writes to the RayJob so far; each one's version is 100 more than this count."""
+    asks: int = 0
+    """Questions to Ray about a job."""
     stale_status_writes: int = 0
     """Status writes naming a version the RayJob had already left by the workflow's own
     write: each a 409, a GET and the write again on a real API server."""
@@ -284,6 +286,7 @@ class FakeJobWorld:
 
     @activity.defn(name=contract.ASK_RAY_JOB.name)
     async def ask(self, params: contract.AskRayJobInput) -> contract.RayJobView:
+        self.asks += 1
         if not self.dashboard_up:
             return contract.RayJobView(reachable=False, error="connection refused")
         record = self.ray_jobs.get(params.job_id)

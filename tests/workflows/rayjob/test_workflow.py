@@ -7,7 +7,7 @@ deadlines with durable timers, so each test skips exactly the time it means to.
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -96,8 +96,14 @@ class Harness(EntityHarness):
         return world.status.job_id
 
     async def finish(self, status: JobStatus = JobStatus.SUCCEEDED) -> None:
+        """The Ray job ends, and the worker's watch of running Ray jobs says so."""
         self.world.finish(status, await self.env.get_current_time())
-        await self.owned_changed()
+        await self.ray_news()
+
+    async def ray_news(self) -> None:
+        await self.signal(
+            messages.OWNED_CHANGED, messages.OwnedChanged(kinds=[messages.RAY_JOB_KIND])
+        )
 
 
 @pytest_asyncio.fixture
@@ -565,6 +571,33 @@ async def test_nudges_while_the_cluster_provisions_share_one_timer(harness: Harn
             message="the pass",
         )
     assert await count("timer_started_event_attributes") == 1
+
+
+async def test_a_burst_of_changes_asks_ray_once_and_its_news_always(harness: Harness) -> None:
+    """A change of the cluster or its pods moments after Ray answered asks nothing more (each
+    was a question to the dashboard: 4.4 a job where KubeRay asks 3.0); the worker's watch
+    saying Ray's answer changed always asks, and so does a change once `POLL_GAP` has passed."""
+    world = harness.world
+    world.spec = job_spec(submissionMode="HTTPMode")
+    handle = await harness.start()
+    await harness.ready_and_running()
+    await eventually(lambda: world.submissions and world.asks >= 2, message="the first answer")
+
+    async def tasks() -> int:
+        events = (await handle.fetch_history()).events
+        return sum(1 for e in events if e.HasField("workflow_task_completed_event_attributes"))
+
+    async def asks_after(nudge: Callable[[], Awaitable[None]]) -> int:
+        """The questions to Ray the nudged pass asked (its workflow task done)."""
+        asked, done = world.asks, await tasks()
+        await nudge()
+        await eventually(lambda: when(tasks(), lambda n: n > done), message="the nudged pass")
+        return world.asks - asked
+
+    assert await asks_after(harness.owned_changed) == 0  # the cluster's status, moments later
+    assert await asks_after(harness.ray_news) == 1
+    await harness.env.sleep(timedelta(seconds=3.5))
+    assert await asks_after(harness.owned_changed) == 1
 
 
 async def test_a_pass_reads_the_cluster_as_new_as_the_newest_cluster_news(
