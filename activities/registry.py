@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from activities.builders import DEFAULT_OPTIONS, BuildOptions
@@ -27,6 +27,7 @@ from activities.raycronjob.kube_effects import CronJobActivities
 from activities.raycronjob.schedules import ScheduleActivities
 from activities.rayjob.contract import JobOperatorOptions
 from activities.rayjob.kube_effects import JobActivities
+from activities.rayjob.ray_answers import RayAnswers
 from activities.rayjob.ray_effects import RayJobActivities
 from activities.rayjob.ray_watch import running_job
 from activities.rayservice.kube_effects import ServiceActivities
@@ -47,6 +48,8 @@ class Copies:
     clusters: Informer
     rayjobs: Informer
     """Summarized by their running Ray jobs (`ray_watch.running_job`)."""
+    answers: RayAnswers = field(default_factory=RayAnswers)
+    """Ray's answers the watch of running Ray jobs got, which a workflow's ask may take."""
 
 
 def build_activities(
@@ -80,10 +83,10 @@ def build_activities(
     """
     if kube is None:
         return []
-    pods, services, clusters, rayjobs = (
-        (copies.pods, copies.services, copies.clusters, copies.rayjobs)
+    pods, services, clusters, rayjobs, answers = (
+        (copies.pods, copies.services, copies.clusters, copies.rayjobs, copies.answers)
         if copies
-        else (None, None, None, None)
+        else (None, None, None, None, None)
     )
     if connector is None:
         connector = dashboard_connector(kube, dashboard_access, copies)
@@ -95,7 +98,7 @@ def build_activities(
         *JobActivities(
             kube, options, metrics, job_options, services, clusters, rayjobs, pods
         ).activities(),
-        *RayJobActivities(kube, connector, rayjobs, clusters).activities(),
+        *RayJobActivities(kube, connector, rayjobs, clusters, answers).activities(),
         # RayService; its Events go through ClusterActivities' `record_event` (same name).
         *ServiceActivities(kube, options).activities(),
         *serve.activities(),

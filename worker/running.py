@@ -167,7 +167,7 @@ async def watching_ray_jobs(
                 raise
             # The CR's workflow has ended: its status is stale, and nobody waits on the job.
 
-    watch = RayJobWatch(connector, copies.rayjobs, copies.clusters, nudge)
+    watch = RayJobWatch(connector, copies.rayjobs, copies.clusters, nudge, copies.answers)
     task = asyncio.create_task(watch.run(), name="watch of running Ray jobs")
     try:
         yield watch

@@ -44,6 +44,7 @@ from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.informer import Informer, cached_or_live, same_as_of
 from activities.rayjob import contract
+from activities.rayjob.ray_answers import RayAnswers
 from crds.enums import JobStatus
 from crds.raycluster import RayCluster
 from crds.rayjob import RayJob, RayJobSpec
@@ -61,11 +62,13 @@ class RayJobActivities:
         connector: DashboardConnector,
         rayjobs: Informer | None = None,
         clusters: Informer | None = None,
+        answers: RayAnswers | None = None,
     ) -> None:
         self._kube = client
         self._connector = connector
         self._rayjobs = rayjobs
         self._clusters = clusters
+        self._answers = answers
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
@@ -97,7 +100,15 @@ class RayJobActivities:
 
     @activity.defn(name=contract.ASK_RAY_JOB.name)
     async def ask(self, params: contract.AskRayJobInput) -> contract.RayJobView:
-        """Ask the dashboard about the job once (the workflow paces the questions)."""
+        """Ask the dashboard about the job once (the workflow paces the questions).
+
+        Answered by the worker's watch of running Ray jobs when it asked a moment ago: its
+        news is what woke the workflow to ask.
+        """
+        if self._answers is not None:
+            fresh = self._answers.fresh(params.ref.uid, params.job_id)
+            if fresh is not None:
+                return fresh
         _, cluster = await self._read(params.ref, params.cluster_name)
         if cluster is None:
             return contract.RayJobView(reachable=False, error=_missing(params))

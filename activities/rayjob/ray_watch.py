@@ -10,8 +10,9 @@ its copy of the RayJobs (Running, with a job id and a cluster, Ray's status not 
 asks each cluster's dashboard about its job (`in_flight` at a time, through the head Service
 the cluster owns, as the activities do) and, when Ray's answer differs from the last one it
 had, nudges the RayJob's workflow (`nudge`: the worker signals `owned_changed`). The workflow
-then asks Ray itself, decides and writes the status; it also asks on a timer of its own that
-backs off to minutes, so a lost nudge costs a delay, never an outcome.
+then asks for Ray's answer (`RayAnswers`: the watch's own, when a moment old), decides and
+writes the status; it also asks on a timer of its own that backs off to minutes, so a lost
+nudge costs a delay, never an outcome.
 
 Nothing here has to survive a crash: after a restart the loop starts from the statuses the
 workflows last wrote, so at worst a workflow is nudged once for nothing. Each worker watches
@@ -32,6 +33,7 @@ from activities.dashboard.errors import DashboardError
 from activities.kube.client import JSON
 from activities.kube.informer import Informer
 from activities.rayjob.contract import RayJobView
+from activities.rayjob.ray_answers import INTERVAL, RayAnswers
 from activities.rayjob.ray_effects import job_status_of, job_view
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.raycluster import RayCluster
@@ -39,8 +41,6 @@ from crds.refs import ObjectRef
 
 logger = logging.getLogger(__name__)
 
-INTERVAL = 3.0
-"""Seconds between rounds: KubeRay's requeue of a running RayJob."""
 IN_FLIGHT = 16
 """Dashboard calls one round has open at a time."""
 
@@ -90,10 +90,12 @@ class RayJobWatch:
         rayjobs: Informer,
         clusters: Informer,
         nudge: Nudge,
+        answers: RayAnswers | None = None,
         interval: float = INTERVAL,
         in_flight: int = IN_FLIGHT,
     ) -> None:
         self._connector = connector
+        self._answers = answers or RayAnswers()
         self._rayjobs = rayjobs
         self._clusters = clusters
         self._nudge = nudge
@@ -119,6 +121,7 @@ class RayJobWatch:
         jobs = [job for job in self._rayjobs.summaries() if isinstance(job, RunningJob)]
         keys = {(job.ref.uid, job.job_id) for job in jobs}
         self._last = {key: view for key, view in self._last.items() if key in keys}
+        self._answers.keep_only(keys)
         names = {(job.ref.namespace, job.cluster_name) for job in jobs}
         self._models = {key: kept for key, kept in self._models.items() if key in names}
         nudged = await asyncio.gather(*(self._check(job) for job in jobs))
@@ -134,6 +137,7 @@ class RayJobWatch:
         if view is None:
             return False
         key = (job.ref.uid, job.job_id)
+        self._answers.keep(*key, view)
         if view.same_as(self._last.get(key, job.seen)):
             self._last[key] = view
             return False

@@ -141,6 +141,14 @@ async def rayjob_lifecycle(client: Client, patches: str | None = None) -> Workfl
             task_queue=queue,
         )
         owned = messages.OwnedChanged(kinds=["RayCluster"])
+
+        async def workflow_in(*states: str) -> bool:
+            # Asked of the workflow, not the fake world: a query is answered between workflow
+            # tasks, so the next signal never lands in a task still deciding (the world runs
+            # ahead of the history, and a task a signal overtakes is refused and run again).
+            progress = await handle.query(messages.PROGRESS, result_type=messages.Progress)
+            return progress.state in states
+
         for attempt, outcome in enumerate((JobStatus.FAILED, JobStatus.SUCCEEDED), start=1):
             await eventually(
                 lambda a=attempt: (
@@ -151,10 +159,12 @@ async def rayjob_lifecycle(client: Client, patches: str | None = None) -> Workfl
             world.make_ready()
             await handle.signal(messages.OWNED_CHANGED, owned)
             await eventually(lambda: world.state == "Running" and world.submitter is not None)
+            await eventually(lambda: workflow_in("Running"))
             world.finish(outcome, datetime.now(UTC))  # as the watch of running Ray jobs says
             await handle.signal(messages.OWNED_CHANGED, RAY_JOB_NEWS)
-            await eventually(lambda: world.state in ("Retrying", "New", "Initializing", "Complete"))
+            await eventually(lambda: workflow_in("Retrying", "New", "Initializing", "Complete"))
         await eventually(lambda: world.state == "Complete" and not world.live_clusters())
+        await eventually(lambda: workflow_in("Complete"))
         world.deleting = True
         await handle.signal(messages.DELETED, messages.Deleted(gone=False))
         await handle.result()

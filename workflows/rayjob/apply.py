@@ -32,6 +32,8 @@ InputT = TypeVar("InputT")
 ResultT = TypeVar("ResultT")
 
 Policy = DeletionPolicyType
+FIRST_ANSWER = timedelta(seconds=3)
+"""How long after a submission Ray is first asked about the job (KubeRay's requeue)."""
 TEARDOWN = (JobDeploymentStatus.SUSPENDING, JobDeploymentStatus.RETRYING)
 """The states that wait for a deleted cluster's last pod (`machine._tear_down`)."""
 
@@ -205,6 +207,9 @@ class Applier:
         already = " (Ray already had it)" if result.duplicate else ""
         self._remember(f"{verb} Ray job {action.job_id}{already}")
         state.attempt = state.attempt.model_copy(update={"submitted": True, "ray_job": None})
+        # Ray's first answer in a moment, as KubeRay's next reconcile (its 3 s requeue), or at
+        # the watch's news: asked at once, it said PENDING, a status write for that alone.
+        state.poll_at = workflow.now() + FIRST_ANSWER
         return True
 
     async def _delete_attempt(self, action: act.DeleteAttempt) -> bool:

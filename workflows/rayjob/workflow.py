@@ -274,7 +274,10 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
         state = self._state
         status = state.status or RayJobStatus()
         now = workflow.now()
-        recent = state.poll_at is not None and now < state.poll_at and state.attempt.ray_job
+        # Paced once Ray answered in this attempt, or the job was submitted (its first question
+        # waits for `FIRST_ANSWER`); a new attempt's first question is asked at once.
+        paced = state.attempt.ray_job is not None or state.attempt.submitted
+        recent = state.poll_at is not None and now < state.poll_at and paced
         if recent and not self._nudged and not peek:
             return False
         self._nudged = self._ray_news = False

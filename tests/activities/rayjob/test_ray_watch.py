@@ -12,12 +12,15 @@ from typing import Any
 
 import httpx
 import pytest
+from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard.access import DashboardAccess, DashboardConnector
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeUnavailable
 from activities.rayjob.contract import RayJobView
+from activities.rayjob.ray_answers import INTERVAL, RayAnswers
+from activities.rayjob.ray_effects import RayJobActivities
 from activities.rayjob.ray_watch import RayJobWatch, RunningJob, running_job
 from activities.registry import Copies, watching
 from crds.enums import JobStatus
@@ -28,6 +31,7 @@ from tests.activities.counting import Calls
 from tests.activities.rayjob.test_ray_effects import (
     Dashboard,
     answer,
+    ask_input,
     cluster_of,
     job,
     make_rayjob,
@@ -263,3 +267,32 @@ async def test_the_activities_and_the_watch_share_one_road_to_dashboards(
         assert len([h for h in holders if hasattr(h, "_connector")]) > 2  # RayJob and Serve
         assert connector._pool is not None  # kept for as long as the worker runs
     assert connector._pool is None
+
+
+async def test_the_ask_after_the_watchs_news_takes_the_watchs_answer(client: KubeClient) -> None:
+    """The watch's nudge made the workflow ask Ray what the watch had just heard: a second
+    call per change. A found answer younger than a round serves the ask; an older one, and a
+    "not found" (it may be from before the submission), are asked again."""
+    ref = await running_rayjob(client)
+    path = "GET /api/jobs/job-x-1"
+    dashboard = Dashboard(**{path: [answer(200, job("SUCCEEDED")), answer(200, job("SUCCEEDED"))]})
+    now = [100.0]
+    answers = RayAnswers(clock=lambda: now[0])
+    nudges = Nudges()
+    async with watching(client) as copies:
+        assert copies is not None
+        transport = httpx.MockTransport(dashboard)
+        connector = DashboardConnector(client, DashboardAccess.PROXY, transport, copies.services)
+        watch = RayJobWatch(connector, copies.rayjobs, copies.clusters, nudges, answers)
+        asking = RayJobActivities(client, connector, copies.rayjobs, copies.clusters, answers)
+        async with connector.pooled():
+            await in_the_copy(copies, ref)
+            assert await watch.round() == 1  # Ray says the job ended
+            now[0] += INTERVAL - 0.1
+            taken = await ActivityEnvironment().run(asking.ask, ask_input(ref))
+            assert taken.status == JobStatus.SUCCEEDED and dashboard.calls("GET") == 1
+            now[0] += 0.2
+            asked = await ActivityEnvironment().run(asking.ask, ask_input(ref))
+            assert asked.status == JobStatus.SUCCEEDED and dashboard.calls("GET") == 2
+    answers.keep(ref.uid, "job-x-1", RayJobView(found=False))
+    assert answers.fresh(ref.uid, "job-x-1") is None

@@ -600,6 +600,27 @@ async def test_a_burst_of_changes_asks_ray_once_and_its_news_always(harness: Har
     assert await asks_after(harness.owned_changed) == 1
 
 
+async def test_ray_is_first_asked_about_a_submitted_job_a_requeue_later(harness: Harness) -> None:
+    """Asked at once, Ray said PENDING: a question and a status write for that alone. KubeRay
+    asks at its next reconcile (its 3 s requeue), or at the watch's news, which ours heeds."""
+    world = harness.world
+    world.spec = job_spec(submissionMode="HTTPMode")
+    await harness.start()
+    await harness.ready_and_running()
+
+    await eventually(lambda: world.submissions, message="the job submitted")
+    asked = world.asks
+
+    async def submitted_and_settled() -> bool:
+        waiting = (await harness.progress()).waiting_for
+        return world.asks > asked or any("first status" in w for w in waiting)
+
+    await eventually(submitted_and_settled, message="the submission's pass done")
+    assert world.asks == asked
+    await harness.env.sleep(timedelta(seconds=3.5))
+    await eventually(lambda: world.asks == asked + 1, message="the first answer")
+
+
 async def test_a_pass_reads_the_cluster_as_new_as_the_newest_cluster_news(
     harness: Harness,
 ) -> None:
