@@ -10,6 +10,11 @@ from activities.rayjob.contract import RayJobView
 INTERVAL = 3.0
 """Seconds between the watch's rounds: KubeRay's requeue of a running RayJob."""
 
+Asked = tuple[str, str, str]
+"""A question to Ray: (the RayJob's uid, the cluster asked, the job id). The cluster is part of
+it: the watch asks the one the RayJob's status names, which anyone allowed to write that status
+could change; the workflow asks its own, and takes only an answer from that one."""
+
 
 class RayAnswers:
     """Ray's last answer about each running job as the watch got it, for the workflow's ask.
@@ -24,22 +29,22 @@ class RayAnswers:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._answers: dict[tuple[str, str], tuple[float, RayJobView]] = {}
+        self._answers: dict[Asked, tuple[float, RayJobView]] = {}
 
-    def keep(self, uid: str, job_id: str, view: RayJobView) -> None:
-        """Keep Ray's answer about job `job_id` of the RayJob `uid`, as of now."""
+    def keep(self, asked: Asked, view: RayJobView) -> None:
+        """Keep Ray's answer to the question `asked`, as of now."""
         if view.found:
-            self._answers[(uid, job_id)] = (self._clock(), view)
+            self._answers[asked] = (self._clock(), view)
         else:
-            self._answers.pop((uid, job_id), None)
+            self._answers.pop(asked, None)
 
-    def fresh(self, uid: str, job_id: str, within: float = INTERVAL) -> RayJobView | None:
-        """The answer about the job kept less than `within` s ago, if any."""
-        kept = self._answers.get((uid, job_id))
+    def fresh(self, asked: Asked, within: float = INTERVAL) -> RayJobView | None:
+        """The answer to the question `asked` kept less than `within` s ago, if any."""
+        kept = self._answers.get(asked)
         if kept is None or self._clock() - kept[0] >= within:
             return None
         return kept[1]
 
-    def keep_only(self, keys: set[tuple[str, str]]) -> None:
+    def keep_only(self, asked: set[Asked]) -> None:
         """Forget the jobs no longer running (their RayJobs moved on or went)."""
-        self._answers = {key: kept for key, kept in self._answers.items() if key in keys}
+        self._answers = {key: kept for key, kept in self._answers.items() if key in asked}

@@ -106,7 +106,7 @@ class RayJobActivities:
         news is what woke the workflow to ask.
         """
         if self._answers is not None:
-            fresh = self._answers.fresh(params.ref.uid, params.job_id)
+            fresh = self._answers.fresh((params.ref.uid, params.cluster_name, params.job_id))
             if fresh is not None:
                 return fresh
         _, cluster = await self._read(params.ref, params.cluster_name)

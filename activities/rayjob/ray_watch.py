@@ -33,7 +33,7 @@ from activities.dashboard.errors import DashboardError
 from activities.kube.client import JSON
 from activities.kube.informer import Informer
 from activities.rayjob.contract import RayJobView
-from activities.rayjob.ray_answers import INTERVAL, RayAnswers
+from activities.rayjob.ray_answers import INTERVAL, Asked, RayAnswers
 from activities.rayjob.ray_effects import job_status_of, job_view
 from crds.enums import JobDeploymentStatus, JobStatus
 from crds.raycluster import RayCluster
@@ -121,7 +121,7 @@ class RayJobWatch:
         jobs = [job for job in self._rayjobs.summaries() if isinstance(job, RunningJob)]
         keys = {(job.ref.uid, job.job_id) for job in jobs}
         self._last = {key: view for key, view in self._last.items() if key in keys}
-        self._answers.keep_only(keys)
+        self._answers.keep_only({_asked(job) for job in jobs})
         names = {(job.ref.namespace, job.cluster_name) for job in jobs}
         self._models = {key: kept for key, kept in self._models.items() if key in names}
         nudged = await asyncio.gather(*(self._check(job) for job in jobs))
@@ -137,7 +137,7 @@ class RayJobWatch:
         if view is None:
             return False
         key = (job.ref.uid, job.job_id)
-        self._answers.keep(*key, view)
+        self._answers.keep(_asked(job), view)
         if view.same_as(self._last.get(key, job.seen)):
             self._last[key] = view
             return False
@@ -174,3 +174,7 @@ class RayJobWatch:
                 return None
             self._models[(namespace, name)] = kept
         return kept[1]
+
+
+def _asked(job: RunningJob) -> Asked:
+    return (job.ref.uid, job.cluster_name, job.job_id)

@@ -294,5 +294,15 @@ async def test_the_ask_after_the_watchs_news_takes_the_watchs_answer(client: Kub
             now[0] += 0.2
             asked = await ActivityEnvironment().run(asking.ask, ask_input(ref))
             assert asked.status == JobStatus.SUCCEEDED and dashboard.calls("GET") == 2
-    answers.keep(ref.uid, "job-x-1", RayJobView(found=False))
-    assert answers.fresh(ref.uid, "job-x-1") is None
+    asked = (ref.uid, cluster_of(ref), "job-x-1")
+    answers.keep(asked, view(JobStatus.RUNNING))
+    # Only an answer from the cluster the workflow asks: the status the watch read may name
+    # another (anyone allowed to write the status could).
+    assert answers.fresh((ref.uid, "another-cluster", "job-x-1")) is None
+    assert answers.fresh(asked) == view(JobStatus.RUNNING)
+    answers.keep(asked, RayJobView(found=False))
+    assert answers.fresh(asked) is None
+
+
+def view(status: JobStatus) -> RayJobView:
+    return RayJobView(found=True, status=status)
