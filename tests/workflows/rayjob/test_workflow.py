@@ -49,6 +49,7 @@ CLUSTER: dict[str, Any] = {
 SPEC: dict[str, Any] = {"entrypoint": "python train.py", "rayClusterSpec": CLUSTER}
 TICK = timedelta(seconds=121)
 """Longer than the workflow's longest pause between two quick polls of Ray."""
+TASK_DONE = "workflow_task_completed_event_attributes"
 
 
 def job_spec(**fields: Any) -> dict[str, Any]:
@@ -94,6 +95,20 @@ class Harness(EntityHarness):
         await self.state("Running")
         assert world.status is not None and world.status.job_id
         return world.status.job_id
+
+    async def events(self, kind: str) -> int:
+        """How many events of `kind` (`timer_started_event_attributes`) the history holds."""
+        assert self.handle is not None
+        history = await self.handle.fetch_history()
+        return sum(1 for e in history.events if e.HasField(kind))
+
+    async def pass_after(self, nudge: Callable[[], Awaitable[None]]) -> None:
+        """Send `nudge` and wait until the workflow task it starts is done."""
+        done = await self.events(TASK_DONE)
+        await nudge()
+        await eventually(
+            lambda: when(self.events(TASK_DONE), lambda n: n > done), message="the pass"
+        )
 
     async def finish(self, status: JobStatus = JobStatus.SUCCEEDED) -> None:
         """The Ray job ends, and the worker's watch of running Ray jobs says so."""
@@ -554,23 +569,11 @@ async def test_a_submitter_finished_before_its_signal_is_checked_with_ray_first(
 async def test_nudges_while_the_cluster_provisions_share_one_timer(harness: Harness) -> None:
     """Each pass's wait kept a timer of its own (started, then cancelled by the next nudge)."""
     world = harness.world
-    handle = await harness.start()
+    await harness.start()
     await eventually(lambda: world.live_clusters(), message="a RayCluster")
-
-    async def count(kind: str) -> int:
-        events = (await handle.fetch_history()).events
-        return sum(1 for e in events if e.HasField(kind))
-
     for _ in range(3):  # the cluster's status changes while it provisions: a pass each
-        passes = await count("workflow_task_completed_event_attributes")
-        await harness.owned_changed()
-        await eventually(
-            lambda before=passes: when(
-                count("workflow_task_completed_event_attributes"), lambda n: n > before
-            ),
-            message="the pass",
-        )
-    assert await count("timer_started_event_attributes") == 1
+        await harness.pass_after(harness.owned_changed)
+    assert await harness.events("timer_started_event_attributes") == 1
 
 
 async def test_a_burst_of_changes_asks_ray_once_and_its_news_always(harness: Harness) -> None:
@@ -579,19 +582,14 @@ async def test_a_burst_of_changes_asks_ray_once_and_its_news_always(harness: Har
     saying Ray's answer changed always asks, and so does a change once `POLL_GAP` has passed."""
     world = harness.world
     world.spec = job_spec(submissionMode="HTTPMode")
-    handle = await harness.start()
+    await harness.start()
     await harness.ready_and_running()
     await eventually(lambda: world.submissions and world.asks >= 2, message="the first answer")
 
-    async def tasks() -> int:
-        events = (await handle.fetch_history()).events
-        return sum(1 for e in events if e.HasField("workflow_task_completed_event_attributes"))
-
     async def asks_after(nudge: Callable[[], Awaitable[None]]) -> int:
-        """The questions to Ray the nudged pass asked (its workflow task done)."""
-        asked, done = world.asks, await tasks()
-        await nudge()
-        await eventually(lambda: when(tasks(), lambda n: n > done), message="the nudged pass")
+        """The questions to Ray the nudged pass asked."""
+        asked = world.asks
+        await harness.pass_after(nudge)
         return world.asks - asked
 
     assert await asks_after(harness.owned_changed) == 0  # the cluster's status, moments later
