@@ -261,7 +261,7 @@ async def cached_or_absent(
     For a reader that made nothing yet the copy could lag behind (a first pass): the copy,
     listed and watched, holds every object made before its last event, as KubeRay's cache.
     """
-    if copy is not None and await copy.reached(namespace, 0, 0):
+    if copy is not None and await copy.reached(namespace, 0, 0):  # whole now, no waiting
         return copy.get(namespace, name)
     return await cached_or_live(kube, copy, resource, namespace, name)
 

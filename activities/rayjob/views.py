@@ -96,9 +96,10 @@ class JobViews:
         self,
         namespace: str,
         name: str,
-        sidecar: bool = False,
-        as_of: int = 0,
-        count_left_pods: bool = True,
+        sidecar: bool,
+        as_of: int,
+        *,
+        count_left_pods: bool,
     ) -> tuple[ClusterView, RayCluster | None, list[kube.JSON]]:
         """The cluster's view, its model (None when missing or unreadable) and its pods.
 

@@ -19,12 +19,13 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from activities.contract import ActivityRef
     from activities.rayjob import contract
-    from crds.enums import DeletionPolicyType, JobDeploymentStatus
+    from crds.enums import DeletionPolicyType
     from crds.rayjob import RayJobStatus
     from crds.refs import ObjectRef
     from workflows.activity_calls import KUBE, RAY_JOB, CallPolicy, execute_where
     from workflows.patches import Patches
     from workflows.rayjob import actions as act
+    from workflows.rayjob.machine import TEARDOWN
     from workflows.rayjob.patching import LOCAL_PATCH
     from workflows.rayjob.state import RayJobState
 
@@ -34,8 +35,6 @@ ResultT = TypeVar("ResultT")
 Policy = DeletionPolicyType
 FIRST_ANSWER = timedelta(seconds=3)
 """How long after a submission Ray is first asked about the job (KubeRay's requeue)."""
-TEARDOWN = (JobDeploymentStatus.SUSPENDING, JobDeploymentStatus.RETRYING)
-"""The states that wait for a deleted cluster's last pod (`machine._tear_down`)."""
 
 
 class Applier:

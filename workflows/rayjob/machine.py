@@ -225,13 +225,16 @@ def _validation_failed(facts: Facts, now: datetime, rng: random.Random) -> Step:
 
 Handler = Callable[[Facts, datetime, random.Random], Step]
 
+TEARDOWN = frozenset({Deploy.SUSPENDING, Deploy.RETRYING})
+"""The states `_tear_down` decides: the only ones that wait for a deleted cluster's last pod,
+so the only ones whose reads count its pods."""
+
 HANDLERS: dict[JobDeploymentStatus, Handler] = {
     Deploy.NEW: _new,
     Deploy.INITIALIZING: _initializing,
     Deploy.WAITING: _waiting,
     Deploy.RUNNING: _running,
-    Deploy.SUSPENDING: _tear_down,
-    Deploy.RETRYING: _tear_down,
+    **dict.fromkeys(TEARDOWN, _tear_down),
     Deploy.SUSPENDED: _suspended,
     Deploy.COMPLETE: _finished,
     Deploy.FAILED: _finished,

@@ -231,7 +231,8 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             # decide on Ray's state as of now, not as of the last poll.
             await self._poll(peek=True)
             facts = replace(facts, attempt=state.attempt)
-        self._nudged = self._nudged and nudged
+        elif not nudged:
+            self._nudged = False  # a change moments after Ray answered: nothing to ask
         violations = snap.schema_violations or reported(validate(self._rayjob(facts)))
         if violations:
             step = machine.validation_failed(facts, violations)
