@@ -3,7 +3,7 @@
 Each operator gets a fresh stack on the same programs: the real control plane (kube-apiserver,
 etcd, controller manager and scheduler v1.37.2 built from Go modules) with devcluster's kubelet
 and its simulated runtime as the node (`benchmarks.versus_node`, a process of its own). First
-KubeRay v1.5.0 (built from its Go module, `devcluster.control_plane.kuberay`) reconciles
+KubeRay v1.7.0 (built from its source archive, `devcluster.control_plane.kuberay`) reconciles
 namespace `default`; then, on a new stack, our worker, bridge and Temporal dev server (each a
 process, as in `benchmarks.scale_stack`, authenticating as deploy/'s ServiceAccounts). Both reach
 Ray dashboards through the API server's service proxy. The CRs are `benchmarks.scale`'s: a

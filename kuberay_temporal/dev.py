@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--kuberay-namespace",
         metavar="NS",
         help="with --control-plane kubernetes, also run KubeRay's own operator "
-        f"{KUBERAY_VERSION} (built from its Go module on first use) reconciling only NS, "
+        f"{KUBERAY_VERSION} (built from its source archive on first use) reconciling only NS, "
         "which our bridge then leaves alone: the two side by side on one API server",
     )
     parser.add_argument(

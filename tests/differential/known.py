@@ -81,6 +81,20 @@ def _gcs_check_aside(script: object) -> object:
     return re.sub(r"^until .*? >/dev/null 2>&1 ; do ", "until CHECK ; do ", script, count=1)
 
 
+_AS_APPLIED = (
+    "A RayJob's or RayService's spec stays as applied: KubeRay adds its finalizer by writing "
+    "the whole object back through its Go types, which drops empty fields (InteractiveMode's "
+    "`jobId: \"\"`) or adds them (a RayService's `scaleStrategy: {}`, a template's "
+    "`metadata: {}`: a new generation, so its `observedGeneration` then runs one ahead of ours "
+    "for the same edits); ours patches the finalizer alone"
+)
+
+
+def _one_generation_on(difference: Difference) -> bool:
+    ours, theirs = difference.ours, difference.kuberay
+    return isinstance(ours, int) and isinstance(theirs, int) and theirs == ours + 1
+
+
 def _not_by_name(difference: Difference) -> bool:
     theirs = difference.kuberay
     return isinstance(theirs, list) and theirs != sorted(theirs)
@@ -94,8 +108,12 @@ KNOWN = (
     ),
     *in_ray_pods(
         "/metadata/annotations/ray.io/upgrade-strategy-recreate-hash",
-        NEWER,
-        "v1.6 stamps the Recreate upgrade hash on each head pod (upgradeStrategy)",
+        CHOSEN,
+        "Each head pod carries a digest of its cluster's spec under KubeRay's "
+        "`ray.io/upgrade-strategy-recreate-hash`, computed from our model's JSON, not Go's, so "
+        "the value differs; it changes exactly when KubeRay's does, so a Recreate upgrade "
+        "starts on the same edits",
+        lambda d: isinstance(d.ours, str) and isinstance(d.kuberay, str),
     ),
     Known(
         f"{_POD}/spec/containers[*]/args[0]",
@@ -130,8 +148,11 @@ KNOWN = (
     ),
     Known(
         "/RayJob/*/status/observedGeneration",
-        NEWER,
-        "v1.7 writes the RayJob's `status.observedGeneration`",
+        CHOSEN,
+        "A RayJob's `status.observedGeneration` is written, the generation its status was "
+        "computed for, as for the other kinds (tools that wait for a status to be current read "
+        "it); KubeRay declares the field but never writes it",
+        absent_on("kuberay"),
     ),
     Known(
         "/RayCluster/*/metadata/labels/ray.io/job-submission-mode",
@@ -205,13 +226,10 @@ KNOWN = (
         '`FailedToDeleteRayCluster` ("not found") for the cluster it had already deleted',
         absent_on("ours"),
     ),
-    Known(
-        "/RayJob/*/spec/*",
-        CHOSEN,
-        "A RayJob's spec stays as applied: KubeRay adds its finalizer by writing the whole object "
-        'back through its Go types, which drops empty fields (InteractiveMode\'s `jobId: ""`); '
-        "ours patches the finalizer alone",
-        lambda d: d.kuberay is None and d.ours == "",
+    Known("/RayJob/*/spec/*", CHOSEN, _AS_APPLIED, lambda d: d.kuberay is None and d.ours == ""),
+    *(
+        Known(f"/RayService/*/status/{path}", CHOSEN, _AS_APPLIED, _one_generation_on)
+        for path in ("observedGeneration", "conditions[*]/observedGeneration")
     ),
     Known(
         "/RayService/*ServiceStatus/rayClusterStatus/*",

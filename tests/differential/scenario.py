@@ -132,8 +132,9 @@ class SideBySide:
                     mine.states(kind, name),
                 )
             )
-        theirs_events = await event_reasons(self.stack, KUBERAY)
-        found.extend(event_differences(theirs_events, await event_reasons(self.stack, OURS)))
+        theirs_events = await event_reasons(self.stack, KUBERAY, kuberay.uids)
+        our_events = await event_reasons(self.stack, OURS, mine.uids)
+        found.extend(event_differences(theirs_events, our_events))
         return found
 
     async def unexplained(self, kind: str, name: str, *also: Known) -> list[str]:

@@ -64,6 +64,8 @@ class Recorder:
     stack: LocalStack
     namespace: str
     steps: dict[str, list[Step]] = field(default_factory=dict)
+    uids: set[str] = field(default_factory=set)
+    """Every ray.io object the watch saw: whose Events are the scenario's."""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def trajectory(self, kind: str, name: str) -> list[Step]:
@@ -106,6 +108,7 @@ class Recorder:
 
     def _record(self, kind: str, obj: dict[str, Any]) -> None:
         key = f"{kind}/{obj['metadata']['name']}"
+        self.uids.add(obj["metadata"]["uid"])
         now = step(kind, normalise(obj.get("status") or {}, self.namespace))
         seen = self.steps.setdefault(key, [])
         if not seen or seen[-1] != now:
@@ -135,11 +138,23 @@ async def capture(stack: LocalStack, namespace: str, also: Sequence[str] = ()) -
     }
 
 
-async def event_reasons(stack: LocalStack, namespace: str) -> set[tuple[str, str, str]]:
-    """(involved kind, type, reason) of the Events recorded about ray.io objects."""
+async def event_reasons(
+    stack: LocalStack, namespace: str, uids: set[str]
+) -> set[tuple[str, str, str]]:
+    """(involved kind, type, reason) of the Events recorded about the ray.io objects `uids`."""
     raw = await stack.kubectl("get", "events", "-n", namespace, "-o", "json")
+    return reasons_about(json.loads(raw)["items"], uids)
+
+
+def reasons_about(events: list[dict[str, Any]], uids: set[str]) -> set[tuple[str, str, str]]:
+    """(involved kind, type, reason) of the `events` about ray.io objects of `uids`.
+
+    An operator can still be recording Events about an earlier scenario's object of the same
+    name after that scenario's Events were deleted (KubeRay's reconcile from a stale cache):
+    only the uids this scenario's watch saw count.
+    """
     return {
         (e["involvedObject"]["kind"], e.get("type", ""), e.get("reason", ""))
-        for e in json.loads(raw)["items"]
-        if e["involvedObject"].get("kind") in RAY_KINDS
+        for e in events
+        if e["involvedObject"].get("kind") in RAY_KINDS and e["involvedObject"].get("uid") in uids
     }

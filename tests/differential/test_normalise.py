@@ -14,6 +14,7 @@ from tests.differential.normalise import (
     same_course,
 )
 from tests.differential.scenario import documents, operators_made
+from tests.differential.sides import reasons_about
 from tests.reference import REPO_ROOT
 
 POD = {
@@ -208,3 +209,19 @@ def test_a_generate_named_sample_gets_one_name_for_both_sides() -> None:
     (job,) = documents("ray-job.kueue-toy-sample.yaml")
     assert job["metadata"]["name"] == "rayjob-sample-side"
     assert "generateName" not in job["metadata"]
+
+
+def test_only_events_about_the_scenarios_own_objects_count() -> None:
+    """Regression: KubeRay, reconciling an earlier scenario's cluster from a stale cache, recorded
+    `DeletedPod` after that scenario's Events were deleted, and the next scenario (a cluster of
+    the same name) counted it as a difference of its own."""
+
+    def event(uid: str, reason: str, kind: str = "RayCluster") -> dict[str, Any]:
+        return {"involvedObject": {"kind": kind, "uid": uid}, "type": "Normal", "reason": reason}
+
+    events = [
+        event("old", "DeletedPod"),
+        event("new", "CreatedService"),
+        event("new", "Scheduled", kind="Pod"),
+    ]
+    assert reasons_about(events, {"new"}) == {("RayCluster", "Normal", "CreatedService")}

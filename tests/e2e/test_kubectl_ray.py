@@ -92,7 +92,7 @@ async def test_create_get_scale_and_delete_a_cluster(tmp_path: Path) -> None:
         # It finds no Deployment named kuberay-operator, says so, and exits 1: KubeRay's own
         # check, not ours.
         code, out = await ray(stack, plugins, "version")
-        assert "kubectl ray plugin version: v1.6.2" in out
+        assert "kubectl ray plugin version: v1.7.0" in out
         assert "KubeRay operator installation cannot be found" in out
 
         code, out = await ray(

@@ -1,7 +1,7 @@
 """One stack for KubeRay's own e2e tests: the real control plane, real Ray, our operator.
 
-The tests are KubeRay's (`ray-operator/test/e2e*` at the version `controlplane/kuberay/` pins),
-built with `go test -c` on first use (`python -m devcluster.control_plane.building
+The tests are KubeRay's (`ray-operator/test/e2e*` of the source `building` builds from), built
+with `go test -c` on first use (`python -m devcluster.control_plane.building
 --kuberay-e2e`). They reach the API server through KUBECONFIG and create their own
 namespaces (`test-ns-*`), which our bridge reconciles: no KubeRay operator runs here.
 """

@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from devcluster.control_plane.building import KUBERAY_OPERATOR, Build, find_go
-
-KUBERAY_GO_MODULE = "github.com/ray-project/kuberay/ray-operator"
+from devcluster.control_plane.building import KUBERAY_OPERATOR, Build
 
 # `--- PASS: TestX/sub_test (1.23s)`, indented by four spaces per level of subtest.
 _RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)$")
@@ -58,20 +55,12 @@ def results(output: str) -> dict[str, Result]:
 
 
 def package_dir(binaries: Build, package: str) -> Path:
-    """The source folder of one of KubeRay's test packages, in the Go module cache.
+    """The source folder of one of KubeRay's test packages, in the tree it was built from.
 
     `go test` runs a test binary there, and some tests read files relative to it
     (e2erayservice's `testdata/`).
     """
-    done = subprocess.run(
-        [str(find_go()), "list", "-m", "-f", "{{.Dir}}", KUBERAY_GO_MODULE],
-        cwd=binaries.module_of(KUBERAY_OPERATOR),
-        env={**os.environ, "GOFLAGS": "-mod=readonly", "GOTOOLCHAIN": "local"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(done.stdout.strip()) / "test" / package
+    return binaries.module_of(KUBERAY_OPERATOR) / "test" / package
 
 
 async def run_test(

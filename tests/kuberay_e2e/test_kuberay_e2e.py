@@ -51,7 +51,7 @@ async def test_kuberay_e2e(case: Case, stack: LocalStack, binaries: Build, tmp_p
         output_dir=tmp_path,
         deadline=f"{case.minutes}m",
         path_prefix=kubectl().parent,
-        workdir=await asyncio.to_thread(package_dir, binaries, case.package),
+        workdir=package_dir(binaries, case.package),
     )
 
     reported = results(output)

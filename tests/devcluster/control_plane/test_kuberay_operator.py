@@ -47,9 +47,7 @@ def test_flags_limit_it_to_its_namespaces_through_the_api_server_proxy() -> None
         "--metrics-addr=127.0.0.1:18080",
         "--health-probe-bind-address=127.0.0.1:18081",
         "--enable-leader-election=false",
-        "--feature-gates=RayJobDeletionPolicy=true,RayMultiHostIndexing=true,"
-        "RayServiceIncrementalUpgrade=true",
-        "--log-stdout-encoder=console",
+        "--log-stdout-encoder=console",  # no --feature-gates: v1.7.0's defaults, as installed
     ]
 
 

@@ -318,13 +318,13 @@ def test_host_paths_under_tmp_stay_visible_through_the_private_tmp() -> None:
 def test_host_paths_under_the_pods_home_stay_visible_through_it() -> None:
     """Regression: the per-pod home mounted over /root hid KubeRay's submitter built into
     /root/.cache, and its pods failed with `exec: kuberay-submitter: not found`."""
-    built = "/root/.cache/kuberay-temporal/kuberay-operator-v1.5.0-0/bin"
+    built = "/root/.cache/kuberay-temporal/kuberay-v1.7.0-0/bin"
     home = volumes.Mount("home", "/root")
     script = volumes.mount_script(
         Path("/state/pods/p"), "tmp", [home], "hosts", "p", "/", host_paths=[built]
     )
     lines = script.splitlines()
-    inside = "home/.cache/kuberay-temporal/kuberay-operator-v1.5.0-0/bin"
+    inside = "home/.cache/kuberay-temporal/kuberay-v1.7.0-0/bin"
     bind = lines.index(f"mount --bind {built} {inside}")
     assert lines.index(f"mkdir -p {inside}") < bind < lines.index("mount -o rbind home /root")
     assert "mount -o bind tmp /tmp" in lines  # nothing of the host's under /tmp here

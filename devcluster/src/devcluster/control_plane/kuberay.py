@@ -1,10 +1,9 @@
 """KubeRay's own operator as a process beside the control plane: the reference ours is held to.
 
-It runs the binary `building` makes from KubeRay's Go module, outside the node (so it reaches
-Ray dashboards through the API server's service proxy, `--use-kubernetes-proxy`), reconciling
-only the namespaces it is given, with the feature gates v1.7 has on by default (RayJob
-deletion rules, multi-host indexing, RayService incremental upgrades). Leader election is off (one
-replica), and its metrics and health endpoints listen on loopback ports of their own.
+It runs the binary `building` makes from KubeRay's source (v1.7.0), outside the node (so it
+reaches Ray dashboards through the API server's service proxy, `--use-kubernetes-proxy`),
+reconciling only the namespaces it is given, with v1.7.0's default feature gates. Leader election
+is off (one replica), and its metrics and health endpoints listen on loopback ports of their own.
 """
 
 from __future__ import annotations
@@ -22,13 +21,10 @@ from devcluster.control_plane.processes import stop_process
 from devcluster.parent_death import die_with_parent
 from devcluster.ports import free_port
 
-FEATURE_GATES = {
-    "RayJobDeletionPolicy": True,
-    "RayMultiHostIndexing": True,
-    "RayServiceIncrementalUpgrade": True,
-}
-"""The gates v1.7 turns on by default (Beta there), off in the v1.5.0 built: our operator
-follows v1.7, so the reference is run as v1.7 runs where the older binary can."""
+FEATURE_GATES: dict[str, bool] = {}
+"""Gates set apart from v1.7.0's defaults: none, so the reference runs as a default install
+(RayClusterStatusConditions, RayJobDeletionPolicy, RayMultiHostIndexing and
+RayServiceIncrementalUpgrade on; the alpha gates off)."""
 
 _STOP_GRACE = 10.0
 _READY_WITHIN = 120.0
@@ -43,6 +39,7 @@ def operator_args(
 ) -> list[str]:
     """The operator's command-line flags (after the binary)."""
     gates = ",".join(f"{gate}={str(on).lower()}" for gate, on in sorted(FEATURE_GATES.items()))
+    gate_args = [f"--feature-gates={gates}"] if gates else []
     scheduler = [f"--batch-scheduler={batch_scheduler}"] if batch_scheduler else []
     return [
         *scheduler,
@@ -52,7 +49,7 @@ def operator_args(
         f"--metrics-addr=127.0.0.1:{metrics_port}",
         f"--health-probe-bind-address=127.0.0.1:{probe_port}",
         "--enable-leader-election=false",
-        f"--feature-gates={gates}",
+        *gate_args,
         "--log-stdout-encoder=console",
     ]
 
