@@ -148,6 +148,9 @@ class ApplyClusterResult(BaseModel):
     """The created pods as the API server returned them (none in histories before it)."""
     pods_version: int = 0
     """The newest resourceVersion among them: a later read sees pods at least this new."""
+    head_service: ServiceView | None = None
+    """The head Service as this apply created or found it, when it made the missing objects:
+    the status then names it at once, as KubeRay's reconcile that its creation wakes does."""
 
 
 class WriteStatusInput(BaseModel):

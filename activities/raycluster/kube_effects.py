@@ -16,9 +16,15 @@ from typing import Any, NoReturn
 from temporalio import activity
 
 from activities import builders, events
-from activities.builders.names import is_controlled_by
+from activities.builders.names import head_service_name, is_controlled_by
 from activities.builders.tls import is_tls_enabled
-from activities.contract import ReplicaFailure, Written, summarize_pod
+from activities.contract import (
+    ReplicaFailure,
+    ServiceView,
+    Written,
+    summarize_pod,
+    summarize_service,
+)
 from activities.kube import client as kube
 from activities.kube.client import KubeClient
 from activities.kube.errors import KubeError, KubeRejected
@@ -80,7 +86,7 @@ class ClusterActivities:
             return contract.ApplyClusterResult(stale=True)
         result = contract.ApplyClusterResult()
         if params.ensure_objects:
-            await self._ensure_objects(cluster)
+            result.head_service = await self._ensure_objects(cluster)
         steps = (self._delete_all, self._delete_pods, self._create_pods)
         for step in steps:
             if result.failure is None:
@@ -97,7 +103,8 @@ class ClusterActivities:
             return None
         return RayCluster.model_validate(obj)
 
-    async def _ensure_objects(self, cluster: RayCluster) -> None:
+    async def _ensure_objects(self, cluster: RayCluster) -> ServiceView | None:
+        """Make what is missing; returns the head Service, when this cluster's."""
         ns = cluster.namespace
         ips = PodIps()
         if is_tls_enabled(cluster.spec):  # the leaf certificates name the live pod IPs
@@ -108,8 +115,9 @@ class ClusterActivities:
         # The LIST of policies goes out while the objects before them are made (one round trip
         # fewer); the policies it finds need no create.
         policies = asyncio.ensure_future(policies_to_check(self._kube, cluster, wanted))
+        made: dict[str, kube.JSON] = {}
         try:
-            await self._make(cluster, wanted, policies)
+            await self._make(cluster, wanted, policies, made)
         except BaseException:
             policies.cancel()
             raise
@@ -117,16 +125,20 @@ class ClusterActivities:
             if await self._kube.delete(kube.NETWORK_POLICIES, ns, name):
                 message = f"Deleted NetworkPolicy {ns}/{name}"
                 await self._event(cluster, EventType.NORMAL, "DeletedNetworkPolicy", message, name)
+        head = made.get(f"Service/{head_service_name(cluster.name, cluster.spec)}")
+        return summarize_service(head) if head and is_controlled_by(head, cluster) else None
 
     async def _make(
         self,
         cluster: RayCluster,
         wanted: list[Owned],
         policies: asyncio.Future[dict[str, kube.JSON]],
+        made: dict[str, kube.JSON],
     ) -> None:
         """Create each wanted object, or bring ours back to what it should be.
 
-        The RoleBinding only while the ServiceAccount and Role before it are this cluster's
+        `made` gets each object (by `Kind/name`) as created or found. The RoleBinding only
+        while the ServiceAccount and Role before it are this cluster's
         (`binds_foreign`): else a Warning says why, and nothing is bound.
         """
         unbound = False
@@ -135,7 +147,7 @@ class ClusterActivities:
                 await self._refuse(cluster, owned)
             if unbound and owned.manifest["kind"] == "RoleBinding":
                 continue
-            existing = await self._existing_or_created(cluster, owned, policies)
+            existing = await self._existing_or_created(cluster, owned, policies, made)
             if binds_foreign(owned, existing, cluster):
                 unbound = True
                 await self._collision(cluster, owned)
@@ -150,7 +162,11 @@ class ClusterActivities:
         raise ValueError(message)  # retried, as KubeRay requeues, until the CR changes
 
     async def _existing_or_created(
-        self, cluster: RayCluster, owned: Owned, policies: asyncio.Future[dict[str, kube.JSON]]
+        self,
+        cluster: RayCluster,
+        owned: Owned,
+        policies: asyncio.Future[dict[str, kube.JSON]],
+        made: dict[str, kube.JSON],
     ) -> kube.JSON | None:
         """The object as it exists, or None once this call has created it."""
         ns = cluster.namespace
@@ -168,6 +184,7 @@ class ClusterActivities:
                     cluster, EventType.WARNING, _failed_reason(kind), message, owned.key
                 )
             raise
+        made[owned.key] = existing
         if not created:
             return existing
         if kind in CREATED_REASONS:  # cert-manager objects get none in KubeRay either

@@ -278,7 +278,8 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
                 generation=state.generation,
                 previous=previous,
                 pods=pods,
-                head_service=snap.head_service,
+                # One the pass created counts at once (none in histories before the field).
+                head_service=snap.head_service or result.head_service,
                 suspend_phase=phase,
                 resources=snap.resources,
                 failure=result.failure,

@@ -118,6 +118,10 @@ async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) 
     assert owners == {ref.uid}
     service = await client.get(kube.SERVICES, "default", f"{ref.name}-head-svc")
     assert service["spec"]["clusterIP"] == "None"
+    # The head Service as made, for the pass's status (its endpoints at once).
+    assert first.head_service == again.head_service
+    assert first.head_service is not None and first.head_service.name == f"{ref.name}-head-svc"
+    assert first.head_service.ports["dashboard"] == "8265"
     reasons = sorted(e["reason"] for e in await client.list_all(kube.EVENTS, "default"))
     assert reasons.count("CreatedHeadPod") == 1 and reasons.count("CreatedWorkerPod") == 1
     after = await run(acts.read, contract.ReadClusterInput(ref=ref, known_generation=1))

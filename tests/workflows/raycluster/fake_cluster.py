@@ -170,7 +170,10 @@ class FakeCluster:
         if params.ensure_objects:
             if self.refuse_services:
                 raise RuntimeError('403 Forbidden: cannot create resource "services"')
-            self.head_service = ServiceView(name=f"{self.name}-head-svc", cluster_ip="None")
+            self.head_service = ServiceView(
+                name=f"{self.name}-head-svc", cluster_ip="None", ports={"dashboard": "8265"}
+            )
+            result.head_service = self.head_service
         if params.delete_all_reason:
             for name in self.live():
                 self._terminate(name)

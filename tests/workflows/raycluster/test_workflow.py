@@ -573,6 +573,21 @@ async def test_the_pass_that_creates_the_head_writes_its_name(harness: Harness) 
     assert "resync after 300s" in first, first  # nothing of its own to look at soon
 
 
+async def test_the_pass_that_creates_the_head_service_names_it_while_pods_wait(
+    harness: Harness,
+) -> None:
+    """Regression: a cluster whose pods no node takes (GPUs, TPUs, a gang scheduler) never
+    showed its head Service: the pass that created it wrote the status from its read, before
+    the create, and no pod change woke another. KubeRay v1.7.0's reconcile, woken by the
+    Service's creation, writes `status.endpoints` and `head.serviceName` at once."""
+    cluster = harness.cluster
+    await harness.start()
+    status = await eventually(lambda: cluster.status, message="the first status")
+    assert all(cluster.pods[name].phase == "Pending" for name in cluster.live())
+    assert status.head is not None and status.head.service_name == f"{cluster.name}-head-svc"
+    assert status.endpoints == {"dashboard": "8265"}
+
+
 async def test_a_pass_reads_pods_as_new_as_the_newest_pod_news(harness: Harness) -> None:
     """The worker's pod cache must not hide the very event that woke the workflow."""
     cluster = harness.cluster
