@@ -90,8 +90,7 @@ def _initializing(facts: Facts, now: datetime, rng: random.Random) -> Step:
     cluster = facts.cluster
     if cluster is None or not cluster.exists:
         return _missing_cluster(facts, name)
-    # KubeRay copies the cluster's status into the RayJob's only while the job runs: before,
-    # `rayClusterStatus` stays empty (an InteractiveMode job Waiting for its id shows none).
+    # Runs before the patch copied the cluster's status on every pass while Initializing.
     if facts.cluster_status_early:
         status = facts.status.model_copy(update={"ray_cluster_status": cluster.status})
         facts = replace(facts, status=status)
@@ -104,8 +103,11 @@ def _initializing(facts: Facts, now: datetime, rng: random.Random) -> Step:
         facts.submitter is not None and facts.submitter.finished_at is not None
     )
     if not cluster.ready and not sidecar_done:
+        # KubeRay v1.7 shows the cluster a job waits for: its status, copied while it is not
+        # ready (then along with Ray's answers, `while_running`).
+        status = facts.status.model_copy(update={"ray_cluster_status": cluster.status})
         state = (cluster.status.state if cluster.status else None) or "provisioning"
-        return stay(facts, f"cluster {name} to be ready (state: {state})")
+        return stay(replace(facts, status=status), f"cluster {name} to be ready (state: {state})")
     if not cluster.dashboard_url:
         refused = f" ({cluster.head_service_problem})" if cluster.head_service_problem else ""
         return stay(facts, f"the head Service of cluster {name}{refused}")

@@ -488,15 +488,21 @@ def test_a_borrowed_cluster_is_looked_at_every_few_seconds(
 
 
 @pytest.mark.parametrize("early", [False, True], ids=["as-kuberay", "before-the-patch"])
-def test_the_cluster_status_is_copied_only_once_the_job_runs(early: bool) -> None:
-    """KubeRay copies `rayClusterStatus` in Running only, with Ray's answer: an InteractiveMode
-    job Waiting for its id shows none (workflows from before the patch copied it while
-    Initializing)."""
+def test_the_cluster_status_is_copied_while_not_ready_then_with_rays_answers(early: bool) -> None:
+    """KubeRay v1.7 copies `rayClusterStatus` while the cluster a job waits for is not ready,
+    then in Running along with Ray's answer (workflows from before the patch copied it on
+    every pass while Initializing)."""
     interactive = {"submissionMode": "InteractiveMode"}
     initializing = facts(D.INITIALIZING, interactive, cluster=READY, cluster_status_early=early)
     waiting = decide(initializing)
     assert waiting.status.job_deployment_status == D.WAITING
     assert (waiting.status.ray_cluster_status is not None) is early
+
+    # Regression: a cluster that stays pending (TPUs, GPUs) showed nothing in the RayJob's
+    # status; v1.7.0 shows the cluster's own status (its conditions, desired resources).
+    pending = decide(facts(D.INITIALIZING, {}, cluster=UNREADY))
+    assert pending.status.job_deployment_status == D.INITIALIZING
+    assert pending.status.ray_cluster_status == UNREADY.status is not None
 
     # In Running, along with Ray's answer, as KubeRay: a pass that submits or still waits
     # for the first answer copies nothing (one status write fewer per job).
