@@ -126,9 +126,8 @@ async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
                 ended = {side: side not in missed for side in SIDES}
                 found.append(Difference("/ended", ended[KUBERAY], ended[OURS]))
             why = UNCOMPARED_SAMPLES.get(file)
-            left = [
-                str(d) for d in unexplained(found, [Known("*", "uncompared", why)] if why else [])
-            ]
+            anything = [Known("*", "uncompared", why)] if why else []
+            left = [str(d) for d in unexplained(found, anything)]
             assert not left, f"{file} (not ended: {missed or 'none'}):\n" + "\n".join(left)
     finally:
         # The sample's own objects (a Redis Deployment, its password Secret) go after its

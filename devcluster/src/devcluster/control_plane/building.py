@@ -173,7 +173,7 @@ class Build:
         """The folder holding binary `name`."""
         if name == STREAMS_SHIM:
             key = self.shim_key
-        elif _is_kuberay(name) or name == KUBECTL_RAY:
+        elif _from_kuberay_tree(name):
             key = self.kuberay_key
         else:
             key = self.key
@@ -209,12 +209,17 @@ def _stamp(name: str) -> str:
 
 
 def _version(name: str) -> str:
-    return KUBERAY_VERSION if _is_kuberay(name) or name == KUBECTL_RAY else KUBERNETES_VERSION
+    return KUBERAY_VERSION if _from_kuberay_tree(name) else KUBERNETES_VERSION
 
 
 def _is_kuberay(name: str) -> bool:
     """Whether `name` is built from KubeRay's `ray-operator` module: operator, submitter, e2e."""
     return name in (KUBERAY_OPERATOR, KUBERAY_SUBMITTER) or name in KUBERAY_E2E
+
+
+def _from_kuberay_tree(name: str) -> bool:
+    """Whether `name` is built from KubeRay's source: `ray-operator/`, or the kubectl plugin."""
+    return _is_kuberay(name) or name == KUBECTL_RAY
 
 
 def extract_kuberay(target: Build) -> Path:
@@ -232,7 +237,7 @@ def extract_kuberay(target: Build) -> Path:
     if stamp.exists():
         return tree
     shutil.rmtree(tree, ignore_errors=True)
-    tree.mkdir(parents=True)
+    tree.parent.mkdir(parents=True, exist_ok=True)
     staging = tree.parent / "src.extracting"
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -246,7 +251,6 @@ def extract_kuberay(target: Build) -> Path:
             f"{target.kuberay_source} is not KubeRay's source: expected one top folder with "
             "go.mod and ray-operator/go.mod"
         )
-    tree.rmdir()
     roots[0].rename(tree)
     shutil.rmtree(staging)
     stamp.write_text(f"{KUBERAY_VERSION}\n")
@@ -364,7 +368,7 @@ def _build(target: Build, go: Path | None, *, quiet: bool, names: tuple[str, ...
             ("gitTreeState", "clean"),
         )
     )
-    if any(_is_kuberay(name) or name == KUBECTL_RAY for name in missing):
+    if any(map(_from_kuberay_tree, missing)):
         extract_kuberay(target)
     for name in missing:
         # The folder is named once: pins edited during the build must not move the stamp.
