@@ -104,7 +104,7 @@ def build_activities(
         *serve.activities(),
         *labeler.activities(),
         *RouteActivities(kube, labeler, options).activities(),
-        *CronJobActivities(kube).activities(),
+        *CronJobActivities(kube, options.feature_gates).activities(),
         *ScheduleActivities().activities(),
     ]
 

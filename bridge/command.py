@@ -92,7 +92,10 @@ async def _serve(settings: Settings, tracing: Tracing) -> None:
             bridge = Bridge.configured(kube, signaller, settings)
             bridges.append(bridge)
             logger.info(
-                "bridge watching %s", ", ".join(n or "all namespaces" for n in settings.namespaces)
+                "bridge watching %s for %s (feature gates: %s)",
+                ", ".join(n or "all namespaces" for n in settings.namespaces),
+                ", ".join(target.kind for target in bridge.targets if target.primary),
+                settings.feature_gates.text() or "v1.7.0 defaults",
             )
             async with serving_metrics(
                 settings.metrics_port,

@@ -35,7 +35,7 @@ from bridge.filtering import Memory, Nudge
 from bridge.queueing import Coalescer
 from bridge.signalling import Signaller
 from bridge.state_gauges import StateGauges
-from bridge.targets import ALL_TARGETS, OWNER_KINDS, Target
+from bridge.targets import ALL_TARGETS, OWNER_KINDS, Target, targets_for
 from bridge.watching import Watcher
 from runtime.settings import Settings
 
@@ -89,6 +89,7 @@ class Bridge:
             namespaces=settings.namespaces,
             ignored=settings.ignored_namespaces,
             relist_period=settings.relist_seconds,
+            targets=targets_for(settings.feature_gates),
             concurrency=settings.bridge_concurrency,
             gauges=StateGauges() if gauges is None else gauges,
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from activities.kube import client as kube
 from crds.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_NODE_TYPE
 from crds.enums import RayNodeType
+from crds.feature_gates import FeatureGates, Gate
 
 
 @dataclass(frozen=True)
@@ -31,3 +32,14 @@ JOB = Target("Job", kube.JOBS, f"{LABEL_CREATED_BY}={CREATED_BY_VALUE}")
 ALL_TARGETS = (RAYCLUSTER, RAYJOB, RAYSERVICE, RAYCRONJOB, POD, JOB)
 OWNER_KINDS = frozenset({RAYCLUSTER.kind, RAYJOB.kind, RAYSERVICE.kind})
 """The CRs that own pods and Jobs (the bridge maps those to workflows through them)."""
+
+
+def targets_for(gates: FeatureGates) -> tuple[Target, ...]:
+    """What a bridge watches under `gates`: RayCronJobs only with the RayCronJob gate on.
+
+    KubeRay starts its RayCronJob controller only then; with the gate off a RayCronJob is
+    stored by the API server and nothing reads it.
+    """
+    if Gate.RAY_CRON_JOB in gates:
+        return ALL_TARGETS
+    return tuple(target for target in ALL_TARGETS if target is not RAYCRONJOB)

@@ -121,6 +121,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--task-queue", help="task queue (env KUBERAY_TEMPORAL_TASK_QUEUE, default kuberay)"
     )
+    parser.add_argument(
+        "--feature-gates",
+        metavar="GATES",
+        help="KubeRay's feature gates, e.g. RayCronJob=true (env KUBERAY_TEMPORAL_FEATURE_GATES; "
+        "default v1.7.0's); KubeRay's operator of --kuberay-namespace gets the same",
+    )
     parser.set_defaults(handler=run)
 
 

@@ -286,8 +286,9 @@ async def run_kuberay(stack: DevStack) -> AsyncIterator[None]:
         kubeconfig,
         [namespace],
         log,
-        # The reference is configured as our worker is: the same batch scheduler.
+        # The reference is configured as our worker is: the same batch scheduler and gates.
         batch_scheduler=stack.settings.batch_scheduler,
+        feature_gates=stack.settings.feature_gates.text(),
     )
     async with operator as op:
         watcher = asyncio.create_task(op.exited())

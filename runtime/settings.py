@@ -32,6 +32,7 @@ from crds.constants import (
     DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
     DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS,
 )
+from crds.feature_gates import FeatureGates, parse_feature_gates
 from runtime.codec import PAYLOAD_KEY_VARIABLE, parse_keys
 
 LOOPBACK = "127.0.0.1"
@@ -386,6 +387,15 @@ class Settings(BaseModel):
             ),
         )
     )
+    feature_gates: FeatureGates = Field(
+        default=FeatureGates(),
+        validation_alias="KUBERAY_TEMPORAL_FEATURE_GATES",
+        description=(
+            "KubeRay's `--feature-gates`: `Name=true,Name=false` over v1.7.0's defaults "
+            "(`crds.feature_gates`). A spec using an alpha field whose gate is off is refused "
+            "with KubeRay's message; with RayCronJob off no RayCronJob is read."
+        ),
+    )
     delete_rayjob_cr_after_job_finishes: bool = Field(
         default=False,
         validation_alias="DELETE_RAYJOB_CR_AFTER_JOB_FINISHES",
@@ -426,6 +436,7 @@ class Settings(BaseModel):
             zero_downtime=self.zero_downtime,
             deterministic_head_pod_name=self.deterministic_head_pod_name,
             batch_scheduler=self.batch_scheduler,
+            feature_gates=self.feature_gates,
         )
 
     def job_options(self) -> JobOperatorOptions:
@@ -473,6 +484,12 @@ class Settings(BaseModel):
         if value is not None:
             parse_keys(value.get_secret_value())
         return value
+
+    @field_validator("feature_gates", mode="before")
+    @classmethod
+    def _gates_from_text(cls, value: object) -> object:
+        """`--feature-gates` syntax, as environment variables carry it."""
+        return parse_feature_gates(value) if isinstance(value, str) else value
 
     @field_validator("graceful_shutdown_timeout", mode="before")
     @classmethod

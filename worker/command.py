@@ -74,9 +74,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
     """Return the environment's settings with the flags given on the command line applied.
 
     Args:
-        args: Parsed flags; `address`, `namespace`, `task_queue` and the listener flags
-            (`health_port`, `health_address`, `metrics_port`, `metrics_address`) are read if
-            present.
+        args: Parsed flags; `address`, `namespace`, `task_queue`, `feature_gates` and the
+            listener flags (`health_port`, `health_address`, `metrics_port`,
+            `metrics_address`) are read if present.
 
     Returns:
         The settings to run with.
@@ -88,6 +88,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         "temporal_address": getattr(args, "address", None),
         "temporal_namespace": getattr(args, "namespace", None),
         "task_queue": getattr(args, "task_queue", None),
+        "feature_gates": getattr(args, "feature_gates", None),
     }
     overrides = {name: value for name, value in flags.items() if value is not None}
     overrides |= listener_overrides(args)
@@ -169,10 +170,11 @@ async def _serve_traced(settings: Settings, tracing: Tracing) -> None:
             ):
                 running.append(worker)
                 logger.info(
-                    "polling task queue %s on %s (namespace %s)",
+                    "polling task queue %s on %s (namespace %s; feature gates: %s)",
                     settings.task_queue,
                     settings.temporal_address,
                     settings.temporal_namespace,
+                    settings.feature_gates.text() or "v1.7.0 defaults",
                 )
                 if tracing.enabled:
                     logger.info("exporting traces to %s", ", ".join(tracing.exporters))

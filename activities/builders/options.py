@@ -9,9 +9,10 @@ Builders read no environment: the worker turns its settings
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from activities.builders.names import DEFAULT_CLUSTER_DOMAIN
+from crds.feature_gates import FeatureGates
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class BuildOptions:
     batch_scheduler: str = ""
     """The batch scheduler the pods are stamped for (`batch_scheduling`); empty: none
     (KubeRay's `batch-scheduler` option)."""
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    """KubeRay's gates (`--feature-gates`). Not a builder switch: each read activity reports
+    the gates a spec needs and lacks (`crds.validation.gates`), so the workflow refuses it."""
 
 
 DEFAULT_OPTIONS = BuildOptions()

@@ -6,8 +6,9 @@ signs one head and one worker leaf Certificate whose IP SANs are the live pod IP
 type (Ray checks them, so they follow the pods). `pod.go` configureTLS mounts the leaf Secret at
 /etc/ray/tls, sets Ray's RAY_USE_TLS/RAY_TLS_* env on the Ray container, the autoscaler and the
 `wait-gcs-ready` init container, and prepends `wait-for-tls-ip-san`, which holds the pod until
-cert-manager has put its IP into the certificate. KubeRay gates this behind its alpha
-RayClusterMTLS feature gate; this project has no gates, so the option alone turns it on.
+cert-manager has put its IP into the certificate. Both behind the alpha RayClusterMTLS
+feature gate: with the gate off the spec is refused before anything is built
+(`crds.validation.gates`).
 """
 
 from __future__ import annotations

@@ -56,6 +56,8 @@ class ClusterSnapshot(BaseModel):
     finalizers: list[str] = Field(default_factory=list)
     schema_violations: list[str] = Field(default_factory=list)
     """Why the stored object does not load at all (the rest of the snapshot is then empty)."""
+    gate_violations: list[str] = Field(default_factory=list)
+    """The fields the spec uses whose KubeRay feature gate is off in this worker's settings."""
     spec: RayClusterSpec | None = None
     status: RayClusterStatus | None = None
     spec_hash: str = ""

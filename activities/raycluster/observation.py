@@ -39,6 +39,7 @@ from crds.enums import ConditionStatus, RayNodeType
 from crds.loading import parse_ray_object
 from crds.raycluster import RayCluster
 from crds.redaction import redacted_cluster_spec
+from crds.validation.gates import gate_violations
 from crds.validation.sizes import oversized
 from crds.violations import InvalidObjectError, reported
 
@@ -121,6 +122,7 @@ class ClusterObserver:
             snapshot.schema_violations = reported(err.violations)
             return snapshot
         assert isinstance(cluster, RayCluster)
+        snapshot.gate_violations = reported(gate_violations(cluster, self._options.feature_gates))
         if params.known_generation != snapshot.generation:
             snapshot.spec = redacted_cluster_spec(cluster.spec)
         if params.known_generation is None:

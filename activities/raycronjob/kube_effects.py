@@ -20,12 +20,14 @@ from activities.kube.errors import KubeNotFound, KubeRejected
 from activities.kube.spans import stamp_trace_context
 from activities.raycronjob import contract
 from crds.common import format_time
+from crds.feature_gates import FeatureGates
 from crds.loading import parse_ray_object
 from crds.raycronjob import RayCronJob
 from crds.redaction import strings_in, without_values
 from crds.refs import ObjectRef
 from crds.validation import validate
 from crds.validation.cronjobs import catchup_seconds
+from crds.validation.gates import gate_violations
 from crds.violations import InvalidObjectError, reported
 
 _REFUSAL_CHARS = 500
@@ -35,8 +37,9 @@ _REFUSAL_CHARS = 500
 class CronJobActivities:
     """RayCronJob side effects against one Kubernetes API."""
 
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(self, client: KubeClient, gates: FeatureGates | None = None) -> None:
         self._kube = client
+        self._gates = gates or FeatureGates()
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
@@ -61,7 +64,7 @@ class CronJobActivities:
             violations = reported(err.violations)
             return contract.CronJobSnapshot.model_validate(found | {"violations": violations})
         assert isinstance(cronjob, RayCronJob)
-        violations = reported(validate(cronjob))
+        violations = reported(gate_violations(cronjob, self._gates) + validate(cronjob))
         wanted = None
         if not violations:
             wanted = contract.ScheduleWanted(

@@ -209,6 +209,8 @@ class JobSnapshot(BaseModel):
     annotations: dict[str, str] = Field(default_factory=dict)
     schema_violations: list[str] = Field(default_factory=list)
     """Why the stored object does not load at all (the rest of the snapshot is then empty)."""
+    gate_violations: list[str] = Field(default_factory=list)
+    """The fields the spec uses whose KubeRay feature gate is off in this worker's settings."""
     spec: RayJobSpec | None = None
     status: RayJobStatus | None = None
     cluster: ClusterView | None = None

@@ -45,6 +45,7 @@ from crds.raycluster import RayCluster, RayClusterStatus
 from crds.rayjob import RayJob
 from crds.redaction import redacted_job_spec
 from crds.refs import ObjectRef
+from crds.validation.gates import gate_violations
 from crds.violations import InvalidObjectError, reported
 
 
@@ -116,6 +117,7 @@ class JobActivities:
             snap.schema_violations = reported(err.violations)
             return snap
         assert isinstance(rayjob, RayJob)
+        snap.gate_violations = reported(gate_violations(rayjob, self._options.feature_gates))
         if params.known_generation != snap.generation:
             # Inline secrets (a Redis password, a token in an env var) must not reach the
             # workflow history.

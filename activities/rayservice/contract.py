@@ -68,6 +68,8 @@ class ServiceSnapshot(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     schema_violations: list[str] = Field(default_factory=list)
     """Why the stored object does not load, or why `serveConfigV2` is not a YAML mapping."""
+    gate_violations: list[str] = Field(default_factory=list)
+    """The fields the spec uses whose KubeRay feature gate is off in this worker's settings."""
     spec: RayServiceSpec | None = None
     """Inline secrets redacted (`crds.redaction`) and `serveConfigV2` left out (see its hash)."""
     status: RayServiceStatuses | None = None

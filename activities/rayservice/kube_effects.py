@@ -38,6 +38,7 @@ from crds.rayservice import RayService
 from crds.redaction import redacted_cluster_spec
 from crds.refs import ObjectRef
 from crds.validation import formats
+from crds.validation.gates import gate_violations
 from crds.violations import InvalidObjectError, Violation, reported
 
 
@@ -89,6 +90,7 @@ class ServiceActivities:
         self._kube = client
         self._store = ServiceStore(client)
         self._zero_downtime = options.zero_downtime
+        self._gates = options.feature_gates
 
     def activities(self) -> list[Callable[..., Any]]:
         """The bound activity methods, for worker registration."""
@@ -128,6 +130,7 @@ class ServiceActivities:
             snap.clusters = [self._view(c, None) for c in await self._store.clusters(ref)]
             return snap
         assert isinstance(service, RayService)
+        snap.gate_violations = reported(gate_violations(service, self._gates))
         text = service.spec.serve_config_v2
         if text:
             try:

@@ -20,7 +20,7 @@ from activities.kube import client as kube
 from activities.kube import list_watch
 from bridge.queueing import Batch
 from bridge.running import Bridge
-from bridge.targets import RAYCLUSTER
+from bridge.targets import RAYCLUSTER, RAYCRONJOB
 from crds.refs import ObjectRef
 from runtime.settings import Settings
 from tests.activities.kube.test_informer import EndingApi
@@ -156,3 +156,17 @@ async def test_the_configured_bridge_lists_once_while_its_watches_hold(
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert api.lists == 1, bridge.watchers[0].stats
+
+
+def test_raycronjobs_are_watched_only_with_kuberays_raycronjob_gate_on() -> None:
+    """KubeRay v1.7.0 starts no RayCronJob controller with the gate off (its default)."""
+    api, signaller = EndingApi(ending=0), RecordingSignaller()
+    default = Bridge.configured(api, signaller, Settings())  # type: ignore[arg-type]
+    gated = Bridge.configured(
+        api,  # type: ignore[arg-type]
+        signaller,
+        Settings.from_env({"KUBERAY_TEMPORAL_FEATURE_GATES": "RayCronJob=true"}),
+    )
+
+    assert RAYCRONJOB not in default.targets and RAYCLUSTER in default.targets
+    assert set(gated.targets) == set(default.targets) | {RAYCRONJOB}

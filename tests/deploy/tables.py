@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from pydantic.fields import FieldInfo
 
+from crds.feature_gates import FeatureGates
 from kuberay_temporal.cli import build_parser
 from runtime.settings import Settings
 
@@ -35,6 +36,8 @@ def flags_by_variable() -> dict[str, list[str]]:
 
 def _default(field: FieldInfo) -> str:
     value = field.default
+    if isinstance(value, FeatureGates):
+        value = value.text()  # in the variable's syntax: empty, v1.7.0's defaults
     if value is None:
         return "unset"
     if isinstance(value, timedelta):

@@ -20,10 +20,16 @@ import yaml
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from crds.feature_gates import Gate
 from devcluster.ports import free_port
 from kuberay_temporal.binaries import kubectl
 from tests.eventually import eventually
 from tests.full_set import deselect_unless_asked
+
+
+def gates_on(*gates: Gate) -> dict[str, str]:
+    """A stack's environment turning `gates` on, as KubeRay's e2e installs it for such a test."""
+    return {"KUBERAY_TEMPORAL_FEATURE_GATES": ",".join(f"{gate.value}=true" for gate in gates)}
 
 
 @dataclass

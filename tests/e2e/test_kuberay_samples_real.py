@@ -26,9 +26,10 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from crds.feature_gates import Gate
 from crds.raycluster import RayCluster
 from crds.replicas import desired_worker_pods
-from tests.e2e.conftest import LocalStack, running_stack
+from tests.e2e.conftest import LocalStack, gates_on, running_stack
 from tests.e2e.sample_verdicts import RAYCLUSTERS, RUN
 from tests.eventually import eventually
 from tests.reference import KUBERAY_SAMPLES
@@ -42,8 +43,10 @@ CONTROL_PLANE = os.environ.get("KUBERAY_TEMPORAL_SAMPLES_CONTROL_PLANE", "devclu
 
 @pytest_asyncio.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalStack]:
+    # Two samples use alpha features: their gates on, as each sample's comment asks.
+    gates = gates_on(Gate.RAY_CLUSTER_NETWORK_POLICY, Gate.GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE)
     async with running_stack(
-        tmp_path_factory.mktemp("kuberay-real"), "process", control_plane=CONTROL_PLANE
+        tmp_path_factory.mktemp("kuberay-real"), "process", gates, control_plane=CONTROL_PLANE
     ) as running:
         yield running
 

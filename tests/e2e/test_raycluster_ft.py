@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
-from tests.e2e.conftest import LocalStack
+from crds.feature_gates import Gate
+from tests.e2e.conftest import LocalStack, gates_on, running_stack
 from tests.e2e.ray_tools import (
     REDIS_ADDRESS,
     REDIS_SECRET,
@@ -163,8 +167,16 @@ async def test_redis_gcs_ft(local_stack: LocalStack) -> None:
     await assert_nowhere(stack, password)
 
 
-async def test_rocksdb_gcs_ft(local_stack: LocalStack) -> None:
-    stack, name = local_stack, "ft-rocksdb"
+@pytest_asyncio.fixture
+async def rocksdb_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
+    """The real-Ray stack with the alpha GCSFaultToleranceEmbeddedStorage gate on."""
+    gates = gates_on(Gate.GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE)
+    async with running_stack(tmp_path, "process", gates, control_plane="kubernetes") as stack:
+        yield stack
+
+
+async def test_rocksdb_gcs_ft(rocksdb_stack: LocalStack) -> None:
+    stack, name = rocksdb_stack, "ft-rocksdb"
     await apply(stack, ray_cluster(name, {"backend": "rocksdb"}))
     await eventually(lambda: ready(stack, name), within=180, message="ready with RocksDB FT")
     pvc = await get(stack, "pvc", f"{name}-gcs-pvc")

@@ -5,15 +5,19 @@ the Ray simulator behind the dashboard)."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 import yaml
 from temporalio.client import ScheduleDescription
 
 from activities.raycronjob.schedules import described
-from tests.e2e.conftest import LocalStack
+from crds.feature_gates import Gate
+from tests.e2e.conftest import LocalStack, gates_on, running_stack
 from tests.e2e.test_metrics import apply, get, reaches
 from tests.eventually import eventually
 from tests.reference import REPO_ROOT
@@ -22,14 +26,21 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 NAME = "every-minute"
 
 
+@pytest_asyncio.fixture
+async def cron_stack(tmp_path: Path) -> AsyncIterator[LocalStack]:
+    """The simulated stack with KubeRay's RayCronJob gate on (off by default in v1.7.0)."""
+    async with running_stack(tmp_path, "simulated", gates_on(Gate.RAY_CRON_JOB)) as stack:
+        yield stack
+
+
 async def schedule_of(stack: LocalStack, schedule_id: str) -> ScheduleDescription | None:
     return await described(stack.client.get_schedule_handle(schedule_id))
 
 
 async def test_a_raycronjob_fires_each_minute_until_suspended_then_goes_with_its_schedule(
-    simulated_stack: LocalStack,
+    cron_stack: LocalStack,
 ) -> None:
-    stack = simulated_stack
+    stack = cron_stack
     doc = yaml.safe_load((REPO_ROOT / "samples" / "raycronjob.yaml").read_text())
     doc["metadata"]["name"] = NAME
     doc["spec"]["jobTemplate"]["entrypoint"] = "echo simulated; sleep 1"

@@ -36,7 +36,8 @@ import pytest_asyncio
 import yaml
 
 from activities.raycronjob.schedules import described
-from tests.e2e.conftest import LocalStack, running_stack
+from crds.feature_gates import Gate
+from tests.e2e.conftest import LocalStack, gates_on, running_stack
 from tests.e2e.ray_tools import job_status, submit_job
 from tests.e2e.rayjob_tools import (
     absent,
@@ -63,8 +64,12 @@ PINNED_CHECK = 'assert requests.__version__ == "2.26.0"'
 
 @pytest_asyncio.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalStack]:
+    # KubeRay's RayCronJob samples run here too: its gate on, as KubeRay's e2e turns it on.
     async with running_stack(
-        tmp_path_factory.mktemp("rayjob"), "process", control_plane="kubernetes"
+        tmp_path_factory.mktemp("rayjob"),
+        "process",
+        gates_on(Gate.RAY_CRON_JOB),
+        control_plane="kubernetes",
     ) as running:
         yield running
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
+from crds.feature_gates import Gate
 from runtime.settings import Settings, describe_invalid
 
 
@@ -97,3 +98,16 @@ def test_ignored_namespaces_are_a_set_of_trimmed_names() -> None:
     settings = Settings.from_env({"KUBERAY_TEMPORAL_IGNORE_NAMESPACES": " kuberay , other,,"})
     assert settings.ignored_namespaces == frozenset({"kuberay", "other"})
     assert Settings.from_env({}).ignored_namespaces == frozenset()
+
+
+def test_feature_gates_are_read_in_kuberays_flag_syntax_over_its_defaults() -> None:
+    settings = Settings.from_env({"KUBERAY_TEMPORAL_FEATURE_GATES": "RayCronJob=true"})
+
+    assert Gate.RAY_CRON_JOB in settings.feature_gates
+    assert Gate.RAY_CRON_JOB not in Settings.from_env({}).feature_gates
+    assert settings.build_options().feature_gates == settings.feature_gates
+    with pytest.raises(ValidationError) as raised:
+        Settings.from_env({"KUBERAY_TEMPORAL_FEATURE_GATES": "RayCronJobs=true"})
+    assert describe_invalid(raised.value) == (
+        "KUBERAY_TEMPORAL_FEATURE_GATES='RayCronJobs=true': unrecognized feature gate: RayCronJobs"
+    )

@@ -178,7 +178,7 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         if snap.deleting:
             await self._finalize(snap)
             return
-        if not await self._valid(snap.schema_violations):
+        if not await self._valid(snap.schema_violations, snap.gate_violations):
             return
         await self._finalize(snap)
         if state.spec is not None and state.spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
@@ -217,11 +217,12 @@ class RayClusterWorkflow(CrWorkflow[RayClusterState]):
         state.annotations = snap.annotations
         state.labels = snap.labels
 
-    async def _valid(self, schema_violations: list[str]) -> bool:
+    async def _valid(self, schema_violations: list[str], gate_violations: list[str]) -> bool:
         if schema_violations or self._state.spec is None:
             violations = schema_violations or ["spec: the RayCluster has no readable spec"]
         else:
-            violations = reported(validate(self._state.as_cluster(self._ref)))
+            found = reported(validate(self._state.as_cluster(self._ref)))
+            violations = gate_violations + found
         if violations and violations != self._state.reported_violations:
             message = "invalid spec: " + "; ".join(violations)
             self._state.remember(message)

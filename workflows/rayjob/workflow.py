@@ -233,7 +233,9 @@ class RayJobWorkflow(CrWorkflow[RayJobState]):
             facts = replace(facts, attempt=state.attempt)
         elif not nudged:
             self._nudged = False  # a change moments after Ray answered: nothing to ask
-        violations = snap.schema_violations or reported(validate(self._rayjob(facts)))
+        violations = snap.schema_violations or (
+            snap.gate_violations + reported(validate(self._rayjob(facts)))
+        )
         if violations:
             step = machine.validation_failed(facts, violations)
         else:

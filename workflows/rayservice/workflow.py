@@ -12,6 +12,7 @@ lives in `upgrade_parent.py`, the serving cluster and cleanup in `serving.py`.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import workflow
@@ -179,7 +180,7 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
         if state.spec.managed_by == constants.MANAGED_BY_MULTIKUEUE:
             self._set_waiting([f"nothing: managed by {constants.MANAGED_BY_MULTIKUEUE}"])
             return
-        if not await self._valid(snap.schema_violations):
+        if not await self._valid(snap.schema_violations, snap.gate_violations):
             return
         if await self._suspension(snap):
             return
@@ -206,9 +207,11 @@ class RayServiceWorkflow(CrWorkflow[RayServiceState], ServingMixin):
             state.refused_hash = rolled_back
             state.refused = (st.ROLLED_BACK, "rolled back by request")
 
-    async def _valid(self, schema_violations: list[str]) -> bool:
+    async def _valid(
+        self, schema_violations: list[str], gate_violations: Sequence[str] = ()
+    ) -> bool:
         state = self._state
-        found = schema_violations or self._rule_violations()
+        found = schema_violations or [*gate_violations, *self._rule_violations()]
         if found and found != state.reported_violations:
             message = "; ".join(found)
             state.remember(f"invalid spec: {message}")

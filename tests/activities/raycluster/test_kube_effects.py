@@ -17,6 +17,7 @@ from activities.kube.informer import Informer
 from activities.raycluster import contract
 from activities.raycluster.kube_effects import ClusterActivities
 from activities.raycluster.redis_cleanup import ClusterCleanupActivities
+from crds.feature_gates import parse_feature_gates
 from crds.raycluster import HeadInfo, RayClusterStatus
 from crds.refs import ObjectRef
 from tests.activities.counting import Calls
@@ -82,6 +83,19 @@ async def test_read_reports_the_deterministic_head_name(client: KubeClient) -> N
     fixed = ClusterActivities(client, BuildOptions(deterministic_head_pod_name=True))
     snap = await run(fixed.read, contract.ReadClusterInput(ref=ref))
     assert default.head_name == "" and snap.head_name == f"{ref.name}-head"
+
+
+async def test_read_reports_the_fields_whose_feature_gate_is_off(client: KubeClient) -> None:
+    ref = await make_cluster(client, networkPolicy={})
+    default = await run(
+        ClusterActivities(client, DEFAULT_OPTIONS).read, contract.ReadClusterInput(ref=ref)
+    )
+    gated = BuildOptions(feature_gates=parse_feature_gates("RayClusterNetworkPolicy=true"))
+    snap = await run(ClusterActivities(client, gated).read, contract.ReadClusterInput(ref=ref))
+    assert default.gate_violations == [
+        "spec.networkPolicy: requires the RayClusterNetworkPolicy feature gate to be enabled"
+    ]
+    assert snap.gate_violations == []
 
 
 async def test_read_then_apply_creates_kuberay_objects_once(client: KubeClient) -> None:

@@ -16,6 +16,7 @@ from activities.kube import errors
 from activities.kube.client import KubeClient
 from activities.raycronjob import contract
 from activities.raycronjob.kube_effects import CronJobActivities
+from crds.feature_gates import parse_feature_gates
 from crds.refs import ObjectRef
 
 TICK = datetime(2026, 12, 5, 1, 30, tzinfo=UTC)
@@ -128,6 +129,21 @@ async def test_the_read_reports_an_invalid_schedule(
     assert snap.wanted is None  # nothing to schedule: the workflow pauses it and warns
     assert len(snap.violations) == 1
     assert snap.violations[0].startswith("spec.schedule: ") and problem in snap.violations[0]
+
+
+async def test_the_read_reports_a_template_field_whose_gate_is_off(client: KubeClient) -> None:
+    template = copy.deepcopy(TEMPLATE)
+    template["rayClusterSpec"]["networkPolicy"] = {}
+    ref = await make_cronjob(client, jobTemplate=template)
+    snap = await read(client, ref)
+    gates = parse_feature_gates("RayCronJob=true,RayClusterNetworkPolicy=true")
+    request = contract.ReadCronJobInput(ref=ref)
+    gated = await ActivityEnvironment().run(CronJobActivities(client, gates).read, request)
+    assert snap.wanted is None and snap.violations == [
+        "spec.jobTemplate.rayClusterSpec.networkPolicy: requires the RayClusterNetworkPolicy "
+        "feature gate to be enabled"
+    ]
+    assert gated.violations == [] and gated.wanted is not None
 
 
 async def test_a_person_s_suspend_is_written_to_the_spec(client: KubeClient) -> None:

@@ -57,6 +57,12 @@ def test_it_runs_with_the_batch_scheduler_ours_runs_with() -> None:
     assert not any("batch" in a for a in operator_args(Path("/k/config"), ["kr"], 1, 2))
 
 
+def test_it_runs_with_the_feature_gates_ours_runs_with() -> None:
+    gates = "RayClusterMTLS=true,RayCronJob=true"
+    args = operator_args(Path("/k/config"), ["kr"], 18080, 18081, feature_gates=gates)
+    assert f"--feature-gates={gates}" in args
+
+
 def test_no_namespace_is_refused_as_it_would_mean_all(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one namespace"):
         KubeRayOperator(tmp_path / "op", tmp_path / "config", [], tmp_path / "log")

@@ -18,7 +18,10 @@ from temporalio import activity
 from activities.contract import DesiredResources, PodView, ServiceView, Written
 from activities.raycluster import contract
 from crds.constants import FINALIZER_GCS_FT_REDIS_CLEANUP as FINALIZER
-from crds.raycluster import RayClusterSpec, RayClusterStatus
+from crds.feature_gates import FeatureGates
+from crds.raycluster import RayCluster, RayClusterSpec, RayClusterStatus
+from crds.validation.gates import gate_violations
+from crds.violations import reported
 
 
 class FakeCluster:
@@ -55,6 +58,7 @@ class FakeCluster:
         self.cleanup_job: str | None = None
         """None (no Job), "running", "Complete" or "Failed"."""
         self.redis_cleanup = True
+        self.gates = FeatureGates()
         self.head_name = ""
         """The fixed head name the read reports (ENABLE_DETERMINISTIC_HEAD_POD_NAME)."""
         """ENABLE_GCS_FT_REDIS_CLEANUP as the read reports it (the real read: the settings)."""
@@ -145,6 +149,7 @@ class FakeCluster:
             deleted_at=self.deleted_at,
             finalizers=list(self.finalizers),
             redis_cleanup=self.redis_cleanup,
+            gate_violations=reported(gate_violations(RayCluster(spec=spec), self.gates)),
             cleanup_job_exists=self.cleanup_job is not None,
             cleanup_job_finished=self.cleanup_job if self.cleanup_job != "running" else None,
             annotations=dict(self.annotations),

@@ -16,6 +16,7 @@ from temporalio.client import WorkflowExecutionDescription, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from crds.feature_gates import parse_feature_gates
 from tests.eventually import eventually, when
 from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
@@ -191,6 +192,22 @@ async def test_invalid_spec_creates_nothing_and_says_why(harness: Harness) -> No
     assert event.reason == "InvalidRayClusterSpec" and event.type == "Warning"
     assert "spec.workerGroupSpecs[0].minReplicas" in event.message
     assert cluster.created == []
+
+
+async def test_a_field_behind_a_gate_that_is_off_is_refused_with_kuberays_message(
+    harness: Harness,
+) -> None:
+    cluster = harness.cluster
+    cluster.spec["networkPolicy"] = {}
+    await harness.start()
+    event = await eventually(lambda: cluster.events[0] if cluster.events else None)
+    assert event.reason == "InvalidRayClusterSpec" and event.type == "Warning"
+    assert "spec.networkPolicy: requires the RayClusterNetworkPolicy feature gate" in event.message
+    assert cluster.created == []
+    # The worker restarted with the gate on: the next pass builds the cluster.
+    cluster.gates = parse_feature_gates("RayClusterNetworkPolicy=true")
+    await harness.signal(messages.OWNED_CHANGED, messages.OwnedChanged(kinds=["Pod"]))
+    await eventually(lambda: len(cluster.live()) == 3, message="head and 2 workers")
 
 
 async def test_a_group_larger_than_a_pass_is_created_pass_after_pass_unprompted(

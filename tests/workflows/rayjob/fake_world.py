@@ -18,8 +18,11 @@ from temporalio import activity
 
 from activities.rayjob import contract
 from crds.enums import JobStatus
+from crds.feature_gates import FeatureGates
 from crds.raycluster import RayClusterStatus
-from crds.rayjob import RayJobSpec, RayJobStatus
+from crds.rayjob import RayJob, RayJobSpec, RayJobStatus
+from crds.validation.gates import gate_violations
+from crds.violations import reported
 
 CREATED_VERSION = 3
 """The resourceVersion every created RayCluster reports (older than any news in the tests)."""
@@ -95,6 +98,7 @@ class FakeJobWorld:
     gc_on_delete: bool = True
     """Deleted clusters vanish at once (else they linger until `collect`)."""
     options: contract.JobOperatorOptions = field(default_factory=contract.JobOperatorOptions)
+    gates: FeatureGates = field(default_factory=FeatureGates)
     """The operator switches the read activity reports, as the real one does from settings."""
 
     # --- what tests do ------------------------------------------------------------------------
@@ -182,6 +186,9 @@ class FakeJobWorld:
             deleting=self.deleting,
             has_finalizer="ray.io/rayjob-finalizer" in self.finalizers,
             spec=None if same else RayJobSpec.model_validate(self.spec),
+            gate_violations=reported(
+                gate_violations(RayJob(spec=RayJobSpec.model_validate(self.spec)), self.gates)
+            ),
             status=self.status if params.known_generation is None else None,
             cluster=self._cluster_view(params.cluster_name),
             submitter=self._submitter_view(params.cluster_name),

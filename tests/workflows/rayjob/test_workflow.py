@@ -19,6 +19,7 @@ from temporalio.worker import Worker
 
 from activities.rayjob.contract import JobOperatorOptions
 from crds.enums import JobStatus
+from crds.feature_gates import parse_feature_gates
 from tests.eventually import eventually, when
 from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
@@ -337,6 +338,17 @@ async def test_invalid_rayjob_creates_nothing(harness: Harness) -> None:
     await harness.start()
     await harness.state("ValidationFailed")
     assert world.status is not None and "spec.suspend" in (world.status.message or "")
+    assert world.reasons() == ["InvalidRayJobSpec"] and world.created_clusters == []
+
+
+async def test_deletion_rules_without_their_feature_gate_are_refused(harness: Harness) -> None:
+    world = harness.world
+    world.gates = parse_feature_gates("RayJobDeletionPolicy=false")
+    world.spec = job_spec(deletionStrategy={"deletionRules": []})
+    await harness.start()
+    await harness.state("ValidationFailed")
+    assert world.status is not None
+    assert "RayJobDeletionPolicy feature gate must be enabled" in (world.status.message or "")
     assert world.reasons() == ["InvalidRayJobSpec"] and world.created_clusters == []
 
 

@@ -21,7 +21,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities.dashboard.contract import ServeStatus
 from activities.rayservice import contract
-from crds.rayservice import RayServiceSpec, RayServiceStatuses
+from crds.feature_gates import FeatureGates
+from crds.rayservice import RayService, RayServiceSpec, RayServiceStatuses
+from crds.validation.gates import gate_violations
+from crds.violations import reported
 
 
 def _hash(value: object) -> str:
@@ -85,6 +88,7 @@ class FakeServiceWorld:
         """True: report the route's ResolvedRefs as a controller would (see `gateway`)."""
         self.backend_services: set[str] = set()
         self.zero_downtime = True
+        self.gates = FeatureGates()
         """ENABLE_ZERO_DOWNTIME as the read reports it (the real read: the worker settings)."""
         """False: the Gateway API CRDs are not installed (as `reconcile_gateway` reports it)."""
 
@@ -172,6 +176,7 @@ class FakeServiceWorld:
             finalizers=list(self.finalizers),
             annotations=dict(self.annotations),
             spec=None if light else spec,
+            gate_violations=reported(gate_violations(RayService(spec=spec), self.gates)),
             status=self.status if params.known_generation is None else None,
             goal_hash=_hash(self._goal()),
             serve_config_hash=hashlib.sha256(config.encode()).hexdigest() if config else "",

@@ -134,6 +134,18 @@ async def test_first_deploy_becomes_ready(make: Any) -> None:
     assert updated.message == f"Updated serve applications to the RayCluster default/{active}"
 
 
+async def test_a_cluster_field_behind_a_gate_that_is_off_is_refused(make: Any) -> None:
+    h = await make({**SPEC, "rayClusterConfig": {**CLUSTER, "tlsOptions": {"enabled": True}}})
+    await h.start()
+    event = await eventually(
+        lambda: next((e for e in h.world.events if e.reason == "InvalidRayServiceSpec"), None)
+    )
+    assert "spec.rayClusterConfig.tlsOptions: requires the RayClusterMTLS feature gate" in (
+        event.message
+    )
+    assert h.world.created == []
+
+
 async def test_serve_config_change_is_applied_in_place(make: Any) -> None:
     h = await make(SPEC)
     await h.start()

@@ -42,3 +42,12 @@ singleNamespaceInstall and no watchNamespaces, the release's own, as KubeRay's c
 {{- join "," .Values.watchNamespaces -}}
 {{- end -}}
 {{- end -}}
+
+{{- /* KubeRay's --feature-gates syntax from featureGates: Name=true,Name=false. */ -}}
+{{- define "kuberay-temporal.featureGates" -}}
+{{- $pairs := list -}}
+{{- range .Values.featureGates -}}
+{{- $pairs = append $pairs (printf "%s=%t" .name .enabled) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}

@@ -2,7 +2,8 @@
 
 It runs the binary `building` makes from KubeRay's source (v1.7.0), outside the node (so it
 reaches Ray dashboards through the API server's service proxy, `--use-kubernetes-proxy`),
-reconciling only the namespaces it is given, with v1.7.0's default feature gates. Leader election
+reconciling only the namespaces it is given, with v1.7.0's default feature gates unless told
+otherwise (as ours is configured: `--feature-gates` in KubeRay's syntax). Leader election
 is off (one replica), and its metrics and health endpoints listen on loopback ports of their own.
 """
 
@@ -21,11 +22,6 @@ from devcluster.control_plane.processes import stop_process
 from devcluster.parent_death import die_with_parent
 from devcluster.ports import free_port
 
-FEATURE_GATES: dict[str, bool] = {}
-"""Gates set apart from v1.7.0's defaults: none, so the reference runs as a default install
-(RayClusterStatusConditions, RayJobDeletionPolicy, RayMultiHostIndexing and
-RayServiceIncrementalUpgrade on; the alpha gates off)."""
-
 _STOP_GRACE = 10.0
 _READY_WITHIN = 120.0
 
@@ -36,10 +32,14 @@ def operator_args(
     metrics_port: int,
     probe_port: int,
     batch_scheduler: str = "",
+    feature_gates: str = "",
 ) -> list[str]:
-    """The operator's command-line flags (after the binary)."""
-    gates = ",".join(f"{gate}={str(on).lower()}" for gate, on in sorted(FEATURE_GATES.items()))
-    gate_args = [f"--feature-gates={gates}"] if gates else []
+    """The operator's command-line flags (after the binary).
+
+    `feature_gates`: gates set apart from v1.7.0's defaults (`RayCronJob=true,...`); empty,
+    none, as a default install runs.
+    """
+    gate_args = [f"--feature-gates={feature_gates}"] if feature_gates else []
     scheduler = [f"--batch-scheduler={batch_scheduler}"] if batch_scheduler else []
     return [
         *scheduler,
@@ -64,6 +64,7 @@ class KubeRayOperator:
         namespaces: Sequence[str],
         log: Path,
         batch_scheduler: str = "",
+        feature_gates: str = "",
     ):
         if not namespaces:
             # An empty --watch-namespace means every namespace: never what a side-by-side wants.
@@ -72,6 +73,8 @@ class KubeRayOperator:
         self.namespaces = list(namespaces)
         self.batch_scheduler = batch_scheduler
         """KubeRay's `--batch-scheduler` (empty: none), to run as ours is configured."""
+        self.feature_gates = feature_gates
+        """KubeRay's `--feature-gates` (empty: v1.7.0's defaults), likewise."""
         self.metrics_port, self.probe_port = free_port(), free_port()
         self._process: asyncio.subprocess.Process | None = None
 
@@ -102,6 +105,7 @@ class KubeRayOperator:
             self.metrics_port,
             self.probe_port,
             self.batch_scheduler,
+            self.feature_gates,
         )
         with self.log.open("ab") as out:
             self._process = await asyncio.create_subprocess_exec(
