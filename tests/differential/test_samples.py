@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.differential.known import Known, unexplained
+from tests.differential.known import BY_SAMPLE, Known, unexplained
 from tests.differential.normalise import Difference
 from tests.differential.scenario import SideBySide, documents, side_by_side
 from tests.differential.sides import KUBERAY, OURS, SIDES
@@ -30,16 +30,7 @@ from tests.eventually import eventually
 from tests.reference import KUBERAY_SAMPLES
 
 SETTLE_SECONDS = 90.0
-_GATED = "behind a KubeRay feature gate v1.7.0 leaves off by default, so KubeRay refuses the spec"
 UNCOMPARED_SAMPLES = {
-    "ray-cluster.embedded-gcs-ft.yaml": f"{_GATED} (GCSFaultToleranceEmbeddedStorage); ours "
-    "runs it, as it does not take KubeRay's gates yet",
-    "ray-cluster.historyserver.yaml": f"{_GATED} (RayClusterHistoryServer); ours refuses it until "
-    "the collector is built (README: KubeRay samples we do not accept)",
-    "ray-cluster.mtls.yaml": f"{_GATED} (RayClusterMTLS); ours waits for cert-manager's Issuer "
-    "(FailedToCreateIssuer), which this control plane lacks",
-    "ray-cluster.network-policy-deny-all.yaml": f"{_GATED} (RayClusterNetworkPolicy); ours "
-    "makes the NetworkPolicies, as it does not take KubeRay's gates yet",
     "ray-service.incremental-upgrade.yaml": "an incremental upgrade needs the Gateway API "
     "(a Gateway and HTTPRoutes), which this control plane does not serve: neither side gets "
     "the RayService Running",
@@ -127,7 +118,7 @@ async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
                 found.append(Difference("/ended", ended[KUBERAY], ended[OURS]))
             why = UNCOMPARED_SAMPLES.get(file)
             anything = [Known("*", "uncompared", why)] if why else []
-            left = [str(d) for d in unexplained(found, anything)]
+            left = [str(d) for d in unexplained(found, [*anything, *BY_SAMPLE.get(file, ())])]
             assert not left, f"{file} (not ended: {missed or 'none'}):\n" + "\n".join(left)
     finally:
         # The sample's own objects (a Redis Deployment, its password Secret) go after its
