@@ -5,8 +5,9 @@ There is no cluster DNS server here; instead the process kubelet bind-mounts
 names (the ClusterIP, or for a headless Service one line per ready or published endpoint, as
 CoreDNS answers), the bare name of each Service in the pod's own namespace (what the DNS
 search path gives), and the `<hostname>.<subdomain>.<ns>.svc.cluster.local` name of pods that
-set both; `<state_dir>/net/hosts` holds the same without bare names. A bind mount pins the
-file's inode, so each file is rewritten in place, never replaced.
+set both; `<state_dir>/net/hosts` holds the same without bare names. Names the node itself
+answers to (GitHub's, while it serves KubeRay's archives, see `archives`) come first. A bind
+mount pins the file's inode, so each file is rewritten in place, never replaced.
 
 `hosts_file` is pure and table-tested; `HostsWriter` rewrites the file when it changes.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +59,17 @@ def hosts_file(
     slices: list[JsonObject],
     pods: list[JsonObject],
     namespace: str | None = None,
+    node_names: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """Return the hosts file content for these Services, slices and pods.
 
     For the pods of `namespace`, a Service of that namespace also answers to its bare name,
     as the DNS search path `<ns>.svc.cluster.local` makes it answer (`redis:6379`).
+    `node_names` are names outside the cluster that the node answers for, by address.
     """
     lines = [HEADER, "127.0.0.1\tlocalhost\n"]
+    for address, answered in (node_names or {}).items():
+        lines.append(f"{address}\t{' '.join(answered)}\n")
     ready = _ready_addresses(slices)
     for service in services:
         meta, spec = service["metadata"], service.get("spec") or {}
@@ -106,8 +112,15 @@ class HostsWriter:
     seconds, not one per change: each rewrite reads every Service, slice and pod.
     """
 
-    def __init__(self, path: Path, interval: float = 0.2) -> None:
+    def __init__(
+        self,
+        path: Path,
+        interval: float = 0.2,
+        node_names: Callable[[], Mapping[str, Sequence[str]]] | None = None,
+    ) -> None:
         self.path, self.interval = path, interval
+        # Read at each rewrite; what it names must be served before the writer starts.
+        self.node_names = node_names or dict
         self._written: dict[Path, str] = {}
 
     def __repr__(self) -> str:
@@ -138,10 +151,11 @@ class HostsWriter:
     def refresh(self, view: ObjectView) -> None:
         """Write the files whose content changed since the last write."""
         services, slices, pods = view.objects(SERVICES), view.objects(SLICES), view.objects(PODS)
-        files = {self.path: hosts_file(services, slices, pods)}
+        node = self.node_names()
+        files = {self.path: hosts_file(services, slices, pods, node_names=node)}
         for namespace in {o["metadata"].get("namespace", "") for o in [*services, *pods]}:
             files[namespace_hosts_path(self.path, namespace)] = hosts_file(
-                services, slices, pods, namespace
+                services, slices, pods, namespace, node
             )
         for path, content in files.items():
             if content != self._written.get(path):
