@@ -12,6 +12,10 @@ With the process kubelet the same routes are also served over HTTPS on the node'
 address, for in-cluster clients such as the Ray autoscaler (see `pod_api`), unless `pod_api` is
 off.
 
+A node with the pod network also stands in for GitHub's archive downloads when KubeRay's
+archives are beside the checkout (see `networking.archives`): pods fetch those zips at their
+github.com URLs, and nothing else of the internet.
+
 devcluster is for development on a machine you trust, and is not a security boundary. Neither
 listener authenticates: whoever reaches the loopback port (any local account) or the
 pod-facing one (any pod, any process on the host) may do anything, and the service-account
@@ -48,6 +52,7 @@ from devcluster.kubelet import network as pod_network_setup
 from devcluster.kubelet.pods import ProcessRuntime
 from devcluster.kubelet.simulated import SimulatedRuntime
 from devcluster.networking import network_controllers
+from devcluster.networking.archives import ArchiveServer, default_archives_dir
 from devcluster.networking.proxy_subresource import ProxySubresource
 from devcluster.pod_api import PodApi, server_tls
 from devcluster.routes import Routes
@@ -111,10 +116,14 @@ class DevCluster:
         self.faults = self._faults  # what is injected, and the counts (`Faults.snapshot`)
         # With `pod_network` (the process kubelet's bridge) Services also get DNS and ClusterIPs.
         self.proxy = ProxySubresource(self.handler, pod_network=pod_network)
+        self._pod_network = pod_network
+        self.archives = ArchiveServer(default_archives_dir(), self.state_dir / "net" / "archives")
         self._controllers: list[Controller] = [
             Collector(),
             *workload_controllers(job_backoff),
-            *network_controllers(self.state_dir, pod_network=pod_network),
+            *network_controllers(
+                self.state_dir, pod_network=pod_network, node_names=self.archives.node_names
+            ),
             *controllers,
         ]
         self._kubelet: Kubelet | None = None
@@ -167,6 +176,9 @@ class DevCluster:
         runtime = self._kubelet.runtime if self._kubelet is not None else None
         if isinstance(runtime, ProcessRuntime) and self._serve_pod_api:
             await self._serve_pods(self._runner, runtime)
+        if isinstance(runtime, ProcessRuntime) and self._pod_network:
+            await asyncio.to_thread(pod_network_setup.ensure_bridge)
+            runtime.archives = await self.archives.start(pod_network_setup.HOST_IP)
         # Controllers start once the pod-facing address is known, so no pod starts without it.
         for controller in self._controllers:
             self._tasks.append(asyncio.create_task(self._run_controller(controller)))
@@ -198,6 +210,7 @@ class DevCluster:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        await self.archives.stop()
         await self.proxy.close()
         self.store.remove_listener(self._on_event)
         self.store.close()

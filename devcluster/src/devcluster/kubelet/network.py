@@ -13,6 +13,10 @@ Part B (Services) adds ClusterIPs to the bridge, hence `BRIDGE_NAME` and an idem
 Pods reach beyond the node as they do on a real one (`ensure_egress`): the host forwards their
 packets and masquerades them behind its own address, and their resolv.conf names the host's
 nameservers, so a runtime env can pip-install from the index the host reaches.
+
+While the node serves GitHub's archives (`devcluster.networking.archives`), each pod's own
+namespace redirects its connections to the node address's port 443 to the port the server
+listens on (`https_redirect`): the URLs name port 443, and several nodes may share the machine.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ _NETNS_DIR = "/run/netns"
 _OWNERS = Path("/run/devcluster-netns")  # netns name (or bridge claim) -> PID of its devcluster
 _BRIDGE_CLAIM = "bridge-"
 EGRESS_TABLE = "krt-egress"  # the nftables table holding the pods' masquerade rule
+HTTPS_TABLE = "krt-https"  # in a pod's namespace: its port 443 on the node, redirected
 _IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 
 
@@ -285,6 +290,39 @@ async def create_sandbox(pod_uid: str, ip: str) -> None:
     await asyncio.to_thread(_record_owner, netns_name(pod_uid))
     for args in sandbox_commands(pod_uid, ip):
         await _run_ip(args)
+
+
+def https_redirect_ruleset(address: str, port: int) -> str:
+    """Return the nftables script that sends a pod's `address:443` connections to `port`.
+
+    Loaded in the pod's own network namespace, so it goes with the pod and nothing on the host
+    changes. The output hook's `dstnat` keyword is too new for some nft; -100 is its value.
+    """
+    return (
+        f"table ip {HTTPS_TABLE} {{\n"
+        "  chain output {\n"
+        "    type nat hook output priority -100; policy accept;\n"
+        f"    ip daddr {address} tcp dport 443 dnat to {address}:{port}\n"
+        "  }\n"
+        "}\n"
+    )
+
+
+async def https_redirect(pod_uid: str, address: str, port: int) -> str | None:
+    """Redirect the pod's `address:443` to `port`; return None, or why it could not."""
+    nft = shutil.which("nft")
+    if nft is None:
+        return "`nft` (Debian's nftables) is not installed"
+    process = await asyncio.create_subprocess_exec(
+        "ip", "netns", "exec", netns_name(pod_uid), nft, "-f", "-",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await process.communicate(https_redirect_ruleset(address, port).encode())
+    if process.returncode != 0:
+        return f"nft refused the redirect: {err.decode().strip() or process.returncode}"
+    return None
 
 
 async def delete_sandbox(pod_uid: str) -> None:

@@ -27,6 +27,7 @@ from devcluster.kubelet.runtime import ExecTarget, PodContext
 from devcluster.kubelet.status import RUNNING, TERMINATED, WAITING, ContainerRecord
 from devcluster.lifecycle import now_rfc3339
 from devcluster.networking import hosts_path
+from devcluster.networking.archives import ServedArchives
 from devcluster.networking.hosts import namespace_hosts_path
 from devcluster.pod_api import PodApi
 
@@ -51,6 +52,9 @@ class ProcessRuntime:
         self.placeholder_token = True
         # The host's nameservers, for pods' resolv.conf once they can reach them (egress).
         self.nameservers: list[str] = []
+        # Set by DevCluster or the node agent while the node serves GitHub's archives: each
+        # pod's port 443 on the node is redirected to the server, and it trusts the server's CA.
+        self.archives: ServedArchives | None = None
         self._pods: dict[str, ProcessPod] = {}
 
     def setup(self, state_dir: Path) -> None:
@@ -154,6 +158,7 @@ class ProcessPod:
         """Run until the containers are done or the pod is deleted, then clean up."""
         try:
             await network.create_sandbox(self.ctx.uid, self.ctx.ip)
+            await self._redirect_https()
             self.volumes = await asyncio.to_thread(self._prepare_volumes)
             self.publish()
             main = asyncio.create_task(self._lifecycle())
@@ -167,6 +172,14 @@ class ProcessPod:
         finally:
             await self._kill_all()
             await network.delete_sandbox(self.ctx.uid)
+
+    async def _redirect_https(self) -> None:
+        archives = self.runtime.archives
+        if archives is None:
+            return
+        refused = await network.https_redirect(self.ctx.uid, archives.address, archives.port)
+        if refused is not None:  # the pod runs on; only the archives stay out of its reach
+            log.warning("pod %s cannot reach the archives: %s", self.ctx.uid, refused)
 
     def _prepare_volumes(self) -> dict[str, Path]:
         claims = self.runtime.state_dir / "claims"
@@ -264,6 +277,8 @@ class ProcessPod:
         base.update(self.ctx.service_env())  # a real API server's node: Service links
         if self.runtime.pod_api is not None:  # always, as kubelet does, despite enableServiceLinks
             base.update(self.runtime.pod_api.env())
+        if self.runtime.archives is not None:  # the image's trust store, the node's CA in it
+            base.update(self.runtime.archives.env())
         env = envs.container_env(pod, container, self._text_lookup, base, os.cpu_count() or 1)
         command = images.command_line(
             image, container.get("command") or [], container.get("args") or []
@@ -334,6 +349,12 @@ class ProcessPod:
                 source = pod_dir / "image" / container["name"] / directory.strip("/")
                 source.mkdir(parents=True, exist_ok=True)
                 mounts.insert(0, volumes.Mount(os.path.relpath(source, pod_dir), directory))
+        archives = self.runtime.archives
+        if archives is not None:  # the image's own file: a volume mounted over it still wins
+            bundle = os.path.relpath(archives.bundle, pod_dir)
+            mounts.insert(
+                0, volumes.Mount(bundle, archives.trust_store, read_only=True, is_file=True)
+            )
         hosts_file = self.runtime.pod_hosts(namespace)
         hosts = os.path.relpath(hosts_file, pod_dir)
         workdir = container.get("workingDir") or image.workdir or env.get("HOME", "/")

@@ -8,6 +8,7 @@ real network (the process kubelet's bridge), not with the simulated runtime.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,18 @@ def hosts_path(state_dir: Path) -> Path:
     return Path(state_dir) / "net" / "hosts"
 
 
-def network_controllers(state_dir: Path, *, pod_network: bool) -> list[Any]:
-    """Return the Services controllers; with `pod_network`, DNS, ClusterIPs and Gateways too."""
+def network_controllers(
+    state_dir: Path,
+    *,
+    pod_network: bool,
+    node_names: Callable[[], Mapping[str, Sequence[str]]] | None = None,
+) -> list[Any]:
+    """Return the Services controllers; with `pod_network`, DNS, ClusterIPs and Gateways too.
+
+    `node_names` are what the hosts files add for names the node itself answers to.
+    """
     controllers: list[Any] = [Loop(EndpointsController())]
     if pod_network:
-        controllers += [HostsWriter(hosts_path(state_dir)), ServiceProxy(), GatewayDataPlane()]
+        hosts = HostsWriter(hosts_path(state_dir), node_names=node_names)
+        controllers += [hosts, ServiceProxy(), GatewayDataPlane()]
     return controllers

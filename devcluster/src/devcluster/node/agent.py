@@ -9,7 +9,9 @@ answers on every ClusterIP and serves Gateways (when the Gateway API's CRDs are 
 and provisions local-path PersistentVolumes for claims (`volumes`). The kubelet runs as
 `system:node:<node>`, the Service half as `system:kube-proxy`, the Gateway data plane and the
 volume provisioner as identities of their own (`gateways`, `volumes`), so the API server's
-Node authorizer, NodeRestriction and RBAC hold them to what a real node may do.
+Node authorizer, NodeRestriction and RBAC hold them to what a real node may do. With the
+process runtime and the bridge it also serves KubeRay's GitHub archives to its pods
+(`networking.archives`).
 
 Start order matters: the API server must be up (it binds the bridge address when pods must
 reach it, so the bridge comes first, see `network.ensure_bridge`), and pods start only once
@@ -35,6 +37,7 @@ from devcluster.kubelet.pods import ProcessRuntime
 from devcluster.kubelet.simulated import SimulatedRuntime
 from devcluster.kubelet.streams import ShimOptions, serving_kubelet_api
 from devcluster.networking import hosts_path
+from devcluster.networking.archives import ArchiveServer, default_archives_dir
 from devcluster.networking.endpoint_slices import SLICES
 from devcluster.networking.gateway import GATEWAYS, HTTPROUTES, GatewayDataPlane
 from devcluster.networking.hosts import HostsWriter
@@ -92,6 +95,7 @@ class NodeAgent:
         self._heads: HeadAddresses | None = None
         self._writes: ApiPodWrites | None = None
         self.kubelet_port = config.kubelet_port
+        self.archives = ArchiveServer(default_archives_dir(), config.state_dir / "net" / "archives")
 
     def _client(self, identity: pki.ClientIdentity) -> NodeClient:
         pair = self._keys.client(identity)
@@ -153,9 +157,13 @@ class NodeAgent:
             node_client, self.mirror, mint_tokens=isinstance(self.kubelet.runtime, ProcessRuntime)
         )
         self._configure_runtime()
+        runtime = self.kubelet.runtime
+        if config.pod_network and isinstance(runtime, ProcessRuntime):
+            runtime.archives = await self.archives.start(network.HOST_IP)
         self._spawn(self.kubelet.serve(self.mirror, writes, setup=setup), "kubelet")
         if config.pod_network:
-            self._spawn(HostsWriter(hosts_path(config.state_dir)).follow(self.mirror), "hosts")
+            hosts = HostsWriter(hosts_path(config.state_dir), node_names=self.archives.node_names)
+            self._spawn(hosts.follow(self.mirror), "hosts")
             self._spawn(ServiceProxy().follow(self.mirror), "service proxy")
         self._serve_gateways()
         self._serve_volumes()
@@ -272,6 +280,7 @@ class NodeAgent:
                 await task
         self._tasks.clear()
         self.mirror.remove_listener(self._on_event)
+        await self.archives.stop()
         if self._heads is not None:
             await self._heads.close_all()
         await self._shim.aclose()
