@@ -8,8 +8,8 @@ Running`, and the app answers through the serve Service with what only that arch
 says.
 
 The app is `test_dag`'s `basic_dag.FNode`, not the samples' `fruit` and `conditional_dag`
-graphs: their drivers call `handle.options(use_new_handle_api=True)`, which the samples' Ray
-2.52 still took and this machine's Ray no longer does (`sample_verdicts.OLD_HANDLE_API`).
+graphs: their drivers call `handle.options(use_new_handle_api=True)`, which this machine's
+Ray, newer than the samples' images, no longer has (`sample_verdicts.OLD_HANDLE_API`).
 """
 
 from __future__ import annotations
