@@ -200,5 +200,5 @@ async def test_the_certificate_is_for_githubs_names_only(
     served: tuple[archives.ServedArchives, aiohttp.ClientSession],
 ) -> None:
     _, session = served
-    with pytest.raises(aiohttp.ClientConnectorCertificateError):
+    with pytest.raises(aiohttp.ClientConnectorCertificateError, match=r"pypi\.org"):
         await session.get("https://pypi.org/simple/")
