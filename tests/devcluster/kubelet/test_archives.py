@@ -7,7 +7,6 @@ beside the checkout (`tests.reference`), whose archives the node serves.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 
@@ -16,8 +15,7 @@ import pytest
 from devcluster.networking.archives import default_archives_dir
 from devcluster.server import DevCluster
 from tests.devcluster.conftest import Kubectl
-from tests.devcluster.kubelet.conftest import pod_json, pod_manifest
-from tests.eventually import eventually
+from tests.devcluster.kubelet.conftest import run_to_end
 from tests.reference import KUBERAY_DIR
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the process runtime needs root")
@@ -46,17 +44,7 @@ async def test_a_pod_downloads_an_archive_as_ray_does_and_nothing_else(
 ) -> None:
     _, kubectl = node
     assert default_archives_dir().resolve() == (KUBERAY_DIR / "archives").resolve()
-    spec = json.loads(pod_manifest("client", f"python -c {shlex.quote(CLIENT)}"))
-    spec["spec"]["restartPolicy"] = "Never"
-    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(spec))
-
-    async def ended() -> str | None:
-        status = (await pod_json(kubectl, "client")).get("status") or {}
-        phase = status.get("phase") if isinstance(status, dict) else None
-        return str(phase) if phase in ("Succeeded", "Failed") else None
-
-    phase = await eventually(ended, within=90, message="the client pod ended")
-    logs = await kubectl.ok("logs", "client")
+    phase, logs = await run_to_end(kubectl, "client", f"python -c {shlex.quote(CLIENT)}", 90)
     print(logs)  # what Ray's download said, when it fails
     wanted = hashlib.sha256((KUBERAY_DIR / "archives" / ZIP).read_bytes()).hexdigest()
     # pypi.org resolves, if at all, to anything but the node: only GitHub's names are its own.

@@ -19,8 +19,7 @@ import pytest
 from devcluster.kubelet import network, volumes
 from devcluster.server import DevCluster
 from tests.devcluster.conftest import Kubectl
-from tests.devcluster.kubelet.conftest import pod_json, pod_manifest
-from tests.eventually import eventually
+from tests.devcluster.kubelet.conftest import pod_json, run_to_end
 
 HOST_SIDE, OUTSIDE = "198.51.100.1", "198.51.100.2"  # TEST-NET-2, routed by nobody
 PORT = 18080
@@ -97,17 +96,7 @@ async def test_a_pod_reaches_a_host_beyond_the_node_behind_the_nodes_address(
         f"s = socket.create_connection(('{OUTSIDE}', {PORT}), timeout=10); "
         "print('seen-as', s.recv(64).decode())"
     )
-    spec = json.loads(pod_manifest("client", f"python -c {json.dumps(client)}"))
-    spec["spec"]["restartPolicy"] = "Never"
-    await kubectl.ok("apply", "-f", "-", stdin=json.dumps(spec))
-
-    async def ended() -> str | None:
-        status = (await pod_json(kubectl, "client")).get("status") or {}
-        phase = status.get("phase") if isinstance(status, dict) else None
-        return str(phase) if phase in ("Succeeded", "Failed") else None
-
-    phase = await eventually(ended, within=60, message="the client pod ended")
-    logs = await kubectl.ok("logs", "client")
+    phase, logs = await run_to_end(kubectl, "client", f"python -c {json.dumps(client)}", 60)
     assert (phase, logs.strip()) == ("Succeeded", f"seen-as {HOST_SIDE}")  # masqueraded
     uid = (await pod_json(kubectl, "client"))["metadata"]["uid"]  # type: ignore[index]
     pod_conf, host_conf = _read(cluster.state_dir / "pods" / str(uid) / "resolv.conf")

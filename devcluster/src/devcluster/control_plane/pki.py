@@ -86,7 +86,7 @@ class Pki:
             key = ec.generate_private_key(ec.SECP256R1())
             name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kuberay-temporal-ca")])
             cert = (
-                _builder(name, name, key.public_key())
+                certificate_builder(name, name, key.public_key())
                 .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
                 .add_extension(_ca_usage(), critical=True)
                 .sign(key, hashes.SHA256())
@@ -139,7 +139,7 @@ class Pki:
         assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
         key = ec.generate_private_key(ec.SECP256R1())
         builder = (
-            _builder(subject, ca_cert.subject, key.public_key())
+            certificate_builder(subject, ca_cert.subject, key.public_key())
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         )
@@ -148,9 +148,10 @@ class Pki:
         _write(pair, builder.sign(ca_key, hashes.SHA256()), key)
 
 
-def _builder(
+def certificate_builder(
     subject: x509.Name, issuer: x509.Name, public: ec.EllipticCurvePublicKey
 ) -> x509.CertificateBuilder:
+    """A certificate of `subject` signed by `issuer`, valid ten years from five minutes ago."""
     now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()

@@ -27,7 +27,6 @@ answers for GitHub, for those files only:
 from __future__ import annotations
 
 import asyncio
-import datetime
 import hashlib
 import logging
 import os
@@ -43,6 +42,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from devcluster.control_plane.pki import certificate_builder
+
 log = logging.getLogger(__name__)
 
 SHARED_VARIABLE = "KUBERAY_SHARED_DIR"
@@ -51,8 +52,6 @@ OWNER = "ray-project"
 GITHUB, CODELOAD = "github.com", "codeload.github.com"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _NAME = re.compile(r"([A-Za-z0-9_.]+)-([A-Za-z0-9_.]+)\.zip")  # `-` parts repo from ref
-_VALID_FOR = datetime.timedelta(days=3650)
-_BACKDATE = datetime.timedelta(minutes=5)  # tolerate small clock differences between readers
 
 
 def default_archives_dir() -> Path:
@@ -168,7 +167,7 @@ def issue_certificates(directory: Path, names: Sequence[str] = (GITHUB, CODELOAD
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "devcluster archives CA")])
     ca_cert = (
-        _builder(ca_name, ca_name, ca_key.public_key())
+        certificate_builder(ca_name, ca_name, ca_key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(_key_usage(ca=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
@@ -177,7 +176,7 @@ def issue_certificates(directory: Path, names: Sequence[str] = (GITHUB, CODELOAD
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
     cert = (
-        _builder(subject, ca_name, key.public_key())
+        certificate_builder(subject, ca_name, key.public_key())
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
@@ -200,21 +199,6 @@ def issue_certificates(directory: Path, names: Sequence[str] = (GITHUB, CODELOAD
     # The CA's key signs nothing more: it is not kept, so nothing else can ever be vouched for.
     found.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     return found
-
-
-def _builder(
-    subject: x509.Name, issuer: x509.Name, public: ec.EllipticCurvePublicKey
-) -> x509.CertificateBuilder:
-    now = datetime.datetime.now(datetime.UTC)
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(public)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + _VALID_FOR)
-    )
 
 
 def _key_usage(ca: bool) -> x509.KeyUsage:
