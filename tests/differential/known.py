@@ -48,11 +48,12 @@ def absent_on(side: str) -> Callable[[Difference], bool]:
 
 
 _AS_APPLIED = (
-    "A RayJob's or RayService's spec stays as applied: KubeRay adds its finalizer by writing "
-    "the whole object back through its Go types, which drops empty fields (InteractiveMode's "
-    "`jobId: \"\"`) or adds them (a RayService's `scaleStrategy: {}`, a template's "
-    "`metadata: {}`: a new generation, so its `observedGeneration` then runs one ahead of ours "
-    "for the same edits); ours patches the finalizer alone"
+    "A RayJob's, RayService's or Redis fault-tolerant RayCluster's spec stays as applied: "
+    "KubeRay adds its finalizer by writing the whole object back through its Go types, which "
+    "drops empty fields (InteractiveMode's `jobId: \"\"`) or adds them (a RayService's "
+    "`scaleStrategy: {}`, a template's `metadata: {}`): a new generation, so its "
+    "`metadata.generation` and `observedGeneration` then run one ahead of ours for the same "
+    "edits; ours patches the finalizer alone"
 )
 
 
@@ -130,8 +131,16 @@ KNOWN = (
     ),
     Known("/RayJob/*/spec/*", CHOSEN, _AS_APPLIED, lambda d: d.kuberay is None and d.ours == ""),
     *(
-        Known(f"/RayService/*/status/{path}", CHOSEN, _AS_APPLIED, _one_generation_on)
-        for path in ("observedGeneration", "conditions[*]/observedGeneration")
+        Known(f"/RayService/*/{path}", CHOSEN, _AS_APPLIED, _one_generation_on)
+        for path in (
+            "metadata/generation",
+            "status/observedGeneration",
+            "status/conditions[*]/observedGeneration",
+        )
+    ),
+    *(
+        Known(f"/{kind}/*/metadata/generation", CHOSEN, _AS_APPLIED, _one_generation_on)
+        for kind in ("RayJob", "RayCluster")
     ),
     Known(
         "/RayService/*ServiceStatus/rayClusterStatus/*",

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.differential.normalise import normalise
+from tests.differential.normalise import normalise, without_secret_values
 from tests.e2e.conftest import LocalStack
 
 KUBERAY = "diff-kuberay"
@@ -34,6 +34,8 @@ CHILD_KINDS = (
     "rolebindings.rbac.authorization.k8s.io",
     "ingresses.networking.k8s.io",
     "networkpolicies.networking.k8s.io",
+    "secrets",
+    "persistentvolumeclaims",
 )
 # Status fields that name the state a CR is in, by kind.
 _STATES = {
@@ -128,7 +130,7 @@ async def capture(stack: LocalStack, namespace: str, also: Sequence[str] = ()) -
     for obj in json.loads(raw)["items"]:
         if obj["kind"] not in RAY_KINDS and not obj["metadata"].get("ownerReferences"):
             continue
-        clean = normalise(obj, namespace)
+        clean = normalise(without_secret_values(obj), namespace)
         if obj["kind"] == "Pod":
             clean.pop("status", None)
         found.setdefault(f"{obj['kind']}/{clean['metadata']['name']}", []).append(clean)

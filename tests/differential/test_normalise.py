@@ -7,11 +7,13 @@ from typing import Any
 
 from tests.differential.known import BY_SAMPLE, CHOSEN, KNOWN, Known, unexplained
 from tests.differential.normalise import (
+    SECRET_MARK,
     Difference,
     differences,
     event_differences,
     normalise,
     same_course,
+    without_secret_values,
 )
 from tests.differential.scenario import documents, operators_made
 from tests.differential.sides import reasons_about
@@ -208,3 +210,19 @@ def test_only_events_about_the_scenarios_own_objects_count() -> None:
         event("new", "Scheduled", kind="Pod"),
     ]
     assert reasons_about(events, {"new"}) == {("RayCluster", "Normal", "CreatedService")}
+
+
+def test_a_secret_is_compared_by_its_keys_never_by_what_they_hold() -> None:
+    token = {"kind": "Secret", "metadata": {"name": "c"}, "data": {"auth_token": "c2VjcmV0"}}
+    masked = without_secret_values(token)
+
+    assert masked["data"] == {"auth_token": SECRET_MARK}
+    assert "c2VjcmV0" not in str(masked) and token["data"]["auth_token"] == "c2VjcmV0"
+    assert without_secret_values({"kind": "Pod", "data": {"x": "y"}})["data"] == {"x": "y"}
+
+
+def test_generations_are_compared_as_each_write_of_a_spec_counts() -> None:
+    """Each side's spec writes show in `metadata.generation`: one write more is a difference."""
+    kuberay = normalise({"metadata": {"name": "c", "generation": 2, "uid": "u"}}, "ns")
+    ours = normalise({"metadata": {"name": "c", "generation": 1, "uid": "v"}}, "ns")
+    assert [d.path for d in differences(kuberay, ours)] == ["/metadata/generation"]

@@ -99,6 +99,11 @@ async def _apply_if_served(both: SideBySide, doc: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("file", samples())
 async def test_sample_side_by_side(stack: LocalStack, file: str) -> None:
+    await compare_sample(stack, file)
+
+
+async def compare_sample(stack: LocalStack, file: str) -> None:
+    """Apply the sample on both sides, follow it to its end, fail on what parts them."""
     docs = documents(file)
     main = _ray_object(docs)
     assert main is not None
