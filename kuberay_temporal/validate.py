@@ -23,6 +23,7 @@ be checked.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from enum import IntEnum
@@ -33,12 +34,17 @@ import yaml
 
 from crds.common import JSONObject
 from crds.constants import API_VERSION
+from crds.feature_gates import FeatureGates, parse_feature_gates
 from crds.loading import KIND_MODELS, is_ray_object, parse_ray_object
 from crds.payloads import MANIFEST_BOUNDS, PayloadLimitError, load_yaml_documents
 from crds.validation import validate
+from crds.validation.gates import gate_violations
 from crds.violations import InvalidObjectError, Violation
 
 STDIN = "-"
+GATES_VARIABLE = "KUBERAY_TEMPORAL_FEATURE_GATES"
+"""The operator's setting, read here too: a manifest is checked against the gates it will meet."""
+DEFAULT_GATES = FeatureGates()
 
 
 class ExitCode(IntEnum):
@@ -81,18 +87,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "files", nargs="+", metavar="FILE", help=f"a YAML file, or {STDIN} for stdin"
     )
+    parser.add_argument(
+        "--feature-gates",
+        metavar="GATES",
+        default=os.environ.get(GATES_VARIABLE, ""),
+        help="KubeRay's feature gates the operator runs with, e.g. RayClusterNetworkPolicy=true "
+        f"(default: ${GATES_VARIABLE}, else v1.7.0's): a spec needing a gate that is off is "
+        "INVALID",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Check every file named in `args.files`; return the worst exit code found."""
+    try:
+        gates = parse_feature_gates(args.feature_gates)
+    except ValueError as err:
+        _error(f"--feature-gates: {err}")
+        return int(ExitCode.UNUSABLE)
     worst = ExitCode.OK
     for name in args.files:
-        worst = max(worst, check_file(name))
+        worst = max(worst, check_file(name, gates))
     return int(worst)
 
 
-def check_file(name: str) -> ExitCode:
+def check_file(name: str, gates: FeatureGates = DEFAULT_GATES) -> ExitCode:
     """Check one file (or stdin), printing one line per object; return its exit code."""
     try:
         documents = read_documents(name)
@@ -102,7 +121,7 @@ def check_file(name: str) -> ExitCode:
     worst = ExitCode.OK
     for document in documents:
         try:
-            worst = max(worst, check_document(document))
+            worst = max(worst, check_document(document, gates))
         except InputError as err:
             _error(f"{document.where}: {err}")
             worst = ExitCode.UNUSABLE
@@ -142,7 +161,7 @@ def read_documents(name: str) -> list[Document]:
     return documents
 
 
-def check_document(document: Document) -> ExitCode:
+def check_document(document: Document, gates: FeatureGates = DEFAULT_GATES) -> ExitCode:
     """Check one document, printing its OK / INVALID / SKIPPED lines.
 
     Raises:
@@ -154,7 +173,7 @@ def check_document(document: Document) -> ExitCode:
         print(f"SKIPPED {kind}/{name} (not a ray.io object)")
         return ExitCode.OK
     _require_ray_identity(body, kind, name)
-    violations = _violations(body)
+    violations = _violations(body, gates)
     for violation in violations:
         print(f"INVALID {kind}/{name}: {violation}")
     if violations:
@@ -194,13 +213,16 @@ def _require_ray_identity(body: JSONObject, kind: str, name: str) -> None:
         raise InputError(f"{kind}: metadata.name is required")
 
 
-def _violations(body: JSONObject) -> list[Violation]:
-    """Schema violations if the object does not load, else the semantic rules it breaks."""
+def _violations(body: JSONObject, gates: FeatureGates) -> list[Violation]:
+    """Schema violations if the object does not load, else the rules it breaks.
+
+    The rules include a field whose feature gate is off, as the operator refuses it.
+    """
     try:
         obj = parse_ray_object(body)
     except InvalidObjectError as err:
         return err.violations
-    return validate(obj)
+    return gate_violations(obj, gates) + validate(obj)
 
 
 def _yaml_error(source: str, err: yaml.YAMLError) -> str:

@@ -13,18 +13,36 @@ import yaml
 
 from kuberay_temporal.cli import main
 from tests.alias_bombs import alias_bomb
-from tests.reference import REPO_ROOT, sample_files
+from tests.reference import KUBERAY_SAMPLES, REPO_ROOT, sample_files
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "kuberay-temporal"
 
-# Samples we refuse: sample path -> the exact INVALID lines. Each is a KubeRay feature not
-# carried out here yet (README "KubeRay samples we do not accept"), refused by name rather
-# than accepted and ignored.
+# Samples refused at KubeRay v1.7.0's default feature gates, with its messages (KubeRay refuses
+# them too), and the one whose feature is not carried out here yet (README "KubeRay samples we
+# do not accept"): sample path -> the exact INVALID lines.
+_NOT_ADDED = (
+    "INVALID RayCluster/raycluster-historyserver: spec.historyServerOptions: KubeRay's "
+    "history-server collector sidecar is not added by kuberay-temporal yet; remove "
+    "historyServerOptions"
+)
 KUBERAY_REJECTS: dict[str, list[str]] = {
     "ray-cluster.historyserver.yaml": [
-        "INVALID RayCluster/raycluster-historyserver: spec.historyServerOptions: KubeRay's "
-        "history-server collector sidecar is not added by kuberay-temporal yet; remove "
-        "historyServerOptions"
+        "INVALID RayCluster/raycluster-historyserver: spec.historyServerOptions: "
+        "RayClusterHistoryServer feature gate is not enabled",
+        _NOT_ADDED,
+    ],
+    "ray-cluster.embedded-gcs-ft.yaml": [
+        "INVALID RayCluster/raycluster-embedded-gcs-ft: spec.gcsFaultToleranceOptions.backend: "
+        "the embedded RocksDB GCS fault tolerance backend (GcsFaultToleranceOptions.Backend: "
+        "'rocksdb') requires the GCSFaultToleranceEmbeddedStorage feature gate to be enabled"
+    ],
+    "ray-cluster.mtls.yaml": [
+        "INVALID RayCluster/raycluster-mtls: spec.tlsOptions: requires the RayClusterMTLS "
+        "feature gate to be enabled"
+    ],
+    "ray-cluster.network-policy-deny-all.yaml": [
+        "INVALID RayCluster/raycluster-deny-all: spec.networkPolicy: requires the "
+        "RayClusterNetworkPolicy feature gate to be enabled"
     ],
 }
 
@@ -81,6 +99,21 @@ def test_kuberay_sample(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if not rejected:
         assert out == expected_lines(path)
     assert code == (1 if rejected else 0)
+
+
+def test_with_their_gates_on_only_the_history_server_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    gates = "RayClusterMTLS=true,RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true"
+    names = ("historyserver", "embedded-gcs-ft", "mtls", "network-policy-deny-all")
+    paths = [str(KUBERAY_SAMPLES / f"ray-cluster.{name}.yaml") for name in names]
+    history = f"{gates},RayClusterHistoryServer=true"
+    code, out, err = run_cli(capsys, "--feature-gates", history, *paths)
+    assert (code, err) == (1, [])
+    assert [line for line in out if line.startswith("INVALID")] == [_NOT_ADDED]
+    code, out, err = run_cli(capsys, "--feature-gates", "RayCronJob=maybe", *paths)
+    assert (code, out) == (2, [])
+    assert err == ["error: --feature-gates: invalid value of RayCronJob: maybe"]
 
 
 def test_kuberays_raycronjob_samples_are_ok(capsys: pytest.CaptureFixture[str]) -> None:
