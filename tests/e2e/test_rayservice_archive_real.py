@@ -5,7 +5,8 @@ node serves KubeRay's copies of those archives at those URLs (`devcluster.networ
 so Ray's runtime-env agent in the head pod downloads `ray-project/test_dag` at the commit
 KubeRay's samples use, the app deploys from it, the RayService reaches `serviceStatus:
 Running`, and the app answers through the serve Service with what only that archive's code
-says.
+says: under ours, and under KubeRay's own operator (v1.7.0, `dev --kuberay-namespace`) given the
+same RayService in its namespace on the same node.
 
 The app is `test_dag`'s `basic_dag.FNode`, not the samples' `fruit` and `conditional_dag`
 graphs: their drivers call `handle.options(use_new_handle_api=True)`, which this machine's
@@ -16,14 +17,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 import yaml
 
-from tests.e2e.conftest import LocalStack
+from tests.e2e.conftest import LocalStack, running_stack
 from tests.eventually import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -67,42 +70,65 @@ RAYSERVICE = {
         },
     },
 }
-PROXY = f"/api/v1/namespaces/default/services/{NAME}-serve-svc:serve/proxy/basic"
+KUBERAY_NAMESPACE = "kr"
+"""Where KubeRay's own operator (v1.7.0) reconciles the same RayService beside ours."""
 
 
-async def rayservice(stack: LocalStack) -> dict[str, Any]:
-    return dict(json.loads(await stack.kubectl("get", "rayservice", NAME, "-o", "json")))
+@pytest_asyncio.fixture
+async def both(tmp_path: Path) -> AsyncIterator[LocalStack]:
+    """The real-Ray stack with KubeRay's operator beside ours (`dev --kuberay-namespace`)."""
+    args = ("--kuberay-namespace", KUBERAY_NAMESPACE)
+    async with running_stack(tmp_path, "process", control_plane="kubernetes", args=args) as stack:
+        yield stack
 
 
-async def running(stack: LocalStack) -> bool:
-    return ((await rayservice(stack)).get("status") or {}).get("serviceStatus") == "Running"
+async def rayservice(stack: LocalStack, namespace: str) -> dict[str, Any]:
+    raw = await stack.kubectl("get", "rayservice", NAME, "-n", namespace, "-o", "json")
+    return dict(json.loads(raw))
 
 
-async def answer(http: httpx.AsyncClient) -> str | None:
+async def running(stack: LocalStack, namespace: str) -> bool:
+    status = (await rayservice(stack, namespace)).get("status") or {}
+    return status.get("serviceStatus") == "Running"
+
+
+async def answer(http: httpx.AsyncClient, namespace: str) -> str | None:
+    proxy = f"/api/v1/namespaces/{namespace}/services/{NAME}-serve-svc:serve/proxy/basic"
     try:
-        response = await http.get(PROXY, timeout=10)
+        response = await http.get(proxy, timeout=10)
     except httpx.HTTPError:
         return None
     return response.text if response.status_code == 200 else None
 
 
-async def test_a_serve_app_deploys_from_its_github_archive_and_runs(
-    local_stack: LocalStack, tmp_path: Path
+async def test_a_serve_app_deploys_from_its_github_archive_under_both_operators(
+    both: LocalStack, tmp_path: Path
 ) -> None:
-    stack = local_stack
+    stack = both
     manifest = tmp_path / "rayservice.json"
     manifest.write_text(json.dumps(RAYSERVICE))
     began = time.monotonic()
-    await stack.kubectl("apply", "-f", str(manifest))
-    try:
-        await eventually(lambda: running(stack), within=300, message="serviceStatus Running")
-    except AssertionError:
-        status = (await rayservice(stack)).get("status")
-        pods = await stack.kubectl("get", "pods", "-o", "wide", check=False)
-        raise AssertionError(f"{NAME} not Running: {json.dumps(status)}\n{pods}") from None
-    print(f"\n{NAME}: Running after {time.monotonic() - began:.0f}s")
-    apps = (await rayservice(stack))["status"]["activeServiceStatus"]["applicationStatuses"]
-    assert apps["basic"]["status"] == "RUNNING"
-    async with stack.api_client() as http:
-        said = await eventually(lambda: answer(http), within=60, message="an answer")
-    assert said == "wonderful world"  # basic_dag.f, as the archive has it
+    for namespace in ("default", KUBERAY_NAMESPACE):
+        await stack.kubectl("apply", "-n", namespace, "-f", str(manifest))
+    for namespace in ("default", KUBERAY_NAMESPACE):
+        try:
+            await eventually(
+                lambda ns=namespace: running(stack, ns),
+                within=300,
+                message=f"serviceStatus Running in {namespace}",
+            )
+        except AssertionError:
+            status = (await rayservice(stack, namespace)).get("status")
+            pods = await stack.kubectl("get", "pods", "-A", "-o", "wide", check=False)
+            raise AssertionError(
+                f"{namespace}/{NAME} not Running: {json.dumps(status)}\n{pods}"
+            ) from None
+        print(f"\n{namespace}/{NAME}: Running after {time.monotonic() - began:.0f}s")
+        status = (await rayservice(stack, namespace))["status"]
+        apps = status["activeServiceStatus"]["applicationStatuses"]
+        assert apps["basic"]["status"] == "RUNNING"
+        async with stack.api_client() as http:
+            said = await eventually(
+                lambda ns=namespace: answer(http, ns), within=60, message="an answer"
+            )
+        assert said == "wonderful world"  # basic_dag.f, as the archive has it

@@ -20,7 +20,7 @@ from temporalio.worker import Worker
 from activities.rayjob.contract import JobOperatorOptions
 from crds.enums import JobStatus
 from crds.feature_gates import parse_feature_gates
-from tests.eventually import eventually, when
+from tests.eventually import eventually
 from tests.history_scan import activity_calls, patch_markers
 from tests.workflows.harness import EntityHarness
 from worker.running import strict_sandbox_runner
@@ -51,6 +51,7 @@ SPEC: dict[str, Any] = {"entrypoint": "python train.py", "rayClusterSpec": CLUST
 TICK = timedelta(seconds=121)
 """Longer than the workflow's longest pause between two quick polls of Ray."""
 TASK_DONE = "workflow_task_completed_event_attributes"
+SIGNALLED = "workflow_execution_signaled_event_attributes"
 
 
 def job_spec(**fields: Any) -> dict[str, Any]:
@@ -104,12 +105,24 @@ class Harness(EntityHarness):
         return sum(1 for e in history.events if e.HasField(kind))
 
     async def pass_after(self, nudge: Callable[[], Awaitable[None]]) -> None:
-        """Send `nudge` and wait until the workflow task it starts is done."""
-        done = await self.events(TASK_DONE)
+        """Send `nudge` (a signal) and wait until a workflow task that saw it is done.
+
+        Not merely the next task: one already under way when the signal came (a follow-up of
+        the last pass, a timer's) would end first, and the nudge's pass would not have run.
+        """
+        assert self.handle is not None
+        handle = self.handle
+        before = len((await handle.fetch_history()).events)
         await nudge()
-        await eventually(
-            lambda: when(self.events(TASK_DONE), lambda n: n > done), message="the pass"
-        )
+
+        async def seen() -> bool:
+            events = (await handle.fetch_history()).events[before:]
+            signalled = next((i for i, e in enumerate(events) if e.HasField(SIGNALLED)), None)
+            return signalled is not None and any(
+                e.HasField(TASK_DONE) for e in events[signalled + 1 :]
+            )
+
+        await eventually(seen, message="the pass that saw the nudge")
 
     async def finish(self, status: JobStatus = JobStatus.SUCCEEDED) -> None:
         """The Ray job ends, and the worker's watch of running Ray jobs says so."""
