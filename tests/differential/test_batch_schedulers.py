@@ -86,9 +86,18 @@ def _pods(doc: dict[str, Any]) -> int:
 
 async def _heads_reported(stack: LocalStack, namespace: str) -> bool:
     """Whether every RayCluster's status names its head pod (no pod changes once made: ours
-    writes it at its next resync)."""
-    raw = await stack.kubectl("get", "rayclusters", "-n", namespace, "-o", "json")
-    clusters = json.loads(raw)["items"]
+    writes it at its next resync), and every RayJob's copy of its cluster's status does too
+    (both operators copy a cluster's status into its RayJob's while it is not ready, each on
+    its own pass after the cluster's status changed)."""
+    raw = await stack.kubectl("get", "rayclusters,rayjobs", "-n", namespace, "-o", "json")
+    items = json.loads(raw)["items"]
+    clusters = [i for i in items if i["kind"] == "RayCluster"]
+    copies = [
+        (i.get("status") or {}).get("rayClusterStatus") or {}
+        for i in items
+        if i["kind"] == "RayJob"
+    ]
     return bool(clusters) and all(
-        ((c.get("status") or {}).get("head") or {}).get("podName") for c in clusters
+        (status.get("head") or {}).get("podName")
+        for status in [*(c.get("status") or {} for c in clusters), *copies]
     )
