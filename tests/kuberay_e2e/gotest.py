@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -73,6 +74,7 @@ async def run_test(
     deadline: str = "30m",
     path_prefix: Path | None = None,
     workdir: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> str:
     """Run the tests of `binary` that `run` selects and `skip` does not (`go test -run/-skip`).
 
@@ -81,10 +83,10 @@ async def run_test(
     The tests find the cluster through KUBECONFIG, as client-go's default loading rules do,
     and use CI's timeouts (1, 5 and 10 minutes); some shell out to `kubectl`, found on PATH
     (`path_prefix` goes first). `workdir` is where it runs: its package's folder, as with
-    `go test` (`package_dir`).
+    `go test` (`package_dir`). `env` adds to its environment (a test's own switches).
     """
     path = os.environ.get("PATH", "")
-    env = {
+    environment = {
         **os.environ,
         "PATH": f"{path_prefix}:{path}" if path_prefix else path,
         "KUBECONFIG": str(kubeconfig),
@@ -92,6 +94,7 @@ async def run_test(
         "KUBERAY_TEST_TIMEOUT_SHORT": "1m",
         "KUBERAY_TEST_TIMEOUT_MEDIUM": "5m",
         "KUBERAY_TEST_TIMEOUT_LONG": "10m",
+        **(env or {}),
     }
     process = await asyncio.create_subprocess_exec(
         str(binary),
@@ -103,7 +106,7 @@ async def run_test(
         *(["-test.skip", skip] if skip else []),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env=env,
+        env=environment,
         cwd=workdir,
     )
     out, _ = await process.communicate()

@@ -52,8 +52,10 @@ async def test_kuberay_e2e(case: Case, stack: LocalStack, binaries: Build, tmp_p
         deadline=f"{case.minutes}m",
         path_prefix=kubectl().parent,
         workdir=package_dir(binaries, case.package),
+        env=case.env,
     )
 
+    (tmp_path / "go-test.log").write_text(output)  # all of it; a failure shows its end
     reported = results(output)
     assert case.name in reported, f"{case.name} reported nothing:\n{output[-4000:]}"
     not_passed = {
